@@ -1,0 +1,229 @@
+"""Geometry of the dashboard's "saved per day" chart, drawn as inline SVG by the template.
+
+Plain Python, no Django and no I/O: given one point per day (tokens and dollars
+saved) it returns where every bar, line vertex, tick and label goes. The page
+needs no JavaScript and no chart library from a CDN, and the numbers a test
+checks (bar heights, axis maxima) are computed here rather than in a template.
+
+Two scales share the plot: tokens (bars, left axis) and dollars (line, right
+axis). Each axis runs from 0 to a "nice" ceiling (1, 2, 2.5 or 5 times a power
+of ten) so the tick labels are round numbers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+
+TICKS = 4  # intervals on each vertical axis: 0, 1/4, 1/2, 3/4, max
+MAX_DAY_LABELS = 8  # more than this and the date labels under the bars overlap
+NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)  # a ceiling is one of these times a power of ten
+BAR_FILL = 0.7  # share of a day's slot the bar covers, leaving a gap between days
+
+
+@dataclass(frozen=True)
+class DayPoint:
+    day: date
+    tokens: int
+    dollars: float
+
+
+@dataclass(frozen=True)
+class Bar:
+    day: date
+    x: float
+    y: float
+    width: float
+    height: float
+    tokens: int
+    dollars: float
+
+    @property
+    def title(self) -> str:
+        return f"{self.day.isoformat()}: {self.tokens:,} tokens, ${self.dollars:.6f} saved"
+
+
+@dataclass(frozen=True)
+class Tick:
+    position: float  # y for the vertical axes, x for the day labels
+    label: str
+
+
+@dataclass(frozen=True)
+class Dot:
+    x: float
+    y: float
+    title: str
+
+
+@dataclass(frozen=True)
+class SavingsChart:
+    width: int
+    height: int
+    left: float
+    top: float
+    right: float
+    bottom: float
+    bars: tuple[Bar, ...]
+    line_points: str  # the SVG polyline "x,y x,y ..."
+    dots: tuple[Dot, ...]
+    token_ticks: tuple[Tick, ...]
+    dollar_ticks: tuple[Tick, ...]
+    day_labels: tuple[Tick, ...]
+    token_max: float
+    dollar_max: float
+    total_tokens: int
+    total_dollars: float
+
+    @property
+    def empty(self) -> bool:
+        return self.total_tokens == 0
+
+    @property
+    def plot_width(self) -> float:
+        return self.right - self.left
+
+    @property
+    def plot_height(self) -> float:
+        return self.bottom - self.top
+
+    @property
+    def total_tokens_text(self) -> str:
+        return f"{self.total_tokens:,}"
+
+    @property
+    def total_dollars_text(self) -> str:
+        return f"${self.total_dollars:.6f}"
+
+    # Where the labels go, so the template does no arithmetic.
+    @property
+    def middle_y(self) -> float:
+        return (self.top + self.bottom) / 2
+
+    @property
+    def token_label_x(self) -> float:
+        return self.left - 8
+
+    @property
+    def dollar_label_x(self) -> float:
+        return self.right + 8
+
+    @property
+    def day_label_y(self) -> float:
+        return self.bottom + 18
+
+    @property
+    def dollar_title_x(self) -> float:
+        return self.width - 10
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest 1/2/2.5/5 x 10^k at or above ``value``; 1 for zero or less."""
+    if value <= 0:
+        return 1.0
+    magnitude = 10 ** math.floor(math.log10(value))
+    for step in NICE_STEPS:
+        ceiling = step * magnitude
+        # A tolerance so 3.0000000001 (float noise) does not jump to the next step.
+        if ceiling >= value * (1 - 1e-12):
+            return ceiling
+    return 10 * magnitude  # pragma: no cover - NICE_STEPS ends at 10
+
+
+def format_tokens(value: float) -> str:
+    """Compact token counts for axis labels: 950, 2.5k, 1.2M."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if value >= size:
+            text = f"{value / size:.1f}".removesuffix(".0")
+            return f"{text}{suffix}"
+    return f"{value:g}"
+
+
+def format_dollars(value: float, step: float) -> str:
+    """Dollar labels with just enough decimals to tell ticks ``step`` apart."""
+    if value == 0:
+        return "$0"
+    decimals = max(2, -math.floor(math.log10(step)) + 1) if step > 0 else 2
+    return f"${value:.{decimals}f}"
+
+
+def _y(value: float, maximum: float, top: float, bottom: float) -> float:
+    return bottom - (value / maximum) * (bottom - top)
+
+
+def savings_chart(
+    points: list[DayPoint],
+    width: int = 760,
+    height: int = 260,
+    margin_left: int = 56,
+    margin_right: int = 72,
+    margin_top: int = 16,
+    margin_bottom: int = 34,
+) -> SavingsChart:
+    """Lay out one bar (tokens) and one line vertex (dollars) per point, in order."""
+    left, right = float(margin_left), float(width - margin_right)
+    top, bottom = float(margin_top), float(height - margin_bottom)
+    token_max = nice_ceiling(max((p.tokens for p in points), default=0))
+    dollar_max = nice_ceiling(max((p.dollars for p in points), default=0.0))
+    slot = (right - left) / max(len(points), 1)
+    bar_width = slot * BAR_FILL
+
+    bars, dots, vertices = [], [], []
+    for i, point in enumerate(points):
+        center = left + slot * (i + 0.5)
+        bar_top = _y(point.tokens, token_max, top, bottom)
+        bars.append(
+            Bar(
+                day=point.day,
+                x=round(center - bar_width / 2, 2),
+                y=round(bar_top, 2),
+                width=round(bar_width, 2),
+                height=round(bottom - bar_top, 2),
+                tokens=point.tokens,
+                dollars=point.dollars,
+            )
+        )
+        line_y = round(_y(point.dollars, dollar_max, top, bottom), 2)
+        vertices.append(f"{center:.2f},{line_y:.2f}")
+        dots.append(Dot(round(center, 2), line_y, f"{point.day.isoformat()}: ${point.dollars:.6f}"))
+
+    token_step = token_max / TICKS
+    dollar_step = dollar_max / TICKS
+    token_ticks = tuple(
+        Tick(round(_y(token_step * i, token_max, top, bottom), 2), format_tokens(token_step * i))
+        for i in range(TICKS + 1)
+    )
+    dollar_ticks = tuple(
+        Tick(
+            round(_y(dollar_step * i, dollar_max, top, bottom), 2),
+            format_dollars(dollar_step * i, dollar_step),
+        )
+        for i in range(TICKS + 1)
+    )
+    every = max(1, math.ceil(len(points) / MAX_DAY_LABELS))
+    labelled = set(range(0, len(points), every))
+    last = len(points) - 1
+    if last > 0 and last not in labelled and last % every > every / 2:
+        labelled.add(last)  # today, unless it would crowd the label before it
+    day_labels = tuple(
+        Tick(round(left + slot * (i + 0.5), 2), f"{points[i].day:%b} {points[i].day.day}")
+        for i in sorted(labelled)
+    )
+    return SavingsChart(
+        width=width,
+        height=height,
+        left=left,
+        top=top,
+        right=right,
+        bottom=bottom,
+        bars=tuple(bars),
+        line_points=" ".join(vertices),
+        dots=tuple(dots),
+        token_ticks=token_ticks,
+        dollar_ticks=dollar_ticks,
+        day_labels=day_labels,
+        token_max=token_max,
+        dollar_max=dollar_max,
+        total_tokens=sum(p.tokens for p in points),
+        total_dollars=sum(p.dollars for p in points),
+    )

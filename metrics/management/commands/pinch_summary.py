@@ -1,0 +1,82 @@
+"""pinch_summary [--json] [--days N]: what pinch saved, for an operator's terminal."""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from metrics.summary import DEFAULT_DAYS, pinch_summary
+from routing.config import ConfigError
+from routing.runtime import current_config
+
+
+def _tokens(value) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+class Command(BaseCommand):
+    help = (
+        "Show what pinch saved: calls pruned, tokens and dollars. The window is the "
+        "billing period when objective.billing_reset_day is set, else the last --days days."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            dest="as_json",
+            help="print the figures as JSON (the keys of /metrics' pinch block)",
+        )
+        parser.add_argument(
+            "--days",
+            type=int,
+            default=DEFAULT_DAYS,
+            help=f"window length in days (default {DEFAULT_DAYS}; "
+            "ignored when objective.billing_reset_day is set)",
+        )
+
+    def handle(self, *args, as_json: bool, days: int, **options):
+        if days < 1:
+            raise CommandError(f"--days must be at least 1, got {days}")
+        try:
+            config = current_config()
+        except ConfigError as error:
+            raise CommandError(f"The router config is invalid: {error}") from None
+
+        summary = pinch_summary(config, days=days)
+        if summary is None:
+            message = "Pinch is disabled (pinch.enabled is false): nothing was pruned."
+            if as_json:
+                # stdout stays valid JSON for scripts; the explanation goes to stderr.
+                self.stdout.write("null")
+                self.stderr.write(message)
+            else:
+                self.stdout.write(message)
+            return
+        if as_json:
+            self.stdout.write(json.dumps(summary, indent=2))
+        else:
+            self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+
+    def _text(self, summary: dict, days: int, cache_rate: float) -> str:
+        if "reset_date" in summary:
+            heading = (
+                f"Pinch savings since the billing reset on {summary['reset_date']} "
+                f"(next reset {summary['next_reset_date']})"
+            )
+        else:
+            heading = f"Pinch savings over the last {days} days"
+        lines = [
+            heading,
+            f"  calls          {summary['calls_30d']:,}",
+            f"  pruned calls   {summary['pruned_calls_30d']:,} "
+            f"({summary['share_pruned'] * 100:.2f}% of calls)",
+            f"  tokens saved   {summary['total_tokens_saved']:,} "
+            f"(median {_tokens(summary['median_tokens_saved'])} per pruned call)",
+            f"  dollars saved  ${summary['dollars_saved_usd_30d']:.6f} "
+            f"(blended prompt price, assumed cache rate {cache_rate:g})",
+        ]
+        if summary["unpriced_calls_30d"]:
+            lines.append(
+                f"  unpriced       {summary['unpriced_calls_30d']:,} pruned calls went to models "
+                "no longer configured; their savings count as $0"
+            )
+        return "\n".join(lines)

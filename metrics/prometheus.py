@@ -1,0 +1,162 @@
+"""Prometheus exposition, computed from the database at scrape time.
+
+Several gunicorn workers (and several hosts) serve the router, so in-process
+counters would each see a slice of the traffic and disagree from scrape to
+scrape. The decision rows are the one place every request is counted, so a
+custom collector reads aggregates from them on each scrape, with a fixed
+number of queries whatever the table's size:
+
+1. requests by path, chosen model and status (all time, grouped);
+2. one aggregate for the all-time scalars: tokens pinch saved, relevance
+   fallbacks, and every bucket of the upstream latency histogram as a
+   conditional count;
+3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
+4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off).
+
+Counters (``_total``) cover all time, as Prometheus expects of a counter; the
+``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
+``objective.billing_reset_day`` is set).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+from django.db.models import Count, F, IntegerField, Q, Sum
+from django.db.models.expressions import ExpressionWrapper
+from django.utils import timezone
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
+from prometheus_client.exposition import choose_encoder
+
+from metrics.summary import pinch_summary, summary_window
+from routing.config import RouterConfig
+from routing.models import RouteDecision
+
+# Upstream LLM calls take from a fraction of a second (a short completion on a
+# small model) to minutes (a long stream on a large one); the buckets span both.
+LATENCY_BUCKETS_SECONDS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+UNKNOWN_STATUS = "unknown"  # status_code NULL: the answer was never recorded
+
+
+def _all_time_aggregates() -> dict:
+    saved = ExpressionWrapper(
+        F("pinch_original_tokens") - F("pinch_final_tokens"), output_field=IntegerField()
+    )
+    buckets = {
+        f"le_{i}": Count("id", filter=Q(upstream_latency_ms__lte=seconds * 1000))
+        for i, seconds in enumerate(LATENCY_BUCKETS_SECONDS)
+    }
+    return RouteDecision.objects.order_by().aggregate(
+        tokens_saved=Sum(saved, filter=Q(pinch_original_tokens__gt=F("pinch_final_tokens"))),
+        relevance_fallbacks=Count("id", filter=Q(relevance_fallback=True)),
+        latency_count=Count("upstream_latency_ms"),
+        latency_sum_ms=Sum("upstream_latency_ms"),
+        **buckets,
+    )
+
+
+def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
+    """Tool results compressed in the window, by tool name, from each row's pinch_tools."""
+    totals = Counter()
+    window = summary_window(config, now)
+    for tools in window.decisions().filter(pinch_tools__isnull=False).values_list(
+        "pinch_tools", flat=True
+    ):
+        if not isinstance(tools, dict):
+            continue
+        for name, count in tools.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                totals[str(name)] += count
+    return totals
+
+
+class RouterCollector:
+    """A prometheus_client collector whose samples come from RouteDecision aggregates."""
+
+    def __init__(self, config: RouterConfig, now: datetime | None = None):
+        self.config = config
+        self.now = now or timezone.now()  # one instant for every window family
+
+    def collect(self):
+        yield self._requests()
+        yield from self._all_time()
+        yield GaugeMetricFamily(
+            "router_pinch_enabled",
+            "1 when pinch prunes requests (pinch.enabled), else 0.",
+            value=1 if self.config.pinch.enabled else 0,
+        )
+        if self.config.pinch.enabled:
+            yield from self._pinch_window()
+
+    def _requests(self):
+        family = CounterMetricFamily(
+            "router_requests",
+            "Requests handled, by path (routed/passthrough), chosen model and HTTP status.",
+            labels=["path", "model", "status"],
+        )
+        rows = (
+            RouteDecision.objects.values_list("path", "chosen_model", "status_code")
+            .annotate(n=Count("id"))
+            .order_by("path", "chosen_model", "status_code")
+        )
+        for path, model, status_code, count in rows:
+            status = UNKNOWN_STATUS if status_code is None else str(status_code)
+            family.add_metric([path, model, status], count)
+        return family
+
+    def _all_time(self):
+        totals = _all_time_aggregates()
+        yield CounterMetricFamily(
+            "router_pinch_tokens_saved",
+            "Prompt tokens pinch removed before sending, over all recorded decisions.",
+            value=totals["tokens_saved"] or 0,
+        )
+        yield CounterMetricFamily(
+            "router_pinch_relevance_fallbacks",
+            "Requests where relevance ordering failed and pinch pruned uniformly.",
+            value=totals["relevance_fallbacks"],
+        )
+        buckets = [
+            (str(seconds), totals[f"le_{i}"]) for i, seconds in enumerate(LATENCY_BUCKETS_SECONDS)
+        ]
+        buckets.append(("+Inf", totals["latency_count"]))
+        yield HistogramMetricFamily(
+            "router_upstream_latency_seconds",
+            "Upstream provider latency per request, in seconds.",
+            buckets=buckets,
+            sum_value=(totals["latency_sum_ms"] or 0.0) / 1000,
+        )
+
+    def _pinch_window(self):
+        summary = pinch_summary(self.config, now=self.now)
+        yield GaugeMetricFamily(
+            "router_pinch_dollars_saved_usd_30d",
+            "USD pinch saved in the window, at each model's blended prompt price.",
+            value=summary["dollars_saved_usd_30d"],
+        )
+        yield GaugeMetricFamily(
+            "router_pinch_share_pruned_30d",
+            "Share of the window's requests that pinch pruned (0 to 1).",
+            value=summary["share_pruned"],
+        )
+        tools = GaugeMetricFamily(
+            "router_pinch_tool_results_compressed_30d",
+            "Tool results pinch compressed in the window, by tool name.",
+            labels=["tool"],
+        )
+        for name, count in sorted(_tools_compressed(self.config, self.now).items()):
+            tools.add_metric([name], count)
+        yield tools
+
+
+def exposition(config: RouterConfig, accept: str = "", now: datetime | None = None):
+    """(body, content type): OpenMetrics when ``accept`` asks for it, else Prometheus text."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RouterCollector(config, now))
+    encode, content_type = choose_encoder(accept or "")
+    return encode(registry), content_type

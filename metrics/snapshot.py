@@ -1,0 +1,85 @@
+"""The admin snapshot: one JSON document the dashboard and the TUI render.
+
+``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
+caller in process and a client of ``GET /admin/api/snapshot`` see the same
+thing. Three queries on top of the caller's config: the pinch summary, the
+stored overrides and the newest decisions.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+
+from metrics.summary import pinch_summary
+from routing.config import RouterConfig
+from routing.models import RouteDecision
+from routing.runtime import stored_overrides
+
+RECENT_DECISIONS = 50  # a screenful in the TUI; older rows are in Django admin
+
+_DECISION_FIELDS = (
+    "id",
+    "created_at",
+    "path",
+    "requested_model",
+    "chosen_model",
+    "tier",
+    "status_code",
+    "stream",
+    "pinch_original_tokens",
+    "pinch_final_tokens",
+    "pinch_summarized",
+    "relevance_used",
+    "upstream_latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def knobs(config: RouterConfig) -> dict:
+    """The runtime switches admin can flip, as the effective config has them."""
+    return {
+        "pinch_enabled": config.pinch.enabled,
+        "pinch_prefix_probe": config.pinch.prefix_probe,
+        "pinch_relevance_enabled": config.pinch.relevance.enabled,
+    }
+
+
+def _decision_json(row: dict) -> dict:
+    original, final = row["pinch_original_tokens"], row["pinch_final_tokens"]
+    saved = None if original is None or final is None else max(original - final, 0)
+    return {
+        "id": row["id"],
+        "created_at": row["created_at"].isoformat(),
+        "path": row["path"],
+        "requested_model": row["requested_model"],
+        "chosen_model": row["chosen_model"],
+        "tier": row["tier"],
+        "status_code": row["status_code"],
+        "stream": row["stream"],
+        "pinch_original_tokens": original,
+        "pinch_final_tokens": final,
+        "tokens_saved": saved,
+        "pinch_summarized": row["pinch_summarized"],
+        "relevance_used": row["relevance_used"],
+        "upstream_latency_ms": row["upstream_latency_ms"],
+        "prompt_tokens": row["prompt_tokens"],
+        "completion_tokens": row["completion_tokens"],
+    }
+
+
+def recent_decisions(limit: int = RECENT_DECISIONS) -> list[dict]:
+    rows = RouteDecision.objects.order_by("-created_at", "-id").values(*_DECISION_FIELDS)[:limit]
+    return [_decision_json(row) for row in rows]
+
+
+def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
+    now = now or timezone.now()
+    return {
+        "pinch": pinch_summary(config, now=now),
+        "knobs": knobs(config),
+        "config_overrides": stored_overrides(),
+        "recent_decisions": recent_decisions(),
+        "generated_at": now.isoformat(),
+    }

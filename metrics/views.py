@@ -1,0 +1,98 @@
+"""/metrics, /metrics/prometheus and /admin/api/snapshot.
+
+Plain Django views rather than DRF: /metrics answers in Prometheus text as
+well as JSON, and the snapshot accepts an admin session. Each view checks
+access, calls one service and renders; errors leave in the OpenAI shape.
+"""
+from functools import wraps
+
+from django.http import HttpResponse, JsonResponse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.cache import never_cache
+
+from metrics.permissions import is_staff_request, metrics_token_ok
+from metrics.prometheus import exposition
+from metrics.report import metrics_report
+from metrics.snapshot import build_snapshot
+from routing.errors import error_response
+from routing.runtime import current_config
+
+PROMETHEUS_TYPES = {"text/plain", "application/openmetrics-text"}
+JSON_TYPES = {"application/json", "application/*", "*/*"}
+
+
+def _get_only(view):
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method not in ("GET", "HEAD"):
+            return error_response(
+                405, f"{request.method} is not allowed here; use GET.", "method_not_allowed",
+                headers={"Allow": "GET, HEAD"},
+            )
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _metrics_token_required(view):
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not metrics_token_ok(request):
+            return error_response(
+                401, "Send Authorization: Bearer <METRICS_TOKEN>.", "invalid_metrics_token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _wants_prometheus(request) -> bool:
+    """True when the Accept header prefers Prometheus text (or OpenMetrics) to JSON.
+
+    Django's ``get_preferred_type`` cannot be used: Prometheus asks for
+    ``application/openmetrics-text;version=1.0.0``, and a type with parameters
+    does not match the bare one. Walk the accepted types, best first, instead.
+    """
+    for media_type in request.accepted_types:
+        name = f"{media_type.main_type}/{media_type.sub_type}".lower()
+        if name in PROMETHEUS_TYPES:
+            return True
+        if name in JSON_TYPES:
+            return False
+    return False
+
+
+def _prometheus_response(request):
+    body, content_type = exposition(current_config(), request.headers.get("Accept", ""))
+    return HttpResponse(body, content_type=content_type)
+
+
+@never_cache
+@_get_only
+@_metrics_token_required
+def metrics(request):
+    """JSON by default; Prometheus text for ``Accept: text/plain`` or OpenMetrics."""
+    if _wants_prometheus(request):
+        response = _prometheus_response(request)
+    else:
+        response = JsonResponse(metrics_report(current_config()))
+    patch_vary_headers(response, ["Accept"])
+    return response
+
+
+@never_cache
+@_get_only
+@_metrics_token_required
+def prometheus(request):
+    return _prometheus_response(request)
+
+
+@never_cache
+@_get_only
+def admin_snapshot(request):
+    if not is_staff_request(request):
+        return error_response(
+            403, "Staff only: log in to admin as staff, or use a staff API key.", "staff_only"
+        )
+    return JsonResponse(build_snapshot(current_config()))

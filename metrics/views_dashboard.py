@@ -1,0 +1,17 @@
+"""The dashboard page (/dashboard/): staff only, server-rendered, no JavaScript."""
+from django.contrib.admin.views.decorators import staff_member_required
+from django.shortcuts import render
+
+from metrics.dashboard import dashboard_context
+from routing.config import ConfigError
+from routing.runtime import current_config
+
+
+@staff_member_required
+def dashboard(request):
+    try:
+        config = current_config()
+    except ConfigError as error:
+        # The router cannot serve either; say why instead of a bare 500.
+        return render(request, "metrics/config_error.html", {"error": str(error)}, status=503)
+    return render(request, "metrics/dashboard.html", dashboard_context(config))

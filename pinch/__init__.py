@@ -1,0 +1,20 @@
+"""pinch: trim old tool results so a long agent conversation fits a token budget.
+
+This package root re-exports only the pure core, so importing ``pinch`` never
+pulls in Django, HTTP clients or settings. The relevance edge (embedders, the
+fail-closed call) lives in its own modules and is imported by full name where
+the request pipeline needs it.
+"""
+
+from pinch.core import prune_context, trim_candidates
+from pinch.ranking import order_by_relevance
+from pinch.tokens import CHARS_PER_TOKEN, estimate_tokens, extract_text
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "estimate_tokens",
+    "extract_text",
+    "order_by_relevance",
+    "prune_context",
+    "trim_candidates",
+]

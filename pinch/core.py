@@ -1,0 +1,293 @@
+"""pinch: shrink a conversation to a token budget by trimming old tool results.
+
+Agent sessions resend their whole history on every turn, and most of that
+history is tool output the model has already acted on. This module decides,
+per request and before any paid token is sent, which of those results to cut
+down and how, under rules that keep the request valid and its meaning intact:
+
+* only ``tool`` messages change; user, assistant and system messages are what
+  the model is being asked and are never touched;
+* nothing is removed or reordered, so every tool call keeps its result;
+* the recent part of the conversation (the protected window) stays verbatim,
+  except for true outliers, which are capped;
+* below the budget, the caller's list comes back as the same object.
+
+It is pure on purpose: no Django, no settings, no I/O, no module state. It runs
+on every request, is called with explicit knobs by the dispatcher, and is
+tested offline. Relevance ordering is computed elsewhere (the relevance edge)
+and only arrives here as a list of indexes.
+
+Speed matters as much as safety: the under-budget path is one pass of
+``len(text) // 3`` per message, and the over-budget path adds one pass to find
+the window and one to name tools, never anything quadratic.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from pinch.tokens import estimate_tokens, extract_text
+
+# The marker names the exact number of characters cut, so a reader (or a
+# model) knows how much is missing and that the gap is deliberate.
+_TRIM_MARKER = "[{count} chars trimmed...]"
+# The two newlines put the marker on a line of its own between head and tail.
+_MARKER_NEWLINES = 2
+# A short old result is not worth a head and a tail: a placeholder that names
+# the tool keeps the call/result pairing readable at a few tokens' cost.
+_PLACEHOLDER = "[{name}: result omitted]"
+_FALLBACK_TOOL_NAME = "tool"
+
+
+def trim_candidates(
+    messages: Sequence[Any],
+    keep_last_turns: int = 4,
+    keep_last_tool_results: int | None = None,
+) -> list[int]:
+    """Return the indexes of the tool results pinch may compress, oldest first.
+
+    These are the ``tool`` messages before the protected window. The window
+    starts at the ``keep_last_turns``-th user message from the end, or at the
+    ``keep_last_tool_results``-th tool result from the end when that is later
+    (None disables that rule). With too few of either, that rule protects
+    everything. Values below 1 count as 1: the latest turn is always kept.
+
+    The relevance edge builds its embedding list from this same function, so
+    ``relevance_order`` indexes line up with the list prune_context compresses.
+    """
+    start = _protected_start(messages, keep_last_turns, keep_last_tool_results)
+    return [i for i in range(start) if _role(messages[i]) == "tool"]
+
+
+def prune_context(
+    messages: list[Any],
+    budget_tokens: int = 50000,
+    keep_last_turns: int = 4,
+    max_summarize_chars: int = 4000,
+    protected_max_chars: int | None = 20000,
+    relevance_order: Iterable[int] | None = None,
+    extra_fixed_tokens: int = 0,
+    keep_last_tool_results: int | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    """Trim old tool results until the conversation fits ``budget_tokens``.
+
+    Returns ``(messages, stats)``. When nothing changes (under budget, or
+    nothing could be shortened) the caller's list itself comes back. Otherwise
+    a new list of the same length: untouched messages are the caller's own
+    dicts, changed ones are shallow copies whose ``content`` is a string.
+
+    Over budget, two things happen:
+
+    * capping: a tool result inside the protected window longer than
+      ``protected_max_chars`` is cut to at most that many characters (head,
+      marker, tail). It is applied whatever the relevance order; None turns it
+      off.
+    * compressing candidates (see trim_candidates): a result longer than
+      ``max_summarize_chars`` keeps a head and a tail totalling at most half of
+      that; a shorter one becomes ``[<tool name>: result omitted]``. With
+      ``relevance_order`` None every candidate is compressed. Otherwise the
+      order is a list of indexes into the candidate list, least relevant
+      first; candidates are compressed in that order until the savings (the
+      capping's included) cover ``original_tokens - budget_tokens``, and the
+      rest, including any the order does not name, stay verbatim. Bad or
+      repeated indexes are skipped.
+
+    A change that would not make a message shorter is not made.
+
+    ``extra_fixed_tokens`` is what rides along outside the messages (tool
+    definitions); it counts toward the budget and is included in both totals.
+
+    Stats always hold ``pruned``, ``original_tokens``, ``final_tokens`` and
+    ``tokens_saved``; when pruned also ``summarized`` (how many results
+    changed), ``compressed`` and ``capped`` (their message indexes, sorted) and
+    ``compressed_tools`` (changed results per tool name).
+    """
+    original_tokens = sum(estimate_tokens(extract_text(m)) for m in messages) + extra_fixed_tokens
+    if original_tokens <= budget_tokens:
+        return messages, _unchanged_stats(original_tokens)
+
+    start = _protected_start(messages, keep_last_turns, keep_last_tool_results)
+    candidates = [i for i in range(start) if _role(messages[i]) == "tool"]
+    replaced: dict[int, str] = {}
+    saved = 0
+
+    capped: list[int] = []
+    if protected_max_chars is not None:
+        for i in range(start, len(messages)):
+            if _role(messages[i]) != "tool":
+                continue
+            text = extract_text(messages[i])
+            if len(text) <= protected_max_chars:
+                continue
+            shorter = _elide(text, protected_max_chars)
+            if len(shorter) < len(text):
+                replaced[i] = shorter
+                capped.append(i)
+                saved += estimate_tokens(text) - estimate_tokens(shorter)
+
+    names = _tool_names(messages, candidates + capped)
+
+    if relevance_order is None:
+        walk: Iterable[int] = candidates
+        deficit = None
+    else:
+        walk = _ordered(relevance_order, candidates)
+        deficit = original_tokens - budget_tokens
+
+    compressed: list[int] = []
+    for i in walk:
+        if deficit is not None and saved >= deficit:
+            break
+        text = extract_text(messages[i])
+        if len(text) > max_summarize_chars:
+            shorter = _elide(text, max_summarize_chars // 2)
+        else:
+            shorter = _PLACEHOLDER.format(name=names[i])
+        if len(shorter) < len(text):
+            replaced[i] = shorter
+            compressed.append(i)
+            saved += estimate_tokens(text) - estimate_tokens(shorter)
+
+    if not replaced:
+        return messages, _unchanged_stats(original_tokens)
+
+    out = list(messages)
+    for i, text in replaced.items():
+        message = dict(messages[i])
+        message["content"] = text
+        out[i] = message
+
+    tool_counts: dict[str, int] = {}
+    for i in replaced:
+        tool_counts[names[i]] = tool_counts.get(names[i], 0) + 1
+
+    # Only changed messages differ from the input, so the per-message deltas
+    # give the exact sum over the output without estimating the list again.
+    final_tokens = original_tokens - saved
+    return out, {
+        "pruned": True,
+        "original_tokens": original_tokens,
+        "final_tokens": final_tokens,
+        "tokens_saved": max(original_tokens - final_tokens, 0),
+        "summarized": len(replaced),
+        "compressed": sorted(compressed),
+        "capped": capped,
+        "compressed_tools": tool_counts,
+    }
+
+
+def _unchanged_stats(tokens: int) -> dict[str, Any]:
+    return {"pruned": False, "original_tokens": tokens, "final_tokens": tokens, "tokens_saved": 0}
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def _protected_start(
+    messages: Sequence[Any], keep_last_turns: int, keep_last_tool_results: int | None
+) -> int:
+    # Walking back from the end, whichever rule is satisfied first marks the
+    # later of the two starts, which is the one that applies.
+    turns = max(keep_last_turns, 1)
+    results = None if keep_last_tool_results is None else max(keep_last_tool_results, 1)
+    seen_turns = seen_results = 0
+    for i in range(len(messages) - 1, -1, -1):
+        role = _role(messages[i])
+        if role == "user":
+            seen_turns += 1
+            if seen_turns == turns:
+                return i
+        elif role == "tool" and results is not None:
+            seen_results += 1
+            if seen_results == results:
+                return i
+    return 0
+
+
+def _ordered(order: Iterable[Any], candidates: list[int]) -> Iterator[int]:
+    """Yield the message index of each valid, first-seen candidate index in ``order``."""
+    seen: set[int] = set()
+    for raw in order:
+        if isinstance(raw, bool):
+            continue
+        try:
+            k = operator.index(raw)
+        except TypeError:
+            continue
+        if 0 <= k < len(candidates) and k not in seen:
+            seen.add(k)
+            yield candidates[k]
+
+
+def _tool_names(messages: Sequence[Any], wanted: list[int]) -> dict[int, str]:
+    """Name the tool behind each wanted result, in one forward pass.
+
+    A result's own ``name`` wins; otherwise the nearest earlier assistant call
+    with its ``tool_call_id`` (clients that reuse ids like ``call_0`` mean the
+    latest one); otherwise a generic name.
+    """
+    if not wanted:
+        return {}
+    wanted_set = set(wanted)
+    by_call_id: dict[Any, str] = {}
+    names: dict[int, str] = {}
+    for i in range(max(wanted) + 1):
+        message = messages[i]
+        if not isinstance(message, dict):
+            continue
+        if i in wanted_set:
+            own = message.get("name")
+            if isinstance(own, str) and own:
+                names[i] = own
+            else:
+                call_id = message.get("tool_call_id")
+                names[i] = (
+                    by_call_id.get(call_id, _FALLBACK_TOOL_NAME)
+                    if isinstance(call_id, (str, int))
+                    else _FALLBACK_TOOL_NAME
+                )
+        elif message.get("role") == "assistant":
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                for call in calls:
+                    if not isinstance(call, dict):
+                        continue
+                    call_id = call.get("id")
+                    function = call.get("function")
+                    name = function.get("name") if isinstance(function, dict) else None
+                    if isinstance(call_id, (str, int)) and isinstance(name, str) and name:
+                        by_call_id[call_id] = name
+    return names
+
+
+def _elide(text: str, max_chars: int) -> str:
+    """Cut the middle out of ``text``: head, marker line, tail, at most ``max_chars`` long.
+
+    Head and tail share the room evenly and are cut back (by at most half of
+    each) to line boundaries, so a model reads whole lines on both sides of
+    the gap. When ``max_chars`` is too small for anything but the marker, only
+    the marker remains; callers keep the original if that is not shorter.
+    """
+    size = len(text)
+    if size <= max_chars:
+        return text
+    # The count can't have more digits than the text's length has.
+    reserve = len(_TRIM_MARKER.format(count=size)) + _MARKER_NEWLINES
+    room = max(max_chars - reserve, 0)
+    head_end = room - room // 2
+    tail_start = size - room // 2
+    if head_end > 0:
+        newline = text.rfind("\n", head_end // 2, head_end + 1)
+        if newline != -1:
+            head_end = newline
+    if tail_start < size:
+        newline = text.find("\n", tail_start - 1, tail_start + (size - tail_start) // 2)
+        if newline != -1:
+            tail_start = newline + 1
+    head = text[:head_end]
+    tail = text[tail_start:]
+    marker = _TRIM_MARKER.format(count=tail_start - head_end)
+    return "\n".join(piece for piece in (head, marker, tail) if piece)

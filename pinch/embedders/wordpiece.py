@@ -1,0 +1,153 @@
+"""A WordPiece tokenizer small enough to carry, for the static embedding table.
+
+The builtin embedder looks up one vector per WordPiece token of MiniLM's
+vocabulary, so it has to cut text exactly where MiniLM's own tokenizer does:
+a token cut differently is a row of the table that was never meant to be read.
+The ``tokenizers`` library would do it, but it is a compiled dependency of
+several megabytes for what is, on this vocabulary, forty lines: BERT's basic
+split (lowercase, accents stripped, every punctuation character a word of its
+own) and then greedy longest-match-first over the vocabulary.
+
+Measured against ``tokenizers`` 0.22 on the tool results of the shared corpus
+by scripts/build_static_embeddings.py: the same ids on every text checked. The
+one known difference is a control character between two letters (BERT deletes
+it and joins the letters; here the ASCII path splits there), which tool output
+does not produce in practice.
+
+Almost all agent traffic is ASCII, so that path is one regular expression over
+the lowercased text; anything else goes through a character-by-character
+version of the same rules. Words repeat heavily across tool results (paths,
+identifiers, log words), so each word's pieces are computed once per process.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+# BERT gives up on a word longer than this and emits [UNK] for all of it; the
+# vocabulary was trained with the same limit, so matching it matters.
+MAX_WORD_CHARS = 100
+
+# The marker WordPiece puts before a piece that continues a word.
+CONTINUATION = "##"
+
+# The per-word cache is cleared when it reaches this many words: about 20 MB
+# at worst, and enough for every distinct word of a few hundred long sessions.
+_WORD_CACHE_LIMIT = 200_000
+
+# On ASCII, BERT's split is: runs of letters and digits, and each punctuation
+# character (every printable non-alphanumeric, "_" included) alone.
+_ASCII_WORDS = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
+
+
+def _is_punctuation(ch: str) -> bool:
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    # The CJK Unified Ideograph blocks BERT splits into one word per character.
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+def basic_words(text: str) -> list[str]:
+    """Split ``text`` the way BERT's basic tokenizer does, lowercased."""
+    if text.isascii():
+        return _ASCII_WORDS.findall(text.lower())
+    words: list[str] = []
+    current: list[str] = []
+    for ch in unicodedata.normalize("NFD", text.lower()):
+        cat = unicodedata.category(ch)
+        if cat == "Mn":
+            # A combining accent: BERT strips accents when it lowercases.
+            continue
+        if ch in " \t\n\r" or cat == "Zs":
+            if current:
+                words.append("".join(current))
+                current = []
+            continue
+        if ch == "\x00" or ch == "\ufffd" or cat in ("Cc", "Cf"):
+            continue
+        if _is_punctuation(ch) or _is_cjk(ord(ch)):
+            if current:
+                words.append("".join(current))
+                current = []
+            words.append(ch)
+            continue
+        current.append(ch)
+    if current:
+        words.append("".join(current))
+    return words
+
+
+class WordPiece:
+    """Greedy longest-match-first WordPiece over a fixed vocabulary."""
+
+    def __init__(self, vocab: Iterable[str], unk_token: str = "[UNK]"):
+        self.ids: dict[str, int] = {}
+        for i, token in enumerate(vocab):
+            self.ids.setdefault(token, i)
+        if unk_token not in self.ids:
+            raise ValueError(f"the vocabulary has no {unk_token!r} token")
+        self.unk_id = self.ids[unk_token]
+        # No vocabulary entry is longer than this, so no longer match is tried.
+        self._longest = max(len(t) for t in self.ids)
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    @classmethod
+    def from_file(cls, path) -> WordPiece:
+        with open(path, encoding="utf-8") as f:
+            return cls(line.rstrip("\n") for line in f)
+
+    def word_ids(self, word: str) -> tuple[int, ...]:
+        """The ids of one basic word's pieces; ``(unk_id,)`` if it cannot be cut."""
+        hit = self._cache.get(word)
+        if hit is not None:
+            return hit
+        ids = self._cut(word)
+        if len(self._cache) >= _WORD_CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[word] = ids
+        return ids
+
+    def _cut(self, word: str) -> tuple[int, ...]:
+        if len(word) > MAX_WORD_CHARS:
+            return (self.unk_id,)
+        vocab = self.ids
+        out: list[int] = []
+        start = 0
+        n = len(word)
+        while start < n:
+            prefix = CONTINUATION if start else ""
+            end = min(n, start + self._longest - len(prefix))
+            found = None
+            while end > start:
+                found = vocab.get(prefix + word[start:end])
+                if found is not None:
+                    break
+                end -= 1
+            if found is None:
+                return (self.unk_id,)
+            out.append(found)
+            start = end
+        return tuple(out)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, without [CLS]/[SEP]."""
+        out: list[int] = []
+        for word in basic_words(text):
+            out.extend(self.word_ids(word))
+        return out

@@ -1,0 +1,55 @@
+"""Fingerprints of messages, to see how much of a payload repeats the previous turn's.
+
+Providers discount a prompt prefix they have already seen, so whether pruning
+keeps the front of the conversation stable from one turn to the next is worth
+money. The prefix probe (routing) and the replay tool measure it by comparing
+short per-message hashes instead of whole messages: hashes are cheap to keep
+for one turn (in memory or Redis) and reveal nothing of the content.
+
+Pure: no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from hashlib import blake2b
+from typing import Any
+
+# 16 bytes: collisions are out of reach for conversations of any length, and
+# 32 hex characters per message stay small in Redis.
+_DIGEST_BYTES = 16
+
+
+def message_fingerprints(messages: Sequence[Any]) -> list[str]:
+    """Return one hex digest per message, of its canonical JSON.
+
+    Canonical means sorted keys, no spaces and unescaped Unicode, so two equal
+    messages hash alike however their keys were ordered on the wire.
+    """
+    return [_fingerprint(message) for message in messages]
+
+
+def common_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """Return how many leading items of ``previous`` and ``current`` are equal."""
+    length = 0
+    for before, now in zip(previous, current):
+        if before != now:
+            break
+        length += 1
+    return length
+
+
+def _fingerprint(message: Any) -> str:
+    canonical = json.dumps(
+        message,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        # A parsed request holds only JSON values; anything else is stringified
+        # rather than raised, because this is telemetry and must not fail a request.
+        default=str,
+    )
+    # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8.
+    data = canonical.encode("utf-8", "surrogatepass")
+    return blake2b(data, digest_size=_DIGEST_BYTES).hexdigest()

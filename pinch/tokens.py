@@ -1,0 +1,72 @@
+"""How pinch measures a message: its text, and a cheap token estimate of that text.
+
+Every request passes through here once per message, so both functions are
+built to be cheap and to accept anything a client might send. A request body
+is parsed JSON from a stranger: content may be a string, a list of parts, None,
+or something no API defines. Counting must never be the thing that fails a
+request, so odd shapes count as empty text rather than raising.
+
+The estimate is deliberately crude (three characters a token, no tokenizer):
+it only has to rank "over budget" against "under budget" and to size savings
+consistently with the router's own measured-context estimate, which uses the
+same ratio.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Three characters a token: close enough for English prose and code under the
+# common BPE vocabularies, and shared with the routing estimate so the two agree.
+CHARS_PER_TOKEN = 3
+
+# Tool results may nest parts inside parts; real clients go one level deep.
+# The cap keeps a self-referencing or absurdly nested body from recursing
+# until RecursionError.
+_MAX_PART_DEPTH = 8
+
+
+def estimate_tokens(text: str | None) -> int:
+    """Return the estimated token count of ``text`` (0 for empty or None)."""
+    if not text:
+        return 0
+    return len(text) // CHARS_PER_TOKEN
+
+
+def extract_text(message: Any) -> str:
+    """Return the text a model would read in ``message``'s content.
+
+    A string content is returned as is. List-of-parts content yields the text
+    of its ``text`` parts and the content of its ``tool_result`` parts (a
+    string, or parts again), non-empty pieces joined by newlines. Anything
+    else is ``""``.
+    """
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return _parts_text(content, 0)
+    return ""
+
+
+def _parts_text(parts: list, depth: int) -> str:
+    if depth >= _MAX_PART_DEPTH:
+        return ""
+    pieces: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if isinstance(text, str) and text:
+                pieces.append(text)
+        elif kind == "tool_result":
+            inner = part.get("content")
+            if isinstance(inner, list):
+                inner = _parts_text(inner, depth + 1)
+            if isinstance(inner, str) and inner:
+                pieces.append(inner)
+    return "\n".join(pieces)

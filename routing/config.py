@@ -1,0 +1,286 @@
+"""The router's configuration: one strict schema for the YAML file and the admin overrides.
+
+The file (``ROUTER_CONFIG``, or the shipped ``routing/default_config.yaml``) is
+validated at load; an unknown key or a bad value fails with the key's dotted
+path in the message. Overrides saved in Django admin (``ConfigOverride`` rows,
+``RegisteredModel`` rows) are applied on top of the file's data and the result
+is validated by the same schema, so a value the file would refuse is refused in
+admin too. Provider keys never appear here: only the NAME of the environment
+variable that holds one.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import threading
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.yaml")
+CAPABILITIES = ("tools", "vision", "json_mode")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the offending key."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProviderConfig(Strict):
+    kind: Literal["openai"] = "openai"
+    base_url: str
+    api_key_env: str | None = None
+    timeout_seconds: float = Field(120.0, gt=0)
+    connect_timeout_seconds: float = Field(5.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value):
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value):
+        # A name, never a key: reject values that look like secrets pasted in.
+        if value is not None and not value.replace("_", "").isalnum():
+            raise ValueError("must be the NAME of an environment variable, e.g. OPENAI_API_KEY")
+        return value
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+class ModelConfig(Strict):
+    id: str = Field(min_length=1)
+    provider: str
+    upstream_model: str | None = None
+    tier: str
+    context_window: int = Field(gt=0)
+    prompt_price: float = Field(0.0, ge=0)
+    cached_prompt_price: float | None = Field(None, ge=0)
+    completion_price: float = Field(0.0, ge=0)
+    capabilities: tuple[Literal["tools", "vision", "json_mode"], ...] = ()
+
+    @property
+    def send_as(self) -> str:
+        return self.upstream_model or self.id
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+
+class RoutingConfig(Strict):
+    auto_model: str = "auto"
+    tiers: tuple[str, ...] = ("easy", "medium", "hard")
+    default_tier: str = "medium"
+
+    @model_validator(mode="after")
+    def _default_in_tiers(self):
+        if not self.tiers:
+            raise ValueError("tiers must name at least one tier")
+        if len(set(self.tiers)) != len(self.tiers):
+            raise ValueError("tiers must not repeat")
+        if self.default_tier not in self.tiers:
+            raise ValueError(f"default_tier {self.default_tier!r} is not one of tiers")
+        return self
+
+
+class HeuristicClassifierConfig(Strict):
+    # Prompt sizes (estimated tokens of the whole conversation) past which a
+    # request is at least medium / hard: long contexts need stronger models.
+    medium_context_tokens: int = Field(8000, gt=0)
+    hard_context_tokens: int = Field(60000, gt=0)
+    # A last user turn this long (chars) is a real task, not a quick question.
+    medium_turn_chars: int = Field(400, gt=0)
+    hard_turn_chars: int = Field(4000, gt=0)
+
+
+class LlmClassifierConfig(Strict):
+    model: str
+    timeout_seconds: float = Field(3.0, gt=0)
+
+
+class ClassifierConfig(Strict):
+    backend: Literal["heuristic", "llm"] = "heuristic"
+    heuristic: HeuristicClassifierConfig = HeuristicClassifierConfig()
+    llm: LlmClassifierConfig | None = None
+
+    @model_validator(mode="after")
+    def _llm_needs_model(self):
+        if self.backend == "llm" and self.llm is None:
+            raise ValueError("backend 'llm' needs an llm: {model: ...} block")
+        return self
+
+
+class RelevanceConfig(Strict):
+    enabled: bool = True
+    backend: Literal["builtin", "openai"] = "builtin"
+    model: str = "nomic-embed-text"
+    base_url: str = "http://localhost:11434/v1"
+    api_key_env: str | None = None
+    timeout_seconds: float = Field(10.0, gt=0)
+    min_candidates: int = Field(2, gt=0)
+    max_chars: int = Field(2000, gt=0)
+
+
+class PinchConfig(Strict):
+    enabled: bool = True
+    budget_tokens: int = Field(50000, gt=0)
+    keep_last_turns: int = Field(4, gt=0)
+    keep_last_tool_results: int | None = Field(6, gt=0)
+    max_summarize_chars: int = Field(4000, ge=3000)
+    protected_max_chars: int | None = Field(20000, ge=3000)
+    prefix_probe: bool = True
+    relevance: RelevanceConfig = RelevanceConfig()
+
+
+class ObjectiveConfig(Strict):
+    assumed_cache_rate: float = Field(0.0, ge=0.0, le=1.0)
+    billing_reset_day: int | None = Field(None, ge=1, le=31)
+
+
+class RouterConfig(Strict):
+    providers: dict[str, ProviderConfig]
+    models: tuple[ModelConfig, ...]
+    routing: RoutingConfig = RoutingConfig()
+    classifier: ClassifierConfig = ClassifierConfig()
+    pinch: PinchConfig = PinchConfig()
+    objective: ObjectiveConfig = ObjectiveConfig()
+
+    @model_validator(mode="after")
+    def _references_resolve(self):
+        seen = set()
+        for i, model in enumerate(self.models):
+            where = f"models.{i}"
+            if model.id in seen:
+                raise ValueError(f"{where}.id: duplicate model id {model.id!r}")
+            seen.add(model.id)
+            if model.provider not in self.providers:
+                raise ValueError(f"{where}.provider: unknown provider {model.provider!r}")
+            if model.tier not in self.routing.tiers:
+                raise ValueError(f"{where}.tier: {model.tier!r} is not one of routing.tiers")
+        if self.routing.auto_model in seen:
+            raise ValueError("routing.auto_model: must not also be a model id")
+        if self.classifier.llm is not None and self.classifier.llm.model not in seen:
+            raise ValueError(f"classifier.llm.model: unknown model {self.classifier.llm.model!r}")
+        return self
+
+    def model(self, model_id: str) -> ModelConfig | None:
+        return next((m for m in self.models if m.id == model_id), None)
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        lines.append(f"{path}: {message}")
+    return "; ".join(lines)
+
+
+def validate_config(data: dict) -> RouterConfig:
+    """Validate raw config data; raise ConfigError naming each bad key."""
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a mapping at the top level")
+    try:
+        return RouterConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+
+
+def read_config_file(path: Path) -> dict:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    return data if data is not None else {}
+
+
+def set_dotted(data: dict, dotted_key: str, value) -> None:
+    """Set ``a.b.c`` inside nested dicts, creating the mappings on the way."""
+    parts = dotted_key.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def get_dotted(data: dict, dotted_key: str, default=None):
+    node = data
+    for part in dotted_key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def apply_overrides(data: dict, overrides: dict, models: list[dict]) -> dict:
+    """The file's data with admin overrides on top; models replace by id or add."""
+    merged = copy.deepcopy(data)
+    for key, value in sorted(overrides.items()):
+        set_dotted(merged, key, value)
+    if models:
+        by_id = {m.get("id"): i for i, m in enumerate(merged.get("models") or [])}
+        merged_models = list(merged.get("models") or [])
+        for model in models:
+            if model["id"] in by_id:
+                merged_models[by_id[model["id"]]] = model
+            else:
+                merged_models.append(model)
+        merged["models"] = merged_models
+    return merged
+
+
+class ConfigSource:
+    """The file's parsed data, re-read when its modification time changes.
+
+    One per process; the validated result for a given set of overrides is
+    memoised so a request pays for validation only when something changed.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._mtime = None
+        self._data = None
+        self._validated = {}
+
+    def data(self) -> dict:
+        mtime = self.path.stat().st_mtime_ns
+        with self._lock:
+            if mtime != self._mtime:
+                self._data = read_config_file(self.path)
+                self._mtime = mtime
+                self._validated = {}
+            return self._data
+
+    def effective(self, overrides: dict, models: list[dict]) -> RouterConfig:
+        data = self.data()
+        key = (repr(sorted(overrides.items())), repr(models))
+        cached = self._validated.get(key)
+        if cached is None:
+            cached = validate_config(apply_overrides(data, overrides, models))
+            with self._lock:
+                if len(self._validated) > 32:
+                    self._validated.clear()
+                self._validated[key] = cached
+        return cached

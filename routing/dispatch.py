@@ -1,0 +1,226 @@
+"""The upstream call: retries, fallback, relaying the answer, recording the outcome.
+
+On a connect error, a timeout before the first byte, or a 429/5xx, the same
+model is tried once more; on the routed path the next candidate follows (same
+tier by price, then the tiers above). A stream can be retried only while
+nothing has reached the client, so the first event is read before the
+response starts. After that, events are relayed as they arrive, never
+buffered whole.
+"""
+import json
+import logging
+from dataclasses import dataclass, field
+
+from django.http import HttpResponse, StreamingHttpResponse
+
+from pinch import CHARS_PER_TOKEN
+from routing.decisions import finish_decision
+from routing.errors import error_body, error_response
+from routing.providers import ProviderError, monotonic_ms, provider_for
+
+log = logging.getLogger(__name__)
+
+TRIES_PER_MODEL = 2  # the first try and one retry on the same model
+
+
+@dataclass
+class Outcome:
+    status: int = 0
+    error: str = ""
+    attempts: list = field(default_factory=list)
+    latency_ms: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    usage_estimated: bool = False
+    model: object = None
+    cost_usd: float | None = None
+
+    def take_usage(self, usage):
+        if not isinstance(usage, dict):
+            return
+        self.prompt_tokens = usage.get("prompt_tokens")
+        self.completion_tokens = usage.get("completion_tokens")
+        details = usage.get("prompt_tokens_details") or {}
+        self.cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
+
+
+class UpstreamFailed(Exception):
+    def __init__(self, error: ProviderError):
+        super().__init__(error.message)
+        self.error = error
+
+
+def _call_with_fallback(plan, outcome: Outcome, send):
+    """Run ``send(provider, body)`` down the candidate chain; return (model, result, start_ms)."""
+    last_error = None
+    for model in plan.candidates:
+        provider = provider_for(model.provider, plan.config.providers[model.provider])
+        body = plan.upstream_body(model)
+        for _ in range(TRIES_PER_MODEL):
+            started = monotonic_ms()
+            try:
+                result = send(provider, body)
+            except ProviderError as error:
+                outcome.attempts.append(
+                    {"model": model.id, "result": error.kind, "status": error.status,
+                     "ms": round(monotonic_ms() - started, 1)}
+                )
+                log.warning("upstream_failed model=%s reason=%s", model.id, error.message)
+                last_error = error
+                if not error.retryable:
+                    raise UpstreamFailed(error) from None
+                continue
+            outcome.attempts.append(
+                {"model": model.id, "result": "ok", "status": 200,
+                 "ms": round(monotonic_ms() - started, 1)}
+            )
+            outcome.model = model
+            outcome.cost_usd = plan.cost_on(model)
+            return model, result, started
+    raise UpstreamFailed(last_error)
+
+
+def failure_response(error: ProviderError):
+    """The client's answer when every try failed: relay a status, else 502/504."""
+    if error.kind == "status":
+        body = error.body
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            response = HttpResponse(json.dumps(body), status=error.status,
+                                    content_type="application/json")
+            return response
+        return error_response(error.status, error.message, "upstream_error")
+    if error.kind == "timeout":
+        return error_response(504, error.message, "upstream_timeout")
+    return error_response(502, error.message, "upstream_unavailable")
+
+
+def _fail(decision_id, outcome: Outcome, failure: UpstreamFailed):
+    response = failure_response(failure.error)
+    outcome.status = response.status_code
+    outcome.error = failure.error.message
+    finish_decision(decision_id, outcome)
+    return response
+
+
+def complete(plan, decision_id: int, headers: dict):
+    """Non-streamed answer."""
+    outcome = Outcome()
+    try:
+        model, data, started = _call_with_fallback(
+            plan, outcome, lambda provider, body: provider.chat(body)
+        )
+    except UpstreamFailed as failure:
+        return _fail(decision_id, outcome, failure)
+    outcome.latency_ms = round(monotonic_ms() - started, 2)
+    outcome.status = 200
+    outcome.take_usage(data.get("usage"))
+    if outcome.prompt_tokens is None:
+        _estimate_usage(outcome, plan, _answer_chars(data.get("choices")))
+    finish_decision(decision_id, outcome)
+    response = HttpResponse(json.dumps(data), content_type="application/json")
+    _set_headers(response, headers, model)
+    return response
+
+
+def stream(plan, decision_id: int, headers: dict):
+    """Streamed answer: SSE events relayed as they arrive."""
+    outcome = Outcome()
+
+    def open_stream(provider, body):
+        reply = provider.chat_stream(body)
+        try:
+            first = next(reply.events)
+        except StopIteration:
+            reply.close()
+            raise ProviderError("malformed", f"provider {provider.name!r} sent an empty stream")
+        except ProviderError:
+            reply.close()
+            raise
+        return reply, first
+
+    try:
+        model, (reply, first), started = _call_with_fallback(plan, outcome, open_stream)
+    except UpstreamFailed as failure:
+        return _fail(decision_id, outcome, failure)
+    outcome.status = 200
+    relay = _relay(plan, decision_id, outcome, reply, first, started)
+    response = StreamingHttpResponse(relay, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # tell nginx-style proxies not to buffer
+    _set_headers(response, headers, model)
+    return response
+
+
+def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
+    caller_wants_usage = plan.request.include_usage
+    answer_chars = 0
+    try:
+        event = first
+        events = reply.events
+        while event is not None:
+            chunk = _parse_event(event)
+            send = True
+            if chunk is not None:
+                if chunk.get("usage"):
+                    outcome.take_usage(chunk["usage"])
+                    # We asked for usage on the caller's behalf: hide the extra chunk.
+                    if not caller_wants_usage and not chunk.get("choices"):
+                        send = False
+                answer_chars += _answer_chars(chunk.get("choices"))
+            if send:
+                yield event + b"\n\n"
+            event = next(events, None)
+    except ProviderError as error:
+        outcome.error = error.message
+        yield b"data: " + json.dumps(error_body(502, error.message, "upstream_stream_broken")).encode() + b"\n\n"
+    except GeneratorExit:
+        outcome.error = "client disconnected"
+        raise
+    finally:
+        reply.close()
+        outcome.latency_ms = round(monotonic_ms() - started, 2)
+        if outcome.prompt_tokens is None:
+            _estimate_usage(outcome, plan, answer_chars)
+        finish_decision(decision_id, outcome)
+
+
+def _parse_event(event: bytes):
+    if not event.startswith(b"data:"):
+        return None
+    payload = event[5:].strip()
+    if payload == b"[DONE]":
+        return None
+    try:
+        chunk = json.loads(payload)
+    except ValueError:
+        return None
+    return chunk if isinstance(chunk, dict) else None
+
+
+def _answer_chars(choices) -> int:
+    total = 0
+    for choice in choices or ():
+        if not isinstance(choice, dict):
+            continue
+        part = choice.get("delta") or choice.get("message") or {}
+        if isinstance(part, dict):
+            content = part.get("content")
+            if isinstance(content, str):
+                total += len(content)
+            for call in part.get("tool_calls") or ():
+                if isinstance(call, dict):
+                    total += len(str((call.get("function") or {}).get("arguments") or ""))
+    return total
+
+
+def _estimate_usage(outcome: Outcome, plan, answer_chars: int):
+    outcome.prompt_tokens = plan.measured_tokens
+    outcome.completion_tokens = answer_chars // CHARS_PER_TOKEN
+    outcome.usage_estimated = True
+
+
+def _set_headers(response, headers: dict, model):
+    for name, value in headers.items():
+        response[name] = value
+    response["X-Router-Model"] = model.id

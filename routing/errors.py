@@ -1,0 +1,68 @@
+"""Errors in the OpenAI shape: ``{"error": {"message", "type", "code"}}``.
+
+Clients (the official SDKs, agents) read ``error.message`` and branch on the
+status, so every failure of the API, whether raised by the router, by DRF or
+relayed from a provider, leaves through here with the right status.
+"""
+from django.http import JsonResponse
+from rest_framework import exceptions as drf_exceptions
+
+# status -> the OpenAI error type clients expect for it
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    502: "upstream_error",
+    503: "upstream_error",
+    504: "timeout_error",
+}
+
+
+class RouterError(Exception):
+    """A request the router refuses or cannot complete; carries its HTTP status."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, param=None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+
+
+def error_body(status: int, message: str, code: str | None = None, param=None) -> dict:
+    return {
+        "error": {
+            "message": message,
+            "type": _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error"),
+            "param": param,
+            "code": code,
+        }
+    }
+
+
+def error_response(status: int, message: str, code: str | None = None, param=None, headers=None):
+    response = JsonResponse(error_body(status, message, code, param), status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def router_error_response(error: RouterError):
+    return error_response(error.status, error.message, error.code, error.param)
+
+
+def openai_exception_handler(exc, context):
+    """DRF's exception handler, answering in the OpenAI shape."""
+    if isinstance(exc, RouterError):
+        return router_error_response(exc)
+    if isinstance(exc, drf_exceptions.ParseError):
+        return error_response(400, f"The body is not valid JSON: {exc.detail}", "invalid_json")
+    if isinstance(exc, drf_exceptions.AuthenticationFailed | drf_exceptions.NotAuthenticated):
+        return error_response(401, str(exc.detail), "invalid_api_key")
+    if isinstance(exc, drf_exceptions.APIException):
+        return error_response(exc.status_code, str(exc.detail), exc.default_code)
+    return None

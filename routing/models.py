@@ -1,0 +1,186 @@
+"""What the router stores: its decisions, its API keys and the admin's config overrides.
+
+Provider keys are never stored; router keys only as a SHA-256 hash (they are
+long random tokens, so a fast hash is enough to make a leaked table useless).
+"""
+import hashlib
+import secrets
+
+from django.db import models
+from django.utils import timezone
+
+KEY_PREFIX = "rk-"
+
+
+def hash_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+class ApiKeyQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it.")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    is_staff = models.BooleanField(
+        default=False, help_text="May also read the admin snapshot (/admin/api/snapshot)."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self):
+        return self.revoked_at is None
+
+    @staticmethod
+    def generate_raw_key() -> str:
+        return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+class RouteDecisionQuerySet(models.QuerySet):
+    def since(self, start):
+        return self.filter(created_at__gte=start)
+
+    def pinch_measured(self):
+        """Rows pinch looked at (NULL columns mean pinch was off for that request)."""
+        return self.filter(pinch_original_tokens__isnull=False, pinch_final_tokens__isnull=False)
+
+
+class RouteDecision(models.Model):
+    PATH_ROUTED = "routed"
+    PATH_PASSTHROUGH = "passthrough"
+    PATH_CHOICES = [(PATH_ROUTED, "routed"), (PATH_PASSTHROUGH, "passthrough")]
+
+    created_at = models.DateTimeField(default=timezone.now)
+    path = models.CharField(max_length=16, choices=PATH_CHOICES)
+    api_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
+    )
+    requested_model = models.CharField(max_length=200)
+    chosen_model = models.CharField(max_length=200)
+    provider = models.CharField(max_length=100)
+    upstream_model = models.CharField(max_length=200)
+    tier = models.CharField(max_length=50, blank=True)
+    classifier = models.CharField(
+        max_length=32, blank=True, help_text="Which classifier decided the tier (routed path)."
+    )
+    measured_tokens = models.IntegerField(help_text="Estimated prompt tokens actually sent.")
+    estimated_cost_usd = models.FloatField(help_text="Estimated prompt cost at the blended rate.")
+
+    pinch_original_tokens = models.IntegerField(null=True, blank=True)
+    pinch_final_tokens = models.IntegerField(null=True, blank=True)
+    pinch_summarized = models.IntegerField(null=True, blank=True)
+    pinch_tools = models.JSONField(
+        null=True, blank=True, help_text="Tool results compressed, by tool name."
+    )
+    relevance_used = models.BooleanField(default=False)
+    relevance_fallback = models.BooleanField(
+        default=False, help_text="Relevance ordering was attempted and failed (uniform pruning)."
+    )
+    prefix_match = models.IntegerField(null=True, blank=True)
+    prefix_previous_length = models.IntegerField(null=True, blank=True)
+    prefix_current_length = models.IntegerField(null=True, blank=True)
+
+    stream = models.BooleanField(default=False)
+    status_code = models.IntegerField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True)
+    attempts = models.JSONField(default=list, blank=True, help_text="Each upstream try.")
+    upstream_latency_ms = models.FloatField(null=True, blank=True)
+    prompt_tokens = models.IntegerField(null=True, blank=True)
+    completion_tokens = models.IntegerField(null=True, blank=True)
+    cached_tokens = models.IntegerField(null=True, blank=True)
+    usage_estimated = models.BooleanField(
+        default=False, help_text="Usage is the router's estimate: the upstream reported none."
+    )
+
+    objects = RouteDecisionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # The 30-day aggregates (pinch_summary, /metrics) and recent-decision lists.
+            models.Index(fields=["created_at"], name="decision_created_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.requested_model} -> {self.chosen_model}"
+
+    @property
+    def pinch_tokens_saved(self):
+        if self.pinch_original_tokens is None or self.pinch_final_tokens is None:
+            return None
+        return max(self.pinch_original_tokens - self.pinch_final_tokens, 0)
+
+
+class ConfigOverride(models.Model):
+    """One config value set in admin, by dotted key (e.g. ``pinch.enabled``)."""
+
+    key = models.CharField(max_length=200, unique=True)
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self):
+        return f"{self.key} = {self.value!r}"
+
+
+class RegisteredModel(models.Model):
+    """A model added or redefined in admin; replaces a file model of the same id."""
+
+    model_id = models.CharField("id", max_length=200, unique=True)
+    provider = models.CharField(max_length=100)
+    upstream_model = models.CharField(max_length=200, blank=True)
+    tier = models.CharField(max_length=50)
+    context_window = models.PositiveIntegerField()
+    prompt_price = models.FloatField(default=0.0, help_text="USD per 1M prompt tokens.")
+    cached_prompt_price = models.FloatField(
+        null=True, blank=True, help_text="USD per 1M cached prompt tokens; empty = prompt price."
+    )
+    completion_price = models.FloatField(default=0.0, help_text="USD per 1M completion tokens.")
+    supports_tools = models.BooleanField(default=True)
+    supports_vision = models.BooleanField(default=False)
+    supports_json_mode = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["model_id"]
+
+    def __str__(self):
+        return self.model_id
+
+    def as_config(self) -> dict:
+        capabilities = [
+            name
+            for name, flag in (
+                ("tools", self.supports_tools),
+                ("vision", self.supports_vision),
+                ("json_mode", self.supports_json_mode),
+            )
+            if flag
+        ]
+        return {
+            "id": self.model_id,
+            "provider": self.provider,
+            "upstream_model": self.upstream_model or None,
+            "tier": self.tier,
+            "context_window": self.context_window,
+            "prompt_price": self.prompt_price,
+            "cached_prompt_price": self.cached_prompt_price,
+            "completion_price": self.completion_price,
+            "capabilities": capabilities,
+        }

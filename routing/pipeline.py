@@ -1,0 +1,151 @@
+"""The request pipeline up to the upstream call: classify, prune, measure, choose.
+
+``plan_request`` is the single code path shared by the API view, the dry run
+(``X-Router-Dry-Run``) and ``manage.py pinch_replay``, so what the replay and
+the dry run report is what the router does. Its order is a contract:
+
+* routed (``auto``): classify on the FULL messages -> prune once -> measure the
+  pruned payload plus tool definitions -> cheapest fitting model of the tier;
+* passthrough (a model id): prune once -> measure; persisting the decision and
+  the capability check follow in ``open_decision``, in one transaction.
+"""
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from routing.chat_request import ChatRequest
+from routing.classifier import classify
+from routing.config import ModelConfig, RouterConfig
+from routing.decisions import record_decision
+from routing.errors import RouterError
+from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
+from routing.pricing import prompt_cost_usd
+from routing.pruning import PinchOutcome, pinch_messages
+from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
+
+PATH_ROUTED = "routed"
+PATH_PASSTHROUGH = "passthrough"
+
+
+@dataclass
+class Plan:
+    request: ChatRequest
+    config: RouterConfig
+    path: str
+    tier: str
+    classifier: str
+    candidates: list[ModelConfig]
+    send_messages: list
+    pinch: PinchOutcome | None
+    measured_tokens: int
+    prefix: tuple[int, int, int] | None
+
+    @property
+    def model(self) -> ModelConfig:
+        return self.candidates[0]
+
+    @property
+    def estimated_cost_usd(self) -> float:
+        return self.cost_on(self.model)
+
+    def cost_on(self, model: ModelConfig) -> float:
+        return prompt_cost_usd(model, self.measured_tokens, self.config.objective.assumed_cache_rate)
+
+    def upstream_body(self, model: ModelConfig) -> dict:
+        """The caller's body with the model and (maybe pruned) messages swapped in."""
+        body = dict(self.request.body)
+        body["model"] = model.send_as
+        body["messages"] = self.send_messages
+        if self.request.stream:
+            # Ask for usage so the decision records real token counts; the extra
+            # usage chunk is only relayed if the caller asked for it too.
+            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        return body
+
+
+def unknown_model_error(config: RouterConfig, name: str) -> RouterError:
+    return RouterError(
+        404,
+        f"The model {name!r} does not exist. Use {config.routing.auto_model!r} or one of: "
+        + ", ".join(m.id for m in config.models),
+        "model_not_found",
+        "model",
+    )
+
+
+def plan_request(
+    request: ChatRequest,
+    config: RouterConfig,
+    api_key_id=None,
+    probe: PrefixProbe | None = None,
+    measure_prefix: bool = True,
+) -> Plan:
+    """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    extra_tokens = tools_overhead_tokens(request.tools)
+    if request.model == config.routing.auto_model:
+        path = PATH_ROUTED
+        classification = classify(request.messages, request.tools, config)
+        tier, classifier_name = classification.tier, classification.outcome
+    else:
+        pinned = config.model(request.model)
+        if pinned is None:
+            raise unknown_model_error(config, request.model)
+        path, tier, classifier_name = PATH_PASSTHROUGH, pinned.tier, ""
+
+    send_messages, pinch = pinch_messages(request.messages, config.pinch, extra_tokens)
+    if pinch is not None:
+        measured = pinch.final_tokens
+    else:
+        measured = measure_prompt_tokens(send_messages, request.tools)
+
+    if path == PATH_ROUTED:
+        candidates = candidates_for(
+            config, tier, measured, request.max_tokens, request.needed_capabilities
+        )
+    else:
+        candidates = [pinned]
+
+    prefix = None
+    if measure_prefix and config.pinch.enabled and config.pinch.prefix_probe:
+        probe = probe or prefix_probe(settings.REDIS_URL)
+        key = conversation_key(api_key_id, request.model, request.messages)
+        prefix = probe.measure(key, send_messages)
+
+    return Plan(
+        request=request,
+        config=config,
+        path=path,
+        tier=tier,
+        classifier=classifier_name,
+        candidates=candidates,
+        send_messages=send_messages,
+        pinch=pinch,
+        measured_tokens=measured,
+        prefix=prefix,
+    )
+
+
+def check_capabilities(model: ModelConfig, request: ChatRequest) -> None:
+    """422 for a pinned model that cannot possibly serve the request."""
+    if request.has_images and not model.has("vision"):
+        raise RouterError(
+            422, f"The model {model.id!r} does not accept images.", "unsupported_capability"
+        )
+    if request.wants_json and not model.has("json_mode"):
+        raise RouterError(
+            422, f"The model {model.id!r} does not support JSON mode.", "unsupported_capability"
+        )
+
+
+def open_decision(plan: Plan, api_key=None):
+    """Persist the decision; on passthrough, then check capabilities in the same transaction.
+
+    A request the check rejects rolls its row back, so it leaves none; a pruned
+    passthrough that passes has its real pinch tokens on the row.
+    """
+    with transaction.atomic():
+        decision = record_decision(plan, api_key)
+        if plan.path == PATH_PASSTHROUGH:
+            check_capabilities(plan.model, plan.request)
+    return decision

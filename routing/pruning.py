@@ -1,0 +1,69 @@
+"""Pinch at the request edge: relevance order (may be None), then the pure prune.
+
+Called exactly once per request, before the measured-context decision, so the
+pruned list is what is measured and what is sent. With pinch off this returns
+the caller's own list, and the payload goes upstream exactly as received.
+"""
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from pinch import prune_context
+try:  # TEMP until the relevance edge lands
+    from pinch.relevance import relevance_for
+except ImportError:
+    from types import SimpleNamespace
+
+    def relevance_for(*args, **kwargs):
+        return SimpleNamespace(order=None, status="skipped")
+from routing.config import PinchConfig
+
+
+@dataclass(frozen=True)
+class PinchOutcome:
+    original_tokens: int
+    final_tokens: int
+    summarized: int
+    compressed: list = field(default_factory=list)
+    capped: list = field(default_factory=list)
+    compressed_tools: dict = field(default_factory=dict)
+    relevance_used: bool = False
+    relevance_fallback: bool = False
+
+    @property
+    def tokens_saved(self) -> int:
+        return max(self.original_tokens - self.final_tokens, 0)
+
+
+def pinch_messages(messages, pinch_config: PinchConfig, extra_fixed_tokens: int):
+    """(messages to send, PinchOutcome or None when pinch is off)."""
+    if not pinch_config.enabled:
+        return messages, None
+    relevance = relevance_for(
+        messages,
+        pinch_config,
+        budget_tokens=pinch_config.budget_tokens,
+        extra_fixed_tokens=extra_fixed_tokens,
+        redis_url=settings.REDIS_URL,
+    )
+    pruned, stats = prune_context(
+        messages,
+        budget_tokens=pinch_config.budget_tokens,
+        keep_last_turns=pinch_config.keep_last_turns,
+        max_summarize_chars=pinch_config.max_summarize_chars,
+        protected_max_chars=pinch_config.protected_max_chars,
+        relevance_order=relevance.order,
+        extra_fixed_tokens=extra_fixed_tokens,
+        keep_last_tool_results=pinch_config.keep_last_tool_results,
+    )
+    outcome = PinchOutcome(
+        original_tokens=stats["original_tokens"],
+        final_tokens=stats["final_tokens"],
+        summarized=stats.get("summarized", 0),
+        compressed=stats.get("compressed", []),
+        capped=stats.get("capped", []),
+        compressed_tools=stats.get("compressed_tools", {}),
+        relevance_used=relevance.status == "used",
+        relevance_fallback=relevance.status == "unavailable",
+    )
+    return pruned, outcome

@@ -1,0 +1,150 @@
+"""The OpenAI-compatible API: POST /v1/chat/completions and GET /v1/models.
+
+Views are thin: authenticate, parse the body with the one schema, call the
+pipeline, render. Errors leave in the OpenAI shape through routing.errors.
+"""
+import json
+import time
+
+from django.conf import settings
+from django.http import JsonResponse
+from django.utils import timezone
+from rest_framework.views import APIView
+
+from routing import dispatch
+from routing.auth import key_for_request
+from routing.chat_request import parse_chat_request
+from routing.config import ConfigError
+from routing.errors import RouterError, error_response, router_error_response
+from routing.models import ApiKey
+from routing.pipeline import open_decision, plan_request
+from routing.runtime import current_config
+
+DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
+
+
+def _authenticated_key(request) -> ApiKey:
+    key = key_for_request(request)
+    if key is None:
+        raise RouterError(
+            401,
+            "Missing or invalid API key. Send 'Authorization: Bearer <router key>' "
+            "(create one with: python manage.py createapikey NAME).",
+            "invalid_api_key",
+        )
+    return key
+
+
+def _touch(key: ApiKey):
+    # At most once a minute per key: a write per request would contend for nothing.
+    now = timezone.now()
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+
+
+def _read_json_body(request):
+    limit = settings.ROUTER_MAX_BODY_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise RouterError(413, f"The body is {declared} bytes; the limit is {limit}.", "body_too_large")
+    raw = request.body
+    if len(raw) > limit:
+        raise RouterError(413, f"The body is over the limit of {limit} bytes.", "body_too_large")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RouterError(400, f"The body is not valid JSON: {error}", "invalid_json") from None
+
+
+def explain_headers(plan, decision_id=None) -> dict:
+    """What the router did, on every answer (see docs/explain.md)."""
+    headers = {
+        "X-Router-Path": plan.path,
+        "X-Router-Tier": plan.tier,
+        "X-Router-Measured-Tokens": str(plan.measured_tokens),
+        "X-Router-Relevance": "used" if plan.pinch and plan.pinch.relevance_used else "no",
+    }
+    if plan.pinch is not None:
+        headers["X-Router-Pinch-Original-Tokens"] = str(plan.pinch.original_tokens)
+        headers["X-Router-Pinch-Final-Tokens"] = str(plan.pinch.final_tokens)
+        headers["X-Router-Pinch-Compressed"] = str(plan.pinch.summarized)
+    else:
+        headers["X-Router-Pinch"] = "disabled"
+    if decision_id is not None:
+        headers["X-Router-Decision-Id"] = str(decision_id)
+    return headers
+
+
+def dry_run_body(plan) -> dict:
+    pinch = plan.pinch
+    return {
+        "dry_run": True,
+        "path": plan.path,
+        "requested_model": plan.request.model,
+        "chosen_model": plan.model.id,
+        "provider": plan.model.provider,
+        "upstream_model": plan.model.send_as,
+        "fallbacks": [m.id for m in plan.candidates[1:]],
+        "tier": plan.tier,
+        "classifier": plan.classifier,
+        "measured_tokens": plan.measured_tokens,
+        "estimated_cost_usd": round(plan.estimated_cost_usd, 8),
+        "pinch": None
+        if pinch is None
+        else {
+            "original_tokens": pinch.original_tokens,
+            "final_tokens": pinch.final_tokens,
+            "tokens_saved": pinch.tokens_saved,
+            "summarized": pinch.summarized,
+            "compressed": pinch.compressed,
+            "capped": pinch.capped,
+            "relevance_used": pinch.relevance_used,
+        },
+        "messages": plan.send_messages,
+    }
+
+
+class ChatCompletionsView(APIView):
+    def post(self, request):
+        started = time.monotonic()
+        try:
+            key = _authenticated_key(request)
+            chat = parse_chat_request(_read_json_body(request))
+            config = current_config()
+            dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
+            plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
+            if dry_run:
+                return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
+            decision = open_decision(plan, key)
+        except RouterError as error:
+            return router_error_response(error)
+        except ConfigError as error:
+            return error_response(500, f"The router's configuration is invalid: {error}", "bad_config")
+        _touch(key)
+        headers = explain_headers(plan, decision.pk)
+        headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
+        if chat.stream:
+            return dispatch.stream(plan, decision.pk, headers)
+        return dispatch.complete(plan, decision.pk, headers)
+
+
+class ModelsView(APIView):
+    def get(self, request):
+        try:
+            _authenticated_key(request)
+            config = current_config()
+        except RouterError as error:
+            return router_error_response(error)
+        created = int(time.time())
+        data = [{"id": config.routing.auto_model, "object": "model", "created": created,
+                 "owned_by": "router"}]
+        data += [
+            {"id": m.id, "object": "model", "created": created, "owned_by": m.provider,
+             "tier": m.tier, "context_window": m.context_window,
+             "capabilities": list(m.capabilities)}
+            for m in config.models
+        ]
+        return JsonResponse({"object": "list", "data": data})

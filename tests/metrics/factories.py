@@ -1,0 +1,35 @@
+"""Decision rows for the metrics tests: only the fields a test cares about need naming."""
+from datetime import timedelta
+
+from django.utils import timezone
+
+from routing.models import RouteDecision
+
+
+def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecision:
+    """An unsaved RouteDecision ``age`` before ``now``.
+
+    ``saved=N`` is shorthand for pinch columns that shrank by N tokens
+    (original 10_000 + N, final 10_000); ``saved=0`` is measured but not pruned.
+    """
+    if saved is not None:
+        fields.setdefault("pinch_original_tokens", 10_000 + saved)
+        fields.setdefault("pinch_final_tokens", 10_000)
+    values = {
+        "created_at": (now or timezone.now()) - age,
+        "path": RouteDecision.PATH_ROUTED,
+        "requested_model": "auto",
+        "chosen_model": "gpt-4.1",
+        "provider": "openai",
+        "upstream_model": "gpt-4.1",
+        "tier": "hard",
+        "measured_tokens": 1000,
+        "estimated_cost_usd": 0.0,
+        "status_code": 200,
+    }
+    values.update(fields)
+    return RouteDecision(**values)
+
+
+def seed(*rows: RouteDecision) -> list[RouteDecision]:
+    return RouteDecision.objects.bulk_create(rows)

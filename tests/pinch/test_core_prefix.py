@@ -1,0 +1,70 @@
+"""Message fingerprints and the common prefix of two turns' payloads."""
+
+import hashlib
+
+import pytest
+
+from pinch.prefix import common_prefix_length, message_fingerprints
+
+
+def test_fingerprint_is_blake2b_16_of_canonical_json():
+    # Pinned so fingerprints written by one process (or host, via Redis) match another's.
+    canonical = '{"content":"héllo","role":"user"}'.encode()
+    expected = hashlib.blake2b(canonical, digest_size=16).hexdigest()
+    assert message_fingerprints([{"role": "user", "content": "héllo"}]) == [expected]
+    assert len(expected) == 32
+
+
+def test_key_order_on_the_wire_does_not_change_the_fingerprint():
+    a = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    b = {"content": "ok", "tool_call_id": "c1", "role": "tool"}
+    assert message_fingerprints([a]) == message_fingerprints([b])
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"role": "user", "content": "hi "},
+        {"role": "assistant", "content": "hi"},
+        {"role": "user", "content": ["hi"]},
+        {"role": "user", "content": "hi", "name": "x"},
+    ],
+)
+def test_any_difference_changes_the_fingerprint(other):
+    assert message_fingerprints([{"role": "user", "content": "hi"}]) != message_fingerprints(
+        [other]
+    )
+
+
+def test_one_fingerprint_per_message_in_order():
+    messages = [{"role": "user", "content": str(i)} for i in range(5)]
+    prints = message_fingerprints(messages)
+    assert len(prints) == 5 and len(set(prints)) == 5
+    assert message_fingerprints(messages[2:3]) == prints[2:3]
+
+
+def test_lone_surrogates_and_non_json_values_do_not_raise():
+    message_fingerprints([{"role": "user", "content": "\ud800"}, {"role": "user", "content": {1}}])
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "length"),
+    [
+        ([], [], 0),
+        ([], ["a"], 0),
+        (["a", "b", "c"], ["a", "b", "c"], 3),
+        (["a", "b", "c"], ["a", "x", "c"], 1),
+        (["a", "b"], ["a", "b", "c", "d"], 2),
+        (["a", "b", "c"], ["a", "b"], 2),
+        (["x"], ["a"], 0),
+    ],
+    ids=["empty", "no-previous", "identical", "diverge", "grown", "shrunk", "first-differs"],
+)
+def test_common_prefix_counts_leading_equal_items(previous, current, length):
+    assert common_prefix_length(previous, current) == length
+
+
+def test_pruned_payloads_compare_through_their_fingerprints():
+    turn1 = [{"role": "user", "content": "q"}, {"role": "tool", "content": "big"}]
+    turn2 = [turn1[0], {"role": "tool", "content": "[bash: result omitted]"}, turn1[1]]
+    assert common_prefix_length(message_fingerprints(turn1), message_fingerprints(turn2)) == 1

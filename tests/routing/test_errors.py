@@ -1,0 +1,157 @@
+"""Every failure answers in the OpenAI error shape, with the right status, and leaves no half row."""
+import json
+
+import openai
+import pytest
+
+from routing.models import RouteDecision
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def post(live_server, router_config, api_key):
+    import requests
+
+    def send(body, key=api_key, raw=None, headers=None):
+        all_headers = {"Content-Type": "application/json"}
+        if key:
+            all_headers["Authorization"] = f"Bearer {key}"
+        all_headers.update(headers or {})
+        data = raw if raw is not None else json.dumps(body).encode()
+        return requests.post(live_server.url + "/v1/chat/completions", data=data,
+                             headers=all_headers, timeout=30)
+
+    return send
+
+
+def assert_error(response, status, code=None):
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) >= {"message", "type", "code"}
+    assert error["message"]
+    if code:
+        assert error["code"] == code
+    return error
+
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    "raw, code, words",
+    [
+        (b"{not json", "invalid_json", "not valid JSON"),
+        (b'{"model": "echo-medium"}', "invalid_request", "messages"),
+        (b'{"model": "echo-medium", "messages": []}', "invalid_request", "messages"),
+        (b'{"model": "echo-medium", "messages": [{"role": "wizard", "content": "x"}]}',
+         "invalid_role", "role"),
+        (b'{"messages": [{"role": "user", "content": "x"}]}', "invalid_request", "model"),
+        (b'{"model": "echo-medium", "messages": [{"role": "tool", "content": "x"}]}',
+         "invalid_request", "tool_call_id"),
+        (b'[1, 2]', "invalid_request", "JSON object"),
+    ],
+)
+def test_bad_bodies_get_400_naming_the_problem_and_leave_no_row(post, raw, code, words):
+    error = assert_error(post(None, raw=raw), 400, code)
+    assert words in error["message"]
+    assert RouteDecision.objects.count() == 0
+
+
+@pytest.mark.parametrize("key", [None, "rk-wrong"])
+def test_missing_or_wrong_key_gets_401(post, key):
+    assert_error(post({"model": "echo-medium", "messages": HI}, key=key), 401, "invalid_api_key")
+    assert RouteDecision.objects.count() == 0
+
+
+def test_revoked_key_gets_401(post, api_key):
+    from routing.auth import revoke_api_keys
+    from routing.models import ApiKey
+
+    revoke_api_keys(ApiKey.objects.all())
+    assert_error(post({"model": "echo-medium", "messages": HI}), 401)
+
+
+def test_unknown_model_gets_404_listing_the_known_ones(post):
+    error = assert_error(post({"model": "gpt-9", "messages": HI}), 404, "model_not_found")
+    assert "echo-medium" in error["message"]
+    assert RouteDecision.objects.count() == 0
+
+
+def test_body_over_the_limit_gets_413(post, settings):
+    settings.ROUTER_MAX_BODY_BYTES = 1000
+    big = [{"role": "user", "content": "x" * 2000}]
+    assert_error(post({"model": "echo-medium", "messages": big}), 413, "body_too_large")
+    assert RouteDecision.objects.count() == 0
+
+
+def test_image_to_a_model_without_vision_gets_422_and_leaves_no_row(post):
+    content = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]
+    error = assert_error(
+        post({"model": "text-only", "messages": [{"role": "user", "content": content}]}), 422)
+    assert "images" in error["message"]
+    assert RouteDecision.objects.count() == 0
+
+
+def test_json_mode_to_a_model_without_it_gets_422_and_leaves_no_row(post, upstream):
+    body = {"model": "text-only", "messages": HI, "response_format": {"type": "json_object"}}
+    assert_error(post(body), 422, "unsupported_capability")
+    assert RouteDecision.objects.count() == 0
+    assert upstream.received == []
+
+
+def test_unreachable_upstream_gets_502_and_is_recorded(post):
+    assert_error(post({"model": "unreachable", "messages": HI}), 502, "upstream_unavailable")
+    decision = RouteDecision.objects.get()
+    assert decision.status_code == 502
+    assert [a["result"] for a in decision.attempts] == ["connect", "connect"]
+
+
+def test_upstream_answer_that_is_not_json_gets_502(post):
+    assert_error(post({"model": "garbage-model", "messages": HI}), 502)
+    assert RouteDecision.objects.get().status_code == 502
+
+
+def test_upstream_that_hangs_gets_504(post):
+    error = assert_error(post({"model": "hang-model", "messages": HI}), 504, "upstream_timeout")
+    assert "2s" in error["message"]
+    decision = RouteDecision.objects.get()
+    assert decision.status_code == 504
+    assert [a["result"] for a in decision.attempts] == ["timeout", "timeout"]
+
+
+def test_stream_from_a_hanging_upstream_gets_504(post):
+    response = post({"model": "hang-model", "messages": HI, "stream": True})
+    assert_error(response, 504)
+
+
+@pytest.mark.parametrize("status", [400, 429, 503])
+def test_upstream_error_status_is_relayed(post, router_config, write_config, status):
+    router_config["models"].append({
+        "id": "failing", "provider": "up", "upstream_model": f"fail-{status}-99-x",
+        "tier": "medium", "context_window": 32768})
+    write_config(router_config)
+    error = assert_error(post({"model": "failing", "messages": HI}), status)
+    assert error["message"] == f"scripted {status}"
+    decision = RouteDecision.objects.get()
+    # 429/5xx are retried once; a 400 is the caller's problem and is not.
+    assert len(decision.attempts) == (1 if status == 400 else 2)
+
+
+def test_context_too_large_for_every_model_gets_400_with_the_measured_size(post):
+    huge = [{"role": "user", "content": "word " * 700_000}]
+    error = assert_error(post({"model": "auto", "messages": huge}), 400,
+                         "context_length_exceeded")
+    assert "measures" in error["message"]
+
+
+def test_sdk_raises_its_typed_errors(live_server, router_config, api_key):
+    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
+    with pytest.raises(openai.NotFoundError):
+        sdk.chat.completions.create(model="nope", messages=HI)
+    with pytest.raises(openai.UnprocessableEntityError):
+        sdk.chat.completions.create(
+            model="text-only", messages=HI, response_format={"type": "json_object"})
+    bad = openai.OpenAI(base_url=live_server.url + "/v1", api_key="rk-nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.chat.completions.create(model="echo-medium", messages=HI)
