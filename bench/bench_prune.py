@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import corpus_dir, load_conversations, requests_of  # noqa: E402
-from pinch import prune_context  # noqa: E402
+from bench.corpus import corpus_dir, load_conversations, requests_of
+from pinch import prune_context
 
 PER = 100_000  # tokens: the unit the target is stated in (< 1 ms per 100k tokens)
 
@@ -78,11 +78,12 @@ def main() -> None:
             continue
         for name, knobs in settings.items():
             _, stats = prune_context(request, budget_tokens=args.budget, **knobs)
-            ns = median_ns(lambda: prune_context(request, budget_tokens=args.budget, **knobs), args.rounds)
+            ns = median_ns(
+                lambda r=request, k=knobs: prune_context(r, budget_tokens=args.budget, **k),
+                args.rounds,
+            )
             rows[name].append((ns, tokens, stats))
-        floor.append(
-            (median_ns(lambda: json.dumps(json.loads(body)), args.rounds), tokens)
-        )
+        floor.append((median_ns(lambda b=body: json.dumps(json.loads(b)), args.rounds), tokens))
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
@@ -94,7 +95,7 @@ def main() -> None:
     floor_total = sum(ns for ns, _ in floor) / 1000 * PER / sum(t for _, t in floor)
     floor_median = statistics.median(per_100k_us(ns, t) for ns, t in floor)
     header = (
-        f"{'':30} {'requests':>8} {'over':>5} {'tokens':>10} {'median':>8} {'worst':>8} "
+        f"{'':42} {'requests':>8} {'over':>5} {'tokens':>10} {'median':>8} {'worst':>8} "
         f"{'overall':>8} {'worst>B':>8} {'x json':>7} {'saved (median, over budget)':>28}"
     )
     print("µs per 100k tokens: median and worst per request, overall = sum(time)/sum(tokens),")
@@ -112,14 +113,14 @@ def main() -> None:
         else:
             saving = "-"
         print(
-            f"{'prune_context ' + name:30} {len(data):>8} {len(over):>5} "
+            f"{'prune_context ' + name:42} {len(data):>8} {len(over):>5} "
             f"{sum(t for _, t, _ in data):>10,} {statistics.median(speeds):>8.1f} "
             f"{max(speeds):>8.1f} {overall:>8.1f} {worst_over:>8.1f} "
             f"{overall / floor_total:>7.3f} {saving:>28}"
         )
     floor_speeds = [per_100k_us(ns, t) for ns, t in floor]
     print(
-        f"{'json.loads+json.dumps (floor)':30} {len(floor):>8} {'':>5} "
+        f"{'json.loads+json.dumps (floor)':42} {len(floor):>8} {'':>5} "
         f"{sum(t for _, t in floor):>10,} {floor_median:>8.1f} {max(floor_speeds):>8.1f} "
         f"{floor_total:>8.1f} {'':>8} {1:>7.3f}"
     )

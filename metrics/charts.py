@@ -139,12 +139,19 @@ def format_tokens(value: float) -> str:
     return f"{value:g}"
 
 
+def dollar_decimals(step: float) -> int:
+    """Decimals that print every multiple of ``step`` exactly (at least cents, at most 8)."""
+    for decimals in range(2, 9):
+        if abs(round(step, decimals) - step) <= step * 1e-9:
+            return decimals
+    return 8
+
+
 def format_dollars(value: float, step: float) -> str:
     """Dollar labels with just enough decimals to tell ticks ``step`` apart."""
     if value == 0:
         return "$0"
-    decimals = max(2, -math.floor(math.log10(step)) + 1) if step > 0 else 2
-    return f"${value:.{decimals}f}"
+    return f"${value:.{dollar_decimals(step)}f}"
 
 
 def _y(value: float, maximum: float, top: float, bottom: float) -> float:
@@ -153,10 +160,10 @@ def _y(value: float, maximum: float, top: float, bottom: float) -> float:
 
 def savings_chart(
     points: list[DayPoint],
-    width: int = 760,
-    height: int = 260,
-    margin_left: int = 56,
-    margin_right: int = 72,
+    width: int = 1100,
+    height: int = 300,
+    margin_left: int = 64,
+    margin_right: int = 84,
     margin_top: int = 16,
     margin_bottom: int = 34,
 ) -> SavingsChart:

@@ -57,7 +57,7 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
 
 
 def recent_decisions(limit: int = RECENT_DECISIONS) -> list[RouteDecision]:
-    return list(RouteDecision.objects.select_related("api_key").order_by("-created_at")[:limit])
+    return list(RouteDecision.objects.select_related("api_key").order_by("-created_at", "-id")[:limit])
 
 
 def _count(value) -> str:

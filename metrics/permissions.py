@@ -1,4 +1,5 @@
 """Who may read what: the metrics token and the staff check for the snapshot."""
+
 import hmac
 
 from django.conf import settings

@@ -17,6 +17,7 @@ Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
 ``objective.billing_reset_day`` is set).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -64,8 +65,8 @@ def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
     """Tool results compressed in the window, by tool name, from each row's pinch_tools."""
     totals = Counter()
     window = summary_window(config, now)
-    for tools in window.decisions().filter(pinch_tools__isnull=False).values_list(
-        "pinch_tools", flat=True
+    for tools in (
+        window.decisions().filter(pinch_tools__isnull=False).values_list("pinch_tools", flat=True)
     ):
         if not isinstance(tools, dict):
             continue

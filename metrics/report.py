@@ -3,6 +3,7 @@
 Both cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
 ``requests.total`` and ``pinch.calls_30d`` count the same decisions.
 """
+
 from __future__ import annotations
 
 from collections import Counter

@@ -5,6 +5,7 @@ caller in process and a client of ``GET /admin/api/snapshot`` see the same
 thing. Three queries on top of the caller's config: the pinch summary, the
 stored overrides and the newest decisions.
 """
+
 from __future__ import annotations
 
 from datetime import datetime

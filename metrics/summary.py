@@ -24,6 +24,7 @@ Python does the arithmetic on those integers, so SQLite and PostgreSQL give the
 same numbers (no database median, no float sums in SQL), and what crosses the
 wire grows with the number of distinct savings, not with traffic.
 """
+
 from __future__ import annotations
 
 import calendar

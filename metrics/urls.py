@@ -1,4 +1,5 @@
 """Metrics, the admin snapshot API and the dashboard, mounted at the site root."""
+
 from django.urls import path
 
 from metrics import views

@@ -4,6 +4,7 @@ Plain Django views rather than DRF: /metrics answers in Prometheus text as
 well as JSON, and the snapshot accepts an admin session. Each view checks
 access, calls one service and renders; errors leave in the OpenAI shape.
 """
+
 from functools import wraps
 
 from django.http import HttpResponse, JsonResponse
@@ -26,7 +27,9 @@ def _get_only(view):
     def wrapper(request, *args, **kwargs):
         if request.method not in ("GET", "HEAD"):
             return error_response(
-                405, f"{request.method} is not allowed here; use GET.", "method_not_allowed",
+                405,
+                f"{request.method} is not allowed here; use GET.",
+                "method_not_allowed",
                 headers={"Allow": "GET, HEAD"},
             )
         return view(request, *args, **kwargs)
@@ -39,7 +42,9 @@ def _metrics_token_required(view):
     def wrapper(request, *args, **kwargs):
         if not metrics_token_ok(request):
             return error_response(
-                401, "Send Authorization: Bearer <METRICS_TOKEN>.", "invalid_metrics_token",
+                401,
+                "Send Authorization: Bearer <METRICS_TOKEN>.",
+                "invalid_metrics_token",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         return view(request, *args, **kwargs)

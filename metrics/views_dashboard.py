@@ -1,12 +1,14 @@
 """The dashboard page (/dashboard/): staff only, server-rendered, no JavaScript."""
 from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import render
+from django.views.decorators.cache import never_cache
 
 from metrics.dashboard import dashboard_context
 from routing.config import ConfigError
 from routing.runtime import current_config
 
 
+@never_cache
 @staff_member_required
 def dashboard(request):
     try:

@@ -58,7 +58,7 @@ def trim_candidates(
     ``relevance_order`` indexes line up with the list prune_context compresses.
     """
     start = _protected_start(messages, keep_last_turns, keep_last_tool_results)
-    return [i for i in range(start) if _role(messages[i]) == "tool"]
+    return _tool_results(messages, 0, start)
 
 
 def prune_context(
@@ -109,15 +109,13 @@ def prune_context(
         return messages, _unchanged_stats(original_tokens)
 
     start = _protected_start(messages, keep_last_turns, keep_last_tool_results)
-    candidates = [i for i in range(start) if _role(messages[i]) == "tool"]
+    candidates = _tool_results(messages, 0, start)
     replaced: dict[int, str] = {}
     saved = 0
 
     capped: list[int] = []
     if protected_max_chars is not None:
-        for i in range(start, len(messages)):
-            if _role(messages[i]) != "tool":
-                continue
+        for i in _tool_results(messages, start, len(messages)):
             text = extract_text(messages[i])
             if len(text) <= protected_max_chars:
                 continue
@@ -186,6 +184,14 @@ def _role(message: Any) -> Any:
     return message.get("role") if isinstance(message, dict) else None
 
 
+def _tool_results(messages: Sequence[Any], start: int, stop: int) -> list[int]:
+    return [
+        i
+        for i, m in enumerate(messages[start:stop], start)
+        if isinstance(m, dict) and m.get("role") == "tool"
+    ]
+
+
 def _protected_start(
     messages: Sequence[Any], keep_last_turns: int, keep_last_tool_results: int | None
 ) -> int:
@@ -232,35 +238,35 @@ def _tool_names(messages: Sequence[Any], wanted: list[int]) -> dict[int, str]:
     if not wanted:
         return {}
     wanted_set = set(wanted)
-    by_call_id: dict[Any, str] = {}
+    by_call_id: dict[str | int, str] = {}
     names: dict[int, str] = {}
-    for i in range(max(wanted) + 1):
-        message = messages[i]
-        if not isinstance(message, dict):
-            continue
+    for i, message in enumerate(messages[: max(wanted) + 1]):
         if i in wanted_set:
-            own = message.get("name")
-            if isinstance(own, str) and own:
-                names[i] = own
-            else:
-                call_id = message.get("tool_call_id")
-                names[i] = (
-                    by_call_id.get(call_id, _FALLBACK_TOOL_NAME)
-                    if isinstance(call_id, (str, int))
-                    else _FALLBACK_TOOL_NAME
-                )
-        elif message.get("role") == "assistant":
-            calls = message.get("tool_calls")
-            if isinstance(calls, list):
-                for call in calls:
-                    if not isinstance(call, dict):
-                        continue
-                    call_id = call.get("id")
-                    function = call.get("function")
-                    name = function.get("name") if isinstance(function, dict) else None
-                    if isinstance(call_id, (str, int)) and isinstance(name, str) and name:
-                        by_call_id[call_id] = name
+            names[i] = _result_name(message, by_call_id)
+            continue
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if not calls or not isinstance(calls, list) or message.get("role") != "assistant":
+            continue
+        for call in calls:
+            # Malformed calls are skipped; a well-formed one is a dict all the way.
+            try:
+                call_id = call["id"]
+                name = call["function"]["name"]
+            except (TypeError, KeyError):
+                continue
+            if isinstance(call_id, (str, int)) and isinstance(name, str) and name:
+                by_call_id[call_id] = name
     return names
+
+
+def _result_name(message: dict, by_call_id: dict[str | int, str]) -> str:
+    own = message.get("name")
+    if isinstance(own, str) and own:
+        return own
+    call_id = message.get("tool_call_id")
+    if isinstance(call_id, (str, int)):
+        return by_call_id.get(call_id, _FALLBACK_TOOL_NAME)
+    return _FALLBACK_TOOL_NAME
 
 
 def _elide(text: str, max_chars: int) -> str:

@@ -15,5 +15,5 @@ threads = int(os.environ.get("ROUTER_THREADS", "16"))
 timeout = int(os.environ.get("ROUTER_WORKER_TIMEOUT", "300"))
 graceful_timeout = 30
 keepalive = 5
-accesslog = os.environ.get("ROUTER_ACCESS_LOG", "-")
+accesslog = os.environ.get("ROUTER_ACCESS_LOG", "-") or None  # empty: no access log
 wsgi_app = "router_project.wsgi:application"

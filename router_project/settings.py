@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -96,6 +97,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# gunicorn serves no files: WhiteNoise serves the admin's CSS and JS straight
+# from the installed apps, so no collectstatic step is needed.
+WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/admin/login/"
 
 # The router enforces its own body limit (ROUTER_MAX_BODY_BYTES) with a 413 in

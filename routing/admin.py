@@ -481,7 +481,7 @@ def controls_view(request):
         "override_rows": override_rows,
         "measurement_only_keys": sorted(MEASUREMENT_ONLY_KEYS),
         "measurement_only_note": MEASUREMENT_ONLY_NOTE,
-        "dashboard_url": "/dashboard/",
+        "dashboard_url": reverse("dashboard"),
         "models_url": reverse("admin:routing_registeredmodel_changelist"),
     }
     return TemplateResponse(request, "admin/controls.html", context)

@@ -1,4 +1,5 @@
 """Fixtures for the metrics tests: a config file of our own, keys and staff users."""
+
 import itertools
 
 import pytest
@@ -50,3 +51,29 @@ def plain_key(db):
 @pytest.fixture
 def staff_user(django_user_model):
     return django_user_model.objects.create_user("operator", password="x" * 12, is_staff=True)
+
+
+# --- The dashboard, admin and TUI tests (test_admin_*, test_dashboard_*, test_tui_*) ---
+
+
+@pytest.fixture
+def savings_rows(db):
+    """Decisions whose pinch figures are known by heart (cache rate 0, shipped prices).
+
+    In the 30-day window: 6 calls, 4 pruned (66.67%), 6,050 tokens saved, median 750
+    (mean of 300 and 1,200), $0.004320 (1,200 at gpt-4.1's $2/M + 4,800 at
+    gpt-4.1-mini's $0.40/M; the retired model's 50 tokens cannot be priced).
+    """
+    from datetime import timedelta
+
+    from tests.metrics.factories import decision, seed
+
+    return seed(
+        decision(saved=1200, age=timedelta(minutes=5)),
+        decision(saved=300, age=timedelta(days=1), chosen_model="gpt-4.1-mini", tier="medium"),
+        decision(saved=4500, age=timedelta(days=5), chosen_model="gpt-4.1-mini", stream=True),
+        decision(saved=0, age=timedelta(days=2), status_code=502),
+        decision(age=timedelta(days=3), path="passthrough"),  # pinch off for this one
+        decision(saved=50, age=timedelta(days=4), chosen_model="retired-model"),
+        decision(saved=9999, age=timedelta(days=45)),  # outside the window
+    )

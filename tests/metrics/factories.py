@@ -1,4 +1,5 @@
 """Decision rows for the metrics tests: only the fields a test cares about need naming."""
+
 from datetime import timedelta
 
 from django.utils import timezone

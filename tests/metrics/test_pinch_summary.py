@@ -1,4 +1,5 @@
 """pinch_summary: the savings aggregate every view shows."""
+
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -240,11 +241,17 @@ BILLING_CASES = {
     "31 in April resets on the 30th": (31, date(2025, 4, 30), date(2025, 4, 30), date(2025, 5, 31)),
     "31, the day before April's": (31, date(2025, 4, 29), date(2025, 3, 31), date(2025, 4, 30)),
     "31 in February resets on the 28th": (
-        31, date(2025, 2, 28), date(2025, 2, 28), date(2025, 3, 31)
+        31,
+        date(2025, 2, 28),
+        date(2025, 2, 28),
+        date(2025, 3, 31),
     ),
     "31 before February's reset": (31, date(2025, 2, 27), date(2025, 1, 31), date(2025, 2, 28)),
     "31 in a leap February resets on the 29th": (
-        31, date(2024, 2, 28), date(2024, 1, 31), date(2024, 2, 29)
+        31,
+        date(2024, 2, 28),
+        date(2024, 1, 31),
+        date(2024, 2, 29),
     ),
     "30 on a leap February 29th": (30, date(2024, 2, 29), date(2024, 2, 29), date(2024, 3, 30)),
     "31 on New Year's Eve": (31, date(2024, 12, 31), date(2024, 12, 31), date(2025, 1, 31)),

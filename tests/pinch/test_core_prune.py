@@ -8,7 +8,9 @@ import pytest
 
 from pinch import estimate_tokens, extract_text, prune_context, trim_candidates
 
-ELIDED = re.compile(r"\A(?P<head>.*?)\n?\[(?P<count>\d+) chars trimmed\.\.\.\]\n?(?P<tail>.*)\Z", re.S)
+ELIDED = re.compile(
+    r"\A(?P<head>.*?)\n?\[(?P<count>\d+) chars trimmed\.\.\.\]\n?(?P<tail>.*)\Z", re.DOTALL
+)
 
 
 def user(text="next step"):
@@ -98,7 +100,11 @@ def test_over_budget_with_nothing_to_shorten_returns_the_input_list_unpruned():
 def test_short_old_result_becomes_placeholder_named_after_its_tool_call():
     messages = loop(300, name="read_file")
     out, stats = prune_context(messages, budget_tokens=1)
-    assert out[2] == {"role": "tool", "tool_call_id": "c0", "content": "[read_file: result omitted]"}
+    assert out[2] == {
+        "role": "tool",
+        "tool_call_id": "c0",
+        "content": "[read_file: result omitted]",
+    }
     assert stats["compressed"] == [2]
     assert stats["compressed_tools"] == {"read_file": 1}
 
@@ -111,7 +117,10 @@ def test_short_old_result_becomes_placeholder_named_after_its_tool_call():
             "[grep: result omitted]",
         ),
         ([user(), call("c0", "bash"), result("zz", "x" * 300), user()], "[tool: result omitted]"),
-        ([user(), call("c0", "bash"), {"role": "tool", "content": "x" * 300}, user()], "[tool: result omitted]"),
+        (
+            [user(), call("c0", "bash"), {"role": "tool", "content": "x" * 300}, user()],
+            "[tool: result omitted]",
+        ),
         (
             [user(), call("c0", "ls", ("c1", "cat")), result("c0", "x" * 300), user()],
             "[ls: result omitted]",
@@ -121,11 +130,23 @@ def test_short_old_result_becomes_placeholder_named_after_its_tool_call():
             "[cat: result omitted]",
         ),
         (
-            [user(), call("c0", "ls"), result("c0", "a" * 9), call("c0", "cat"), result("c0", "x" * 300), user()],
+            [
+                user(),
+                call("c0", "ls"),
+                result("c0", "a" * 9),
+                call("c0", "cat"),
+                result("c0", "x" * 300),
+                user(),
+            ],
             "[cat: result omitted]",
         ),
         (
-            [user(), {"role": "assistant", "tool_calls": [{"id": "c0", "function": "bad"}]}, result("c0", "x" * 300), user()],
+            [
+                user(),
+                {"role": "assistant", "tool_calls": [{"id": "c0", "function": "bad"}]},
+                result("c0", "x" * 300),
+                user(),
+            ],
             "[tool: result omitted]",
         ),
         (
@@ -183,7 +204,9 @@ def split_elided(text):
 def test_long_old_result_keeps_whole_lines_around_an_exact_trim_marker(size):
     original = lines(size)
     messages = [user(), call("c0", "bash"), result("c0", original), user()]
-    out, stats = prune_context(messages, budget_tokens=1, keep_last_turns=1, max_summarize_chars=4000)
+    out, stats = prune_context(
+        messages, budget_tokens=1, keep_last_turns=1, max_summarize_chars=4000
+    )
     elided = out[2]["content"]
     head, count, tail = split_elided(elided)
     assert len(elided) <= 2000
@@ -289,7 +312,7 @@ SAVING = 1000 - 7
 def test_relevance_order_stops_once_the_deficit_is_covered(deficit, compressed):
     messages = loop(3000, 3000, 3000, 3000)
     budget = total(messages) - deficit
-    out, stats = prune_context(messages, budget_tokens=budget, relevance_order=[3, 1, 0, 2])
+    _, stats = prune_context(messages, budget_tokens=budget, relevance_order=[3, 1, 0, 2])
     candidates = trim_candidates(messages)
     assert stats["compressed"] == sorted(candidates[k] for k in [3, 1, 0, 2][:compressed])
     assert stats["tokens_saved"] == compressed * SAVING

@@ -44,7 +44,10 @@ def _tool_result(content):
         ("a bare string", ""),
         (["role", "user"], ""),
         (
-            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            },
             "a\nb",
         ),
         (
@@ -97,11 +100,13 @@ def test_extract_text_stops_descending_into_endlessly_nested_parts():
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["type", "text", "content", "role", "x"]) | st.text(max_size=5),
-        inner,
-        max_size=4,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["type", "text", "content", "role", "x"]) | st.text(max_size=5),
+            inner,
+            max_size=4,
+        )
     ),
     max_leaves=30,
 )

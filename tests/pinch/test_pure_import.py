@@ -68,6 +68,7 @@ _SCRIPT = textwrap.dedent(
 def test_pinch_core_imports_and_runs_without_django_requests_or_io():
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT],
+        check=False,
         cwd=REPO,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
         capture_output=True,

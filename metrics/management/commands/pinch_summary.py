@@ -1,4 +1,5 @@
 """pinch_summary [--json] [--days N]: what pinch saved, for an operator's terminal."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -64,19 +65,19 @@ class Command(BaseCommand):
             )
         else:
             heading = f"Pinch savings over the last {days} days"
+        share = summary["share_pruned"] * 100
+        median = _tokens(summary["median_tokens_saved"])
+        dollars = summary["dollars_saved_usd_30d"]
         lines = [
             heading,
             f"  calls          {summary['calls_30d']:,}",
-            f"  pruned calls   {summary['pruned_calls_30d']:,} "
-            f"({summary['share_pruned'] * 100:.2f}% of calls)",
-            f"  tokens saved   {summary['total_tokens_saved']:,} "
-            f"(median {_tokens(summary['median_tokens_saved'])} per pruned call)",
-            f"  dollars saved  ${summary['dollars_saved_usd_30d']:.6f} "
-            f"(blended prompt price, assumed cache rate {cache_rate:g})",
+            f"  pruned calls   {summary['pruned_calls_30d']:,} ({share:.2f}% of calls)",
+            f"  tokens saved   {summary['total_tokens_saved']:,} (median {median} per pruned call)",
+            f"  dollars saved  ${dollars:.6f} (blended prompt price, cache rate {cache_rate:g})",
         ]
         if summary["unpriced_calls_30d"]:
             lines.append(
-                f"  unpriced       {summary['unpriced_calls_30d']:,} pruned calls went to models "
-                "no longer configured; their savings count as $0"
+                f"  unpriced       {summary['unpriced_calls_30d']:,} "
+                "(pruned calls to models no longer configured, priced at $0)"
             )
         return "\n".join(lines)

@@ -1,0 +1,126 @@
+"""The config file is strictly validated: a bad key or value fails naming the key."""
+import copy
+
+import pytest
+import yaml
+
+from routing.config import DEFAULT_CONFIG_PATH, ConfigError, read_config_file, validate_config
+from tests.conftest import base_config
+
+
+def shipped():
+    return read_config_file(DEFAULT_CONFIG_PATH)
+
+
+def test_shipped_default_config_is_valid_and_has_the_reference_pinch_defaults():
+    config = validate_config(shipped())
+    pinch = config.pinch
+    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 50000, 4)
+    assert (pinch.max_summarize_chars, pinch.protected_max_chars) == (4000, 20000)
+    assert pinch.keep_last_tool_results == 6
+    assert pinch.prefix_probe is True
+    assert (pinch.relevance.enabled, pinch.relevance.backend) == (True, "builtin")
+    assert (pinch.relevance.timeout_seconds, pinch.relevance.min_candidates) == (10, 2)
+
+
+def with_change(path, value):
+    data = copy.deepcopy(base_config("http://127.0.0.1:1/v1"))
+    node = data
+    *parents, last = path
+    for part in parents:
+        node = node.setdefault(part, {}) if isinstance(part, str) else node[part]
+    node[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    "path, value, named",
+    [
+        (("pinch", "budget_tokens"), 0, "pinch.budget_tokens"),
+        (("pinch", "keep_last_turns"), 0, "pinch.keep_last_turns"),
+        (("pinch", "keep_last_tool_results"), 0, "pinch.keep_last_tool_results"),
+        (("pinch", "max_summarize_chars"), 2999, "pinch.max_summarize_chars"),
+        (("pinch", "protected_max_chars"), 2999, "pinch.protected_max_chars"),
+        (("pinch", "relevance", "timeout_seconds"), 0, "pinch.relevance.timeout_seconds"),
+        (("pinch", "relevance", "min_candidates"), 0, "pinch.relevance.min_candidates"),
+        (("pinch", "relevance", "backend"), "magic", "pinch.relevance.backend"),
+        (("pinch", "relevance", "max_chars"), 0, "pinch.relevance.max_chars"),
+        (("pinch", "surprise"), 1, "pinch.surprise: unknown key"),
+        (("pinch", "relevance", "modle"), "x", "pinch.relevance.modle: unknown key"),
+        (("objective", "assumed_cache_rate"), 1.5, "objective.assumed_cache_rate"),
+        (("objective", "billing_reset_day"), 32, "objective.billing_reset_day"),
+        (("routing", "default_tier"), "legendary", "default_tier"),
+        (("providers", "up", "base_url"), "ftp://x", "providers.up.base_url"),
+        (("providers", "up", "api_key_env"), "sk-live abc", "providers.up.api_key_env"),
+        (("providers", "up", "timeout_seconds"), -1, "providers.up.timeout_seconds"),
+        (("providers", "up", "extra"), 1, "providers.up.extra: unknown key"),
+        (("models", 0, "provider"), "nowhere", "models.0.provider"),
+        (("models", 0, "tier"), "legendary", "models.0.tier"),
+        (("models", 0, "context_window"), 0, "models.0.context_window"),
+        (("models", 0, "capabilities"), ["telepathy"], "models.0.capabilities"),
+        (("classifier", "backend"), "llm", "llm"),
+        (("toplevel_typo",), 1, "toplevel_typo: unknown key"),
+    ],
+)
+def test_bad_value_fails_naming_the_key(path, value, named):
+    with pytest.raises(ConfigError) as caught:
+        validate_config(with_change(path, value))
+    assert named in str(caught.value)
+
+
+def test_protected_max_chars_null_disables_the_cap():
+    assert validate_config(with_change(("pinch", "protected_max_chars"), None)).pinch.protected_max_chars is None
+
+
+def test_duplicate_model_ids_are_refused():
+    data = base_config("http://127.0.0.1:1/v1")
+    data["models"].append(dict(data["models"][0]))
+    with pytest.raises(ConfigError, match="duplicate model id"):
+        validate_config(data)
+
+
+def test_unreadable_or_broken_yaml_names_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_config_file(tmp_path / "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("pinch: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        read_config_file(broken)
+
+
+def test_cached_price_defaults_to_prompt_price():
+    data = base_config("http://127.0.0.1:1/v1")
+    data["models"][0]["cached_prompt_price"] = None
+    model = validate_config(data).models[0]
+    assert model.cached_prompt_price is None
+    from routing.pricing import blended_prompt_price
+
+    assert blended_prompt_price(model, 0.7) == pytest.approx(model.prompt_price)
+
+
+def test_file_changes_are_picked_up_without_restart(db, write_config):
+    from routing.runtime import current_config
+
+    data = base_config("http://127.0.0.1:1/v1")
+    path = write_config(data)
+    assert current_config().pinch.budget_tokens == 50000
+    data["pinch"]["budget_tokens"] = 1234
+    path.write_text(yaml.safe_dump(data))
+    import os
+
+    os.utime(path, ns=(1, 1))  # a different mtime, whatever the clock's resolution
+    assert current_config().pinch.budget_tokens == 1234
+
+
+def test_admin_overrides_apply_on_top_and_bad_ones_save_nothing(db, write_config):
+    from routing.models import ConfigOverride
+    from routing.runtime import current_config, set_overrides
+
+    write_config(base_config("http://127.0.0.1:1/v1"))
+    set_overrides({"pinch.enabled": False})
+    assert current_config().pinch.enabled is False
+    with pytest.raises(ConfigError, match="pinch.budget_tokens"):
+        set_overrides({"pinch.budget_tokens": -5, "pinch.prefix_probe": False})
+    assert dict(ConfigOverride.objects.values_list("key", "value")) == {"pinch.enabled": False}
+    set_overrides({}, removals=["pinch.enabled"])
+    assert current_config().pinch.enabled is True
