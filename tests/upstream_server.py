@@ -11,6 +11,7 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``hang-*``: accepts and never answers (until the server stops).
 - ``garbage-*``: 200 with a body that is not JSON.
 - ``nousage-*``: like echo, never reports usage.
+- ``says-<words>``: answers with <words> (e.g. a tier name for the LLM classifier).
 
 Every request is kept in ``server.received`` (path, headers, raw body bytes).
 """
@@ -65,7 +66,9 @@ class UpstreamHandler(BaseHTTPRequestHandler):
         return self._json(200, self._completion(body))
 
     def _completion(self, body):
-        message = {"role": "assistant", "content": ANSWER}
+        model = body.get("model", "")
+        text = model[len("says-"):] if model.startswith("says-") else ANSWER
+        message = {"role": "assistant", "content": text}
         finish = "stop"
         if body.get("tools"):
             name = body["tools"][0]["function"]["name"]

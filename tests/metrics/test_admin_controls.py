@@ -1,0 +1,133 @@
+"""/admin/controls/: the pinch knobs and the persisted overrides, validated by the config schema."""
+import pytest
+
+from routing.models import ConfigOverride
+from routing.runtime import current_config
+
+CONTROLS = "/admin/controls/"
+ALL_ON = {"pinch_enabled": "on", "pinch_relevance_enabled": "on", "pinch_prefix_probe": "on"}
+
+
+@pytest.fixture
+def staff_client(client, staff_user):
+    client.force_login(staff_user)
+    return client
+
+
+def stored():
+    return dict(ConfigOverride.objects.values_list("key", "value"))
+
+
+def test_it_shows_the_three_knobs_and_flags_prefix_probe_in_both_panels(
+    staff_client, router_config
+):
+    response = staff_client.get(CONTROLS)
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    for name in ("pinch_enabled", "pinch_prefix_probe", "pinch_relevance_enabled"):
+        assert f'type="checkbox" name="{name}"' in body
+    assert 'data-testid="measurement-only-knob"' in body
+    assert 'data-testid="measurement-only-override"' in body
+    assert body.count("routing and the payload sent are unchanged") == 2
+
+
+@pytest.mark.parametrize("is_staff, status", [(False, 302), (None, 302)])
+def test_it_is_for_staff_only(client, django_user_model, router_config, is_staff, status):
+    if is_staff is not None:
+        user = django_user_model.objects.create_user("agent", password="x" * 12)
+        client.force_login(user)
+
+    response = client.get(CONTROLS)
+
+    assert response.status_code == status
+    assert response["Location"].startswith("/admin/login/")
+
+
+def test_the_admin_index_links_to_the_controls_and_the_dashboard(staff_client, router_config):
+    body = staff_client.get("/admin/").content.decode()
+
+    assert f'href="{CONTROLS}"' in body
+    assert 'href="/dashboard/"' in body
+
+
+def test_unticking_a_knob_saves_it_as_an_override_applied_on_the_next_request(
+    staff_client, router_config, savings_rows
+):
+    form = dict(ALL_ON)
+    del form["pinch_enabled"]
+
+    response = staff_client.post(CONTROLS, {"panel": "knobs", **form})
+
+    assert response.status_code == 302
+    assert stored() == {"pinch.enabled": False}  # unchanged knobs are not pinned
+    assert current_config().pinch.enabled is False
+    dashboard = staff_client.get("/dashboard/").content.decode()
+    assert "Pinch is disabled" in dashboard
+
+
+def test_the_prefix_probe_knob_round_trips(staff_client, router_config):
+    form = dict(ALL_ON)
+    del form["pinch_prefix_probe"]
+    staff_client.post(CONTROLS, {"panel": "knobs", **form})
+    assert current_config().pinch.prefix_probe is False
+
+    staff_client.post(CONTROLS, {"panel": "knobs", **ALL_ON})
+
+    assert current_config().pinch.prefix_probe is True
+    assert stored() == {"pinch.prefix_probe": True}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("pinch.budget_tokens: 0", "pinch.budget_tokens: Input should be greater than 0"),
+        ("pinch.max_summarize_chars: 100", "pinch.max_summarize_chars: Input should be greater"),
+        ("pinch.bogus: 1", "pinch.bogus: unknown key"),
+        ("pinch.enabled: maybe", "pinch.enabled: Input should be a valid boolean"),
+        ("routing.default_tier: legendary", "default_tier &#x27;legendary&#x27; is not one of"),
+        ("just words", "line 1: expected &#x27;dotted.key: value&#x27;"),
+        ("pinch.budget_tokens: [1, 2", "line 1: pinch.budget_tokens:"),
+        ("pinch.budget_tokens: 1\npinch.budget_tokens: 2", "line 2: pinch.budget_tokens is set twice"),
+    ],
+)
+def test_a_bad_override_is_a_form_error_and_nothing_is_saved(
+    staff_client, router_config, text, message
+):
+    ConfigOverride.objects.create(key="pinch.keep_last_turns", value=6)
+
+    response = staff_client.post(
+        CONTROLS, {"panel": "overrides", "overrides": f"pinch.keep_last_turns: 9\n{text}"}
+    )
+
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert stored() == {"pinch.keep_last_turns": 6}
+
+
+def test_overrides_are_set_changed_and_removed_from_the_text_area(staff_client, router_config):
+    ConfigOverride.objects.create(key="pinch.keep_last_turns", value=6)
+    ConfigOverride.objects.create(key="objective.assumed_cache_rate", value=0.5)
+
+    response = staff_client.post(
+        CONTROLS,
+        {
+            "panel": "overrides",
+            "overrides": "# tuned for long agent sessions\n"
+            "pinch.budget_tokens: 40000\n"
+            "pinch.protected_max_chars: null\n"
+            "objective.assumed_cache_rate: 0.25\n",
+        },
+    )
+
+    assert response.status_code == 302
+    assert stored() == {
+        "pinch.budget_tokens": 40000,
+        "pinch.protected_max_chars": None,
+        "objective.assumed_cache_rate": 0.25,
+    }
+    config = current_config()
+    assert (config.pinch.budget_tokens, config.pinch.keep_last_turns) == (40000, 4)
+    page = staff_client.get(CONTROLS).content.decode()
+    assert "pinch.budget_tokens: 40000" in page
+    assert "pinch.protected_max_chars: null" in page

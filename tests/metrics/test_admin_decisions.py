@@ -1,0 +1,112 @@
+"""Django admin's route-decision log: read-only, with the pinch columns and filters."""
+from datetime import timedelta
+
+import pytest
+
+from routing.auth import create_api_key
+from routing.models import RouteDecision
+from tests.metrics.factories import decision, seed
+
+CHANGELIST = "/admin/routing/routedecision/"
+
+
+@pytest.fixture
+def staff_client(client, staff_user):
+    staff_user.is_superuser = True  # every model permission, so only the admin's own rules apply
+    staff_user.save()
+    client.force_login(staff_user)
+    return client
+
+
+def shown(response):
+    return {row.pk for row in response.context["cl"].result_list}
+
+
+def test_the_list_shows_tokens_saved_and_the_useful_columns(staff_client, savings_rows):
+    response = staff_client.get(CHANGELIST)
+
+    assert response.status_code == 200
+    columns = response.context["cl"].list_display
+    for name in ("path", "chosen_model", "tier", "status_code", "tokens_saved"):
+        assert name in columns
+    body = response.content.decode()
+    assert "tokens saved" in body.lower()
+    assert ">4500<" in body  # the 4,500-token saving, computed from original - final
+    assert len(shown(response)) == len(savings_rows)
+
+
+@pytest.mark.parametrize(
+    "value, savings",
+    [
+        ("yes", {1200, 300, 4500, 50, 9999}),
+        ("no", {0}),
+        ("off", {None}),
+    ],
+)
+def test_the_pinch_filter_splits_pruned_unpruned_and_unmeasured(
+    staff_client, savings_rows, value, savings
+):
+    response = staff_client.get(CHANGELIST, {"pruned": value})
+
+    assert response.status_code == 200
+    rows = RouteDecision.objects.filter(pk__in=shown(response))
+    assert {row.pinch_tokens_saved for row in rows} == savings
+
+
+def test_the_list_filters_by_path_model_tier_and_status(staff_client, savings_rows):
+    response = staff_client.get(CHANGELIST)
+    titles = {spec.title for spec in response.context["cl"].filter_specs}
+    assert {"path", "chosen model", "tier", "status code", "pinch"} <= titles
+
+    by_model = staff_client.get(CHANGELIST, {"chosen_model": "gpt-4.1-mini"})
+    assert {r.chosen_model for r in RouteDecision.objects.filter(pk__in=shown(by_model))} == {
+        "gpt-4.1-mini"
+    }
+    by_status = staff_client.get(CHANGELIST, {"status_code": "502"})
+    assert len(shown(by_status)) == 1
+
+
+def test_the_date_hierarchy_narrows_to_a_day(staff_client, savings_rows):
+    newest = RouteDecision.objects.order_by("-created_at").first().created_at
+    response = staff_client.get(
+        CHANGELIST,
+        {
+            "created_at__year": newest.year,
+            "created_at__month": newest.month,
+            "created_at__day": newest.day,
+        },
+    )
+
+    assert response.status_code == 200
+    assert all(r.created_at.date() == newest.date() for r in response.context["cl"].result_list)
+
+
+def test_decisions_cannot_be_added_changed_or_deleted(staff_client, savings_rows):
+    row = savings_rows[0]
+    change_url = f"{CHANGELIST}{row.pk}/change/"
+
+    assert staff_client.get(f"{CHANGELIST}add/").status_code == 403
+    assert staff_client.get(f"{CHANGELIST}{row.pk}/delete/").status_code == 403
+    view = staff_client.get(change_url)
+    assert view.status_code == 200
+    assert 'name="chosen_model"' not in view.content.decode()  # shown, not editable
+    assert "_save" not in view.content.decode()
+
+    staff_client.post(change_url, {"chosen_model": "tampered"})
+    row.refresh_from_db()
+    assert row.chosen_model == "gpt-4.1"
+
+
+def test_the_list_costs_the_same_queries_for_few_or_many_keys(
+    staff_client, router_config, django_assert_max_num_queries
+):
+    # list_select_related joins the API key: one more row, or one more key, no more queries.
+    seed(*(decision(age=timedelta(minutes=i), api_key=create_api_key(f"k{i}")[0]) for i in range(3)))
+    with django_assert_max_num_queries(20) as few:
+        staff_client.get(CHANGELIST)
+    seed(*(decision(age=timedelta(hours=i), api_key=create_api_key(f"m{i}")[0]) for i in range(40)))
+    with django_assert_max_num_queries(20) as many:
+        response = staff_client.get(CHANGELIST)
+
+    assert response.status_code == 200
+    assert len(many.captured_queries) == len(few.captured_queries)

@@ -1,0 +1,103 @@
+"""The prefix probe: per-conversation memory of the last payload, in process or in Redis."""
+import uuid
+
+import pytest
+
+from routing.classifier import classify
+from routing.config import validate_config
+from routing.prefix_probe import MemoryPrefixStore, PrefixProbe, conversation_key
+from tests.conftest import base_config
+
+
+def msgs(*texts):
+    return [{"role": "user", "content": t} for t in texts]
+
+
+def test_first_turn_has_no_previous_payload():
+    probe = PrefixProbe()
+    assert probe.measure("k", msgs("a", "b")) == (0, 0, 2)
+
+
+def test_consecutive_turns_match_up_to_the_first_changed_message():
+    probe = PrefixProbe()
+    probe.measure("k", msgs("a", "b", "c"))
+    assert probe.measure("k", msgs("a", "b", "c", "d")) == (3, 3, 4)
+    # An early message rewritten (as pruning does) breaks the prefix there.
+    assert probe.measure("k", msgs("a", "B", "c", "d", "e")) == (1, 4, 5)
+
+
+def test_conversations_do_not_see_each_other():
+    probe = PrefixProbe()
+    probe.measure("one", msgs("a"))
+    assert probe.measure("two", msgs("a")) == (0, 0, 1)
+
+
+def test_memory_store_is_bounded_and_forgets_the_oldest():
+    store = MemoryPrefixStore(max_items=2)
+    store.swap("a", ["1"])
+    store.swap("b", ["1"])
+    store.swap("c", ["1"])
+    assert store.swap("a", ["2"]) is None
+    assert store.swap("c", ["2"]) == ["1"]
+
+
+def test_memory_store_expires_old_turns():
+    store = MemoryPrefixStore(ttl=0)
+    store.swap("a", ["1"])
+    assert store.swap("a", ["2"]) is None
+
+
+def test_conversation_key_ignores_later_turns_but_not_the_opening():
+    opening = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    later = opening + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}]
+    assert conversation_key(1, "auto", opening) == conversation_key(1, "auto", later)
+    assert conversation_key(1, "auto", opening) != conversation_key(2, "auto", opening)
+    other = [{"role": "system", "content": "s"}, {"role": "user", "content": "other task"}]
+    assert conversation_key(1, "auto", opening) != conversation_key(1, "auto", other)
+
+
+def redis_url():
+    import redis
+
+    url = "redis://127.0.0.1:6379/15"
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
+    except redis.RedisError:
+        pytest.fail("Redis is not running on 127.0.0.1:6379 (CI starts it; see .ci/run)")
+    return url
+
+
+def test_two_workers_sharing_redis_see_each_others_previous_turn():
+    url = redis_url()
+    key = uuid.uuid4().hex
+    worker_a, worker_b = PrefixProbe(url), PrefixProbe(url)
+    worker_a.measure(key, msgs("a", "b"))
+    assert worker_b.measure(key, msgs("a", "b", "c")) == (2, 2, 3)
+
+
+def test_redis_down_degrades_to_memory_and_logs(caplog):
+    probe = PrefixProbe("redis://127.0.0.1:1/0")
+    assert probe.measure("k", msgs("a")) == (0, 0, 1)
+    assert probe.measure("k", msgs("a", "b")) == (1, 1, 2)
+    assert "prefix_probe_redis_unavailable" in caplog.text
+
+
+def test_llm_classifier_uses_the_models_tier_word(upstream):
+    data = base_config(upstream.base_url)
+    data["models"].append({"id": "judge", "provider": "up", "upstream_model": "says-hard",
+                           "tier": "easy", "context_window": 4096})
+    data["classifier"] = {"backend": "llm", "llm": {"model": "judge", "timeout_seconds": 2}}
+    result = classify(msgs("hi"), None, validate_config(data))
+    assert (result.tier, result.outcome) == ("hard", "llm")
+    sent = upstream.bodies()[0]
+    assert sent["model"] == "says-hard"
+    assert "hard" in sent["messages"][0]["content"]
+
+
+def test_llm_classifier_answer_that_names_no_tier_falls_back(upstream):
+    data = base_config(upstream.base_url)
+    data["models"].append({"id": "judge", "provider": "up", "upstream_model": "says-dunno",
+                           "tier": "easy", "context_window": 4096})
+    data["classifier"] = {"backend": "llm", "llm": {"model": "judge"}}
+    result = classify(msgs("hi"), None, validate_config(data))
+    assert (result.tier, result.outcome) == ("easy", "llm_fallback")
