@@ -9,6 +9,7 @@ Two scales share the plot: tokens (bars, left axis) and dollars (line, right
 axis). Each axis runs from 0 to a "nice" ceiling (1, 2, 2.5 or 5 times a power
 of ten) so the tick labels are round numbers.
 """
+
 from __future__ import annotations
 
 import math

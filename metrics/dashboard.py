@@ -10,6 +10,7 @@ priced the same way: each day's saved tokens at the blended prompt rate of the
 model that row went to (``routing.pricing``); a model no longer configured adds
 $0, as in ``pinch_summary``.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -57,7 +58,9 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
 
 
 def recent_decisions(limit: int = RECENT_DECISIONS) -> list[RouteDecision]:
-    return list(RouteDecision.objects.select_related("api_key").order_by("-created_at", "-id")[:limit])
+    return list(
+        RouteDecision.objects.select_related("api_key").order_by("-created_at", "-id")[:limit]
+    )
 
 
 def _count(value) -> str:

@@ -13,9 +13,11 @@ runs in a worker thread so a slow router never freezes the screen; on an error
 the last good figures stay on screen, marked stale, and the timer keeps
 retrying.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 import requests
 from textual.app import App, ComposeResult
@@ -36,8 +38,9 @@ PINCH_ROWS = (
     "calls_30d",
 )
 DECISION_COLUMNS = (
-    "time",
+    "time (UTC)",
     "path",
+    "stream",
     "requested → chosen",
     "tier",
     "status",
@@ -98,7 +101,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
     if response.status_code in (401, 403):
         raise SnapshotError(
             f"The router refused the token (HTTP {response.status_code}: "
-            f"{_server_message(response)}). Use an active staff API key "
+            f"{_server_message(response).rstrip('.')}). Use an active staff API key "
             "(manage.py createapikey NAME --staff)."
         )
     if response.status_code != 200:
@@ -135,23 +138,28 @@ def _number(value, suffix="") -> str:
     return "—" if value is None else f"{value:,.0f}{suffix}"
 
 
+def _seconds(milliseconds) -> str:
+    return "—" if milliseconds is None else f"{milliseconds / 1000:.1f} s"
+
+
 def decision_cells(row: dict) -> tuple[str, ...]:
     requested, chosen = row.get("requested_model", ""), row.get("chosen_model", "")
     original, final = row.get("pinch_original_tokens"), row.get("pinch_final_tokens")
     try:
-        when = datetime.fromisoformat(row["created_at"]).strftime("%m-%d %H:%M:%S")
+        when = datetime.fromisoformat(row["created_at"]).strftime("%m-%d %H:%M")
     except (KeyError, TypeError, ValueError):
         when = str(row.get("created_at", ""))
     return (
         when,
-        row.get("path", "") + (" · stream" if row.get("stream") else ""),
+        row.get("path", ""),
+        "yes" if row.get("stream") else "",
         requested if requested == chosen else f"{requested} → {chosen}",
         row.get("tier") or "—",
         "—" if row.get("status_code") is None else str(row["status_code"]),
-        "off" if original is None else f"{original:,} → {final:,}",
+        "off" if original is None else f"{original:,}→{final:,}",
         _number(row.get("tokens_saved")),
         "yes" if row.get("relevance_used") else "—",
-        _number(row.get("upstream_latency_ms"), " ms"),
+        _seconds(row.get("upstream_latency_ms")),
     )
 
 
@@ -180,14 +188,14 @@ def knobs_line(knobs: dict) -> str:
 
 class RouterTui(App):
     TITLE = "LLM router"
-    BINDINGS = [("r", "refresh", "Refresh now"), ("q", "quit", "Quit")]
+    BINDINGS: ClassVar = [("r", "refresh", "Refresh now"), ("q", "quit", "Quit")]
     CSS = """
     #status { height: auto; padding: 0 1; color: $text-muted; }
     #status.error { color: $error; text-style: bold; }
     #knobs { height: auto; padding: 0 1; color: $text-muted; }
     .section { padding: 1 1 0 1; text-style: bold; }
     #pinch { height: auto; max-height: 8; margin: 0 1; }
-    #decisions { height: 1fr; margin: 0 1; }
+    #decisions { height: 1fr; }
     """
 
     def __init__(

@@ -1,4 +1,5 @@
 """The dashboard page (/dashboard/): staff only, server-rendered, no JavaScript."""
+
 from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache

@@ -96,9 +96,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # gunicorn serves no files: WhiteNoise serves the admin's CSS and JS straight
-# from the installed apps, so no collectstatic step is needed.
+# from the installed apps, so no collectstatic step (and no STATIC_ROOT) is needed.
 WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/admin/login/"
 

@@ -10,6 +10,7 @@ INSTALLED_APPS changed to swap ``django.contrib.admin`` for an AdminConfig, for
 one extra URL. ``admin.site.admin_view`` gives it the same staff check, login
 redirect and CSRF/no-cache handling as every other admin page.
 """
+
 import json
 import re
 from functools import reduce
@@ -59,7 +60,7 @@ class PrunedFilter(admin.SimpleListFilter):
 class RouteDecisionAdmin(admin.ModelAdmin):
     """Rows are written by the dispatcher only: the admin can look, not touch."""
 
-    list_display = [
+    list_display = (
         "created_at",
         "path",
         "requested_model",
@@ -73,12 +74,12 @@ class RouteDecisionAdmin(admin.ModelAdmin):
         "relevance_used",
         "upstream_latency_ms",
         "api_key",
-    ]
-    list_filter = ["path", "chosen_model", "tier", "status_code", PrunedFilter, "relevance_used"]
-    list_select_related = ["api_key"]
+    )
+    list_filter = ("path", "chosen_model", "tier", "status_code", PrunedFilter, "relevance_used")
+    list_select_related = ("api_key",)
     date_hierarchy = "created_at"
-    search_fields = ["requested_model", "chosen_model", "upstream_model"]
-    fieldsets = [
+    search_fields = ("requested_model", "chosen_model", "upstream_model")
+    fieldsets = (
         (
             "Request",
             {
@@ -131,7 +132,7 @@ class RouteDecisionAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-    ]
+    )
 
     def get_queryset(self, request):
         # Annotated so the "tokens saved" column sorts in the database.
@@ -177,7 +178,7 @@ _MODEL_FIELD_FOR = {
 class RegisteredModelForm(forms.ModelForm):
     class Meta:
         model = RegisteredModel
-        fields = [
+        fields = (
             "model_id",
             "provider",
             "upstream_model",
@@ -189,7 +190,7 @@ class RegisteredModelForm(forms.ModelForm):
             "supports_tools",
             "supports_vision",
             "supports_json_mode",
-        ]
+        )
 
     def clean(self):
         cleaned = super().clean()
@@ -227,7 +228,7 @@ class RegisteredModelForm(forms.ModelForm):
 @admin.register(RegisteredModel)
 class RegisteredModelAdmin(admin.ModelAdmin):
     form = RegisteredModelForm
-    list_display = [
+    list_display = (
         "model_id",
         "provider",
         "tier",
@@ -239,9 +240,9 @@ class RegisteredModelAdmin(admin.ModelAdmin):
         "supports_vision",
         "supports_json_mode",
         "updated_at",
-    ]
-    list_filter = ["provider", "tier"]
-    search_fields = ["model_id", "upstream_model"]
+    )
+    list_filter = ("provider", "tier")
+    search_fields = ("model_id", "upstream_model")
 
 
 # ---------------------------------------------------------------------------
@@ -251,18 +252,18 @@ class RegisteredModelAdmin(admin.ModelAdmin):
 class ApiKeyAddForm(forms.ModelForm):
     class Meta:
         model = ApiKey
-        fields = ["name", "is_staff"]
+        fields = ("name", "is_staff")
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["name", "prefix", "is_staff", "active", "created_at", "last_used_at"]
-    list_filter = ["is_staff", ("revoked_at", admin.EmptyFieldListFilter)]
-    search_fields = ["name", "prefix"]
-    actions = ["revoke"]
+    list_display = ("name", "prefix", "is_staff", "active", "created_at", "last_used_at")
+    list_filter = ("is_staff", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("name", "prefix")
+    actions = ("revoke",)
     # key_hash is never shown: it is not in any of these lists.
-    fields = ["name", "is_staff", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ("name", "is_staff", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:

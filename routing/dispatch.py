@@ -21,6 +21,7 @@ from routing.providers import ProviderError, monotonic_ms, provider_for
 log = logging.getLogger(__name__)
 
 TRIES_PER_MODEL = 2  # the first try and one retry on the same model
+DONE_EVENT = b"data: [DONE]"
 
 
 @dataclass
@@ -155,10 +156,26 @@ def stream(plan, decision_id: int, headers: dict):
 def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
     caller_wants_usage = plan.request.include_usage
     answer_chars = 0
+    finished = False
+
+    def finish():
+        nonlocal finished
+        if finished:
+            return
+        finished = True
+        reply.close()
+        outcome.latency_ms = round(monotonic_ms() - started, 2)
+        if outcome.prompt_tokens is None:
+            _estimate_usage(outcome, plan, answer_chars)
+        finish_decision(decision_id, outcome)
+
     try:
         event = first
         events = reply.events
         while event is not None:
+            if event == DONE_EVENT:
+                # Clients stop reading at [DONE]: record the row before they can look for it.
+                finish()
             chunk = _parse_event(event)
             send = True
             if chunk is not None:
@@ -170,19 +187,16 @@ def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
                 answer_chars += _answer_chars(chunk.get("choices"))
             if send:
                 yield event + b"\n\n"
-            event = next(events, None)
+            event = None if finished else next(events, None)
     except ProviderError as error:
         outcome.error = error.message
-        yield b"data: " + json.dumps(error_body(502, error.message, "upstream_stream_broken")).encode() + b"\n\n"
+        body = error_body(502, error.message, "upstream_stream_broken")
+        yield b"data: " + json.dumps(body).encode() + b"\n\n"
     except GeneratorExit:
         outcome.error = "client disconnected"
         raise
     finally:
-        reply.close()
-        outcome.latency_ms = round(monotonic_ms() - started, 2)
-        if outcome.prompt_tokens is None:
-            _estimate_usage(outcome, plan, answer_chars)
-        finish_decision(decision_id, outcome)
+        finish()
 
 
 def _parse_event(event: bytes):

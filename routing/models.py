@@ -129,7 +129,8 @@ class ConfigOverride(models.Model):
     """One config value set in admin, by dotted key (e.g. ``pinch.enabled``)."""
 
     key = models.CharField(max_length=200, unique=True)
-    value = models.JSONField()
+    # null=True: some keys are legitimately set to null (protected_max_chars: null).
+    value = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -11,6 +11,7 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``hang-*``: accepts and never answers (until the server stops).
 - ``garbage-*``: 200 with a body that is not JSON.
 - ``nousage-*``: like echo, never reports usage.
+- ``breaks-*``: a stream that stops mid-answer (the connection drops).
 - ``says-<words>``: answers with <words> (e.g. a tier name for the LLM classifier).
 
 Every request is kept in ``server.received`` (path, headers, raw body bytes).
@@ -129,6 +130,11 @@ class UpstreamHandler(BaseHTTPRequestHandler):
                 self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                 if slow and i == 0:
                     self.server.release.wait(30)
+                if i == 1 and body.get("model", "").startswith("breaks"):
+                    self.close_connection = True
+                    self.wfile.flush()
+                    self.connection.shutdown(2)
+                    return
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
             self.server.stream_finished.set()

@@ -8,10 +8,10 @@ signals, blended:
   files, functions and commands, and a request names them: ``UsernameValidator``
   in the request is ``username_validator.py`` in an ``ls`` and ``class
   UsernameValidator`` in a ``cat``. So identifiers are split at camelCase,
-  snake_case, digits and path separators, lowercased, and each compound also
-  counts whole. The IDF is taken over the batch (the request and its
-  candidates), so words every tool result shares ("error", "line", "self")
-  weigh little without any corpus statistics to ship.
+  snake_case and digits, lowercased, and each compound also counts whole. The
+  IDF is taken over the batch (the request and its candidates), so words every
+  tool result shares ("error", "line", "self") weigh little without any corpus
+  statistics to ship.
 * A static token-embedding table distilled from all-MiniLM-L6-v2 (pinch/data/,
   built by scripts/build_static_embeddings.py): a text's vector is the mean of
   its WordPiece tokens' rows. It knows that "failing" is near "error" and
@@ -21,8 +21,13 @@ Measured by a colleague on agent-like scenarios (a request and a dozen tool
 results of ~2,000 characters, 2-3 relevant): hashed alone ranked relevant
 results first with mean reciprocal rank 0.88 at ~15 ms for 1 + 50 texts;
 0.5 static + 0.5 hashed reached 0.90, and 0.78 -> 0.87 where request and
-result share few words, at 30-40 ms. Our own figures, on scenarios written for
-the tests, are in docs/relevance.md and tests/pinch/test_embedders_quality.py.
+result share few words, at 30-40 ms. Our own figures are in docs/relevance.md.
+
+Speed is mostly Python per distinct word, so each distinct identifier run is
+analysed once per process and kept in flat arrays (its hashed terms, its
+WordPiece ids); a text then costs one regular expression, one Counter and a
+few numpy gathers. Punctuation, which BERT counts as words, is counted with a
+byte histogram rather than matched.
 
 The blend is a concatenation of the two unit-normed halves, each scaled by the
 square root of its weight, so the cosine ``order_by_relevance`` takes of two
@@ -41,7 +46,7 @@ import struct
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -68,11 +73,23 @@ HASH_DIM = 4096
 # 0.5 is where the measurements above were taken.
 STATIC_WEIGHT = 0.5
 
-# Identifier-ish runs: letters, digits and underscores (any script).
+# Identifier runs: letters, digits and "_", any script.
 _RUNS = re.compile(r"\w+")
+
+# The same runs on ASCII bytes: every other byte becomes a space and
+# bytes.split() does the rest, at under half the cost of the expression.
+_ASCII_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_NON_RUN_TO_SPACE = bytes(b if b in _ASCII_RUN_BYTES else 0x20 for b in range(256))
 
 # Pieces of one run: "HTTPServer2_conf" -> HTTP, Server, 2, conf.
 _PIECES = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+|[^\W\d_A-Za-z]+")
+
+# ASCII punctuation as BERT sees it: every printable non-alphanumeric but "_",
+# which is dealt with inside runs.
+_ASCII_PUNCT = re.compile(r"[!-/:-@\[-^`{-~]")
+
+# Control characters BERT deletes rather than splits at.
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # English words too common to say what a text is about. The batch IDF would
 # discount them anyway, but a batch of a dozen texts is too small to be sure.
@@ -83,9 +100,10 @@ _STOPWORDS = frozenset(
     "with would you your".split()
 )
 
-# Per-run term cache size before it is cleared; runs repeat heavily in tool
-# output, so nearly every run after the first few requests is a hit.
-_RUN_CACHE_LIMIT = 200_000
+# Distinct runs remembered before the memory is reset: about 30 MB at most,
+# and more than a few hundred long sessions use. Runs repeat heavily in tool
+# output, so after a few requests nearly every run is already known.
+_RUN_LIMIT = 200_000
 
 # A feature is: u32 term count, u32 static width, then the term hashes (u32),
 # the term counts (f32) and the static vector (f32).
@@ -96,12 +114,15 @@ _missing_data_lock = threading.Lock()
 
 
 def _terms_of_run(run: str) -> tuple[int, ...]:
+    """Stable 32-bit hashes of a run's pieces, and of the run whole if compound."""
     pieces = [p.lower() for p in _PIECES.findall(run)]
     terms = [p for p in pieces if len(p) > 1 and not p.isdigit() and p not in _STOPWORDS]
     if len(pieces) > 1:
         whole = run.strip("_").lower()
         if whole and not whole.isdigit():
             terms.append(whole)
+    # crc32, not hash(): str hashes change per process, and features are
+    # shared between workers through Redis.
     return tuple(zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in terms)
 
 
@@ -109,7 +130,9 @@ class StaticTable:
     """The distilled MiniLM token table, memory-mapped, and its tokenizer."""
 
     def __init__(self, directory: Path):
-        self.vectors = np.load(directory / "static_embeddings.npy", mmap_mode="r")
+        # A plain ndarray over the map: np.memmap's subclass hooks cost more
+        # than the gather itself on a few hundred rows.
+        self.vectors = np.asarray(np.load(directory / "static_embeddings.npy", mmap_mode="r"))
         self.scales = np.load(directory / "static_scales.npy").astype(np.float32)
         self.tokenizer = WordPiece.from_file(directory / "static_vocab.txt")
         meta = json.loads((directory / "static_meta.json").read_text(encoding="utf-8"))
@@ -119,22 +142,41 @@ class StaticTable:
         self.dim = int(self.vectors.shape[1])
         self.fingerprint = str(meta.get("table_sha256", "unknown"))[:12]
 
-    def vector(self, text: str) -> np.ndarray:
-        """The unit mean of ``text``'s token rows (zeros when it has no known token)."""
-        counts: dict[int, int] = {}
-        unk = self.tokenizer.unk_id
-        for word, n in Counter(basic_words(text)).items():
-            for token in self.tokenizer.word_ids(word):
-                if token != unk:
-                    counts[token] = counts.get(token, 0) + n
-        if not counts:
+    def ids_of_run(self, run: str) -> tuple[int, ...]:
+        """WordPiece ids of an ASCII ``\\w+`` run; BERT splits "_" off as punctuation."""
+        word_ids = self.tokenizer.word_ids
+        parts = run.lower().split("_")
+        if len(parts) == 1:
+            return word_ids(parts[0])
+        underscore = word_ids("_")
+        out: list[int] = []
+        for i, part in enumerate(parts):
+            if i:
+                out.extend(underscore)
+            if part:
+                out.extend(word_ids(part))
+        return tuple(out)
+
+    def mean(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The unit mean of rows ``ids`` (repeats allowed), row i counted ``counts[i]`` times."""
+        keep = ids != self.tokenizer.unk_id
+        ids, counts = ids[keep], counts[keep]
+        if not len(ids):
             return np.zeros(self.dim, dtype=np.float32)
-        ids = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
-        weights = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
-        weights *= self.scales[ids]
-        summed = weights @ self.vectors[ids].astype(np.float32)
+        # float32 @ int8 promotes the gathered rows to float32 inside matmul.
+        summed = (counts * self.scales[ids]).astype(np.float32) @ self.vectors[ids]
         norm = float(np.linalg.norm(summed))
         return summed / norm if norm > 0 else summed
+
+    def vector(self, text: str) -> np.ndarray:
+        """``text``'s vector by BERT's own word split, for any script."""
+        ids: list[int] = []
+        counts: list[int] = []
+        for word, n in Counter(basic_words(text)).items():
+            for token in self.tokenizer.word_ids(word):
+                ids.append(token)
+                counts.append(n)
+        return self.mean(np.array(ids, dtype=np.intp), np.array(counts, dtype=np.float32))
 
 
 def load_static_table(directory: Path = DATA_DIR) -> StaticTable | None:
@@ -155,47 +197,152 @@ def load_static_table(directory: Path = DATA_DIR) -> StaticTable | None:
         return None
 
 
+class _Ragged:
+    """Rows of small integer tuples in one flat array, appended in batches."""
+
+    def __init__(self, dtype):
+        self.flat = np.zeros(1024, dtype=dtype)
+        self.starts = np.zeros(1024, dtype=np.intp)
+        self.lengths = np.zeros(1024, dtype=np.intp)
+        self.rows = 0
+        self.used = 0
+
+    def append(self, rows: list[tuple[int, ...]]) -> None:
+        lengths = np.fromiter(map(len, rows), dtype=np.intp, count=len(rows))
+        values = np.fromiter((v for r in rows for v in r), dtype=self.flat.dtype)
+        first, stop = self.rows, self.rows + len(rows)
+        self.starts = _room(self.starts, stop)
+        self.lengths = _room(self.lengths, stop)
+        self.flat = _room(self.flat, self.used + len(values))
+        self.lengths[first:stop] = lengths
+        self.starts[first:stop] = self.used + np.cumsum(lengths) - lengths
+        self.flat[self.used : self.used + len(values)] = values
+        self.rows, self.used = stop, self.used + len(values)
+
+    def expand(self, rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values of ``rows`` laid end to end, each with its row's count."""
+        lengths = self.lengths[rows]
+        owner = np.repeat(np.arange(len(rows)), lengths)
+        within = np.arange(len(owner)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return self.flat[self.starts[rows][owner] + within], counts[owner]
+
+
+def _room(array: np.ndarray, size: int) -> np.ndarray:
+    if size <= len(array):
+        return array
+    grown = np.zeros(max(size, 2 * len(array)), dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
+class _Runs:
+    """What each distinct identifier run contributes, analysed once."""
+
+    def __init__(self, describe: Callable[[str], tuple[tuple[int, ...], tuple[int, ...]]]):
+        # Keys are ASCII runs as bytes (the fast path) or other runs as str.
+        self.describe = describe
+        self.clear()
+
+    def clear(self) -> None:
+        self.index: dict[str, int] = {}
+        self.terms = _Ragged(np.uint32)
+        self.pieces = _Ragged(np.intp)
+
+    def rows(self, runs: list[bytes | str]) -> np.ndarray:
+        index = self.index
+        rows = [index.get(r, -1) for r in runs]
+        if -1 in rows:
+            new = [r for r, i in zip(runs, rows) if i < 0]
+            if len(index) + len(new) > _RUN_LIMIT:
+                self.clear()
+                index, new = self.index, list(runs)
+            described = [
+                self.describe(r.decode("ascii") if isinstance(r, bytes) else r) for r in new
+            ]
+            self.terms.append([d[0] for d in described])
+            self.pieces.append([d[1] for d in described])
+            for r in new:
+                index[r] = len(index)
+            rows = [index[r] for r in runs]
+        return np.array(rows, dtype=np.intp)
+
+
 class BuiltinEmbedder(Embedder):
     """Hashed TF-IDF over identifier pieces, blended with a static MiniLM table."""
 
     def __init__(self, static: bool = True, data_dir: Path | None = None):
         self.table = load_static_table(data_dir or DATA_DIR) if static else None
-        self._run_terms: dict[str, tuple[int, ...]] = {}
         if self.table is None:
             self.identity = f"builtin:v{FEATURE_VERSION}:hashed"
         else:
             self.identity = f"builtin:v{FEATURE_VERSION}:hybrid:{self.table.fingerprint}"
+        self._runs = _Runs(self._describe_run)
+        # The run memory is shared by every thread that embeds.
+        self._lock = threading.Lock()
+        # ASCII punctuation characters BERT reads as one known token each.
+        codes, ids = [], []
+        if self.table is not None:
+            for code in range(128):
+                if _ASCII_PUNCT.match(chr(code)):
+                    pieces = self.table.tokenizer.word_ids(chr(code))
+                    if len(pieces) == 1:
+                        codes.append(code)
+                        ids.append(pieces[0])
+        self._punct_codes = np.array(codes, dtype=np.intp)
+        self._punct_ids = np.array(ids, dtype=np.intp)
 
     @property
     def dim(self) -> int:
         return HASH_DIM + (self.table.dim if self.table is not None else 0)
 
-    def _term_counts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        counts: dict[int, int] = {}
-        cache = self._run_terms
-        for run, n in Counter(_RUNS.findall(text)).items():
-            terms = cache.get(run)
-            if terms is None:
-                terms = _terms_of_run(run)
-                if len(cache) >= _RUN_CACHE_LIMIT:
-                    cache.clear()
-                cache[run] = terms
-            for t in terms:
-                counts[t] = counts.get(t, 0) + n
-        hashes = np.fromiter(counts.keys(), dtype="<u4", count=len(counts))
-        values = np.fromiter(counts.values(), dtype="<f4", count=len(counts))
-        return hashes, values
+    def _describe_run(self, run: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        if self.table is None or not run.isascii():
+            return _terms_of_run(run), ()
+        return _terms_of_run(run), self.table.ids_of_run(run)
+
+    def _text_features(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Term hashes and their counts for the hashed half, and the static vector."""
+        ascii_text = text.isascii()
+        if ascii_text:
+            if _ASCII_CONTROL.search(text):
+                # BERT deletes these rather than splitting at them.
+                text = _ASCII_CONTROL.sub("", text)
+            raw = text.encode("ascii")
+            counter = Counter(raw.translate(_NON_RUN_TO_SPACE).split())
+        else:
+            counter = Counter(_RUNS.findall(text))
+        rows = self._runs.rows(list(counter))
+        counts = np.fromiter(counter.values(), dtype=np.float32, count=len(counter))
+
+        terms, term_counts = self._runs.terms.expand(rows, counts)
+        hashes, inverse = np.unique(terms, return_inverse=True)
+        values = np.bincount(inverse, weights=term_counts, minlength=len(hashes))
+
+        if self.table is None:
+            static = None
+        elif not ascii_text:
+            static = self.table.vector(text)
+        else:
+            ids, id_counts = self._runs.pieces.expand(rows, counts)
+            histogram = np.bincount(np.frombuffer(raw, np.uint8), minlength=128)
+            punct = histogram[self._punct_codes]
+            seen = punct > 0
+            static = self.table.mean(
+                np.concatenate([ids, self._punct_ids[seen]]),
+                np.concatenate([id_counts, punct[seen].astype(np.float32)]),
+            )
+        return hashes.astype("<u4"), values.astype("<f4"), static
 
     def featurize(self, texts: Sequence[str]) -> list[bytes]:
         out = []
-        for text in texts:
-            hashes, values = self._term_counts(text)
-            static = self.table.vector(text) if self.table is not None else None
-            width = 0 if static is None else len(static)
-            parts = [_HEADER.pack(len(hashes), width), hashes.tobytes(), values.tobytes()]
-            if static is not None:
-                parts.append(static.astype("<f4").tobytes())
-            out.append(b"".join(parts))
+        with self._lock:
+            for text in texts:
+                hashes, values, static = self._text_features(text)
+                width = 0 if static is None else len(static)
+                parts = [_HEADER.pack(len(hashes), width), hashes.tobytes(), values.tobytes()]
+                if static is not None:
+                    parts.append(static.astype("<f4").tobytes())
+                out.append(b"".join(parts))
         return out
 
     def finish(self, features: Sequence[bytes]) -> np.ndarray:
@@ -221,19 +368,18 @@ class BuiltinEmbedder(Embedder):
                 raise EmbeddingError(f"unreadable builtin feature: {exc}") from None
             rows.append(np.full(count, i, dtype=np.intp))
 
+        all_hashes = np.concatenate(hashes)
         hashed = np.zeros((n, HASH_DIM), dtype=np.float32)
-        if rows:
-            all_hashes = np.concatenate(hashes)
-            all_values = np.concatenate(values)
+        if len(all_hashes):
+            all_values = np.concatenate(values).astype(np.float64)
             all_rows = np.concatenate(rows)
-        if rows and len(all_hashes):
             # Each text lists a term once, so a term's count here is its
             # document frequency in the batch.
             _, inverse, df = np.unique(all_hashes, return_inverse=True, return_counts=True)
             idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
             weight = (1.0 + np.log(all_values)) * idf[inverse]
             # The top bit of the hash picks the sign, the low bits the bucket.
-            sign = 1.0 - 2.0 * (all_hashes >> 31).astype(np.float32)
+            sign = 1.0 - 2.0 * (all_hashes >> 31).astype(np.float64)
             bucket = (all_hashes & (HASH_DIM - 1)).astype(np.intp)
             flat = np.bincount(
                 all_rows * HASH_DIM + bucket, weights=weight * sign, minlength=n * HASH_DIM
@@ -244,6 +390,7 @@ class BuiltinEmbedder(Embedder):
 
         if static_dim == 0:
             return hashed
-        return np.hstack(
-            [hashed * np.float32(np.sqrt(1.0 - STATIC_WEIGHT)), statics * np.sqrt(STATIC_WEIGHT)]
-        ).astype(np.float32)
+        out = np.empty((n, HASH_DIM + static_dim), dtype=np.float32)
+        out[:, :HASH_DIM] = hashed * np.float32(np.sqrt(1.0 - STATIC_WEIGHT))
+        out[:, HASH_DIM:] = statics * np.float32(np.sqrt(STATIC_WEIGHT))
+        return out

@@ -1,4 +1,5 @@
 """/admin/controls/: the pinch knobs and the persisted overrides, validated by the config schema."""
+
 import pytest
 
 from routing.models import ConfigOverride
@@ -86,9 +87,12 @@ def test_the_prefix_probe_knob_round_trips(staff_client, router_config):
         ("pinch.bogus: 1", "pinch.bogus: unknown key"),
         ("pinch.enabled: maybe", "pinch.enabled: Input should be a valid boolean"),
         ("routing.default_tier: legendary", "default_tier &#x27;legendary&#x27; is not one of"),
-        ("just words", "line 1: expected &#x27;dotted.key: value&#x27;"),
-        ("pinch.budget_tokens: [1, 2", "line 1: pinch.budget_tokens:"),
-        ("pinch.budget_tokens: 1\npinch.budget_tokens: 2", "line 2: pinch.budget_tokens is set twice"),
+        ("just words", "line 2: expected &#x27;dotted.key: value&#x27;"),
+        ("pinch.budget_tokens: [1, 2", "line 2: pinch.budget_tokens:"),
+        (
+            "pinch.budget_tokens: 1\npinch.budget_tokens: 2",
+            "line 3: pinch.budget_tokens is set twice",
+        ),
     ],
 )
 def test_a_bad_override_is_a_form_error_and_nothing_is_saved(
@@ -96,6 +100,7 @@ def test_a_bad_override_is_a_form_error_and_nothing_is_saved(
 ):
     ConfigOverride.objects.create(key="pinch.keep_last_turns", value=6)
 
+    # Line 1 is valid: a bad line anywhere refuses the whole submission.
     response = staff_client.post(
         CONTROLS, {"panel": "overrides", "overrides": f"pinch.keep_last_turns: 9\n{text}"}
     )
@@ -115,7 +120,7 @@ def test_overrides_are_set_changed_and_removed_from_the_text_area(staff_client, 
             "panel": "overrides",
             "overrides": "# tuned for long agent sessions\n"
             "pinch.budget_tokens: 40000\n"
-            "pinch.protected_max_chars: null\n"
+            "pinch.relevance.backend: openai\n"
             "objective.assumed_cache_rate: 0.25\n",
         },
     )
@@ -123,11 +128,20 @@ def test_overrides_are_set_changed_and_removed_from_the_text_area(staff_client, 
     assert response.status_code == 302
     assert stored() == {
         "pinch.budget_tokens": 40000,
-        "pinch.protected_max_chars": None,
+        "pinch.relevance.backend": "openai",
         "objective.assumed_cache_rate": 0.25,
     }
     config = current_config()
     assert (config.pinch.budget_tokens, config.pinch.keep_last_turns) == (40000, 4)
     page = staff_client.get(CONTROLS).content.decode()
     assert "pinch.budget_tokens: 40000" in page
-    assert "pinch.protected_max_chars: null" in page
+    assert "pinch.relevance.backend: &quot;openai&quot;" in page
+
+
+def test_a_null_override_is_saved(staff_client, router_config):
+    response = staff_client.post(
+        CONTROLS, {"panel": "overrides", "overrides": "pinch.protected_max_chars: null"}
+    )
+
+    assert response.status_code == 302
+    assert current_config().pinch.protected_max_chars is None

@@ -1,4 +1,5 @@
 """Django admin: the model registry validates through the config schema; API keys are shown once."""
+
 import re
 
 import pytest

@@ -211,3 +211,24 @@ def test_concurrent_streams_are_all_recorded(sdk):
     while RouteDecision.objects.filter(status_code=200).count() < 6 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert RouteDecision.objects.filter(status_code=200, stream=True).count() == 6
+
+
+def test_a_stream_that_breaks_mid_answer_ends_with_an_error_event(
+        live_server, router_config, write_config, api_key, upstream):
+    import requests
+
+    router_config["models"].append({
+        "id": "breaking", "provider": "up", "upstream_model": "breaks-x", "tier": "medium",
+        "context_window": 32768})
+    write_config(router_config)
+    response = requests.post(
+        live_server.url + "/v1/chat/completions", timeout=20, stream=True,
+        headers={"Authorization": f"Bearer {api_key}"},
+        json={"model": "breaking", "messages": [{"role": "user", "content": "x"}], "stream": True})
+    events = [e for e in response.content.split(b"\n\n") if e]
+    assert response.status_code == 200
+    assert json.loads(events[0][len(b"data: "):])["choices"][0]["delta"]["role"] == "assistant"
+    last = json.loads(events[-1][len(b"data: "):])
+    assert last["error"]["code"] == "upstream_stream_broken"
+    decision = only_decision()
+    assert "stream broke" in decision.error

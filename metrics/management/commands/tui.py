@@ -1,4 +1,5 @@
 """tui --url URL --token TOKEN: the terminal dashboard (metrics.tui) for a running router."""
+
 import os
 
 from django.core.management.base import BaseCommand, CommandError
@@ -13,12 +14,10 @@ class Command(BaseCommand):
         "A terminal dashboard of pinch savings and recent decisions, read over HTTP from "
         "/admin/api/snapshot with a staff API key. Keys: r refresh, q quit."
     )
-    requires_system_checks = []  # an HTTP client: it needs no database and no checks
+    requires_system_checks = ()  # an HTTP client: it needs no database and no checks
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--url", default="http://127.0.0.1:8000", help="the router's base URL"
-        )
+        parser.add_argument("--url", default="http://127.0.0.1:8000", help="the router's base URL")
         parser.add_argument(
             "--token",
             default=os.environ.get(TOKEN_ENV, ""),

@@ -1,0 +1,288 @@
+"""How long the pinch stage takes as the router runs it: relevance edge + prune, per 100k tokens.
+
+bench/bench_prune.py times the pure ``prune_context`` alone; the router pays
+more than that on every request: ``routing.pruning.pinch_messages`` first asks
+the relevance edge for an order (embedding the last user turn and every
+trim-eligible tool result with the builtin embedder, whose features are cached
+by content hash), then prunes. This times that call with the shipped default
+config over every request of every corpus session (for each assistant turn t,
+the request is ``messages[:t]``, see bench/corpus.py), in four ways:
+
+* relevance off: the edge declines at once, the rest is prune_context;
+* relevance, cold: the embedding cache is emptied before every timed call,
+  the cost of a conversation the process has never seen;
+* relevance, session order: the cache is emptied once per round and the
+  requests are replayed in order, so each turn finds the earlier turns' tool
+  results cached: what a router serving one agent session pays;
+* relevance, warm: the same request a second time, every feature cached.
+
+Then the edge's own target case: one query and 200 candidates (tool results
+from the corpus), cold and warm.
+
+Run: ``.venv/bin/python bench/bench_pinch_pipeline.py [--rounds N]``
+(``CORPUS_DIR`` overrides where the conversations are read from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
+os.environ["REDIS_URL"] = ""  # the in-process cache is what is measured
+
+import django
+
+django.setup()
+
+from bench.corpus import corpus_dir, load_conversations, requests_of
+from pinch.embedders import make_embedder
+from routing import pruning
+from routing.config import (
+    DEFAULT_CONFIG_PATH,
+    PinchConfig,
+    apply_overrides,
+    read_config_file,
+    validate_config,
+)
+from routing.pruning import pinch_messages
+
+PER = 100_000  # tokens: the unit bench_prune.py reports in
+CANDIDATES = 200  # the relevance target: 1 query + 200 candidates under 50 ms cold
+
+
+def pinch_config(relevance: bool) -> PinchConfig:
+    """The shipped default config, relevance on or off, through the strict schema."""
+    data = read_config_file(DEFAULT_CONFIG_PATH)
+    data = apply_overrides(data, {"pinch.relevance.enabled": relevance}, [])
+    return validate_config(data).pinch
+
+
+def relevance_edge():
+    """(relevance_for, reset) from pinch.relevance, or None while the edge is not there."""
+    try:
+        from pinch import relevance
+    except ImportError:
+        return None
+    rank = getattr(relevance, "relevance_for", None) or relevance.relevance_result_for
+    for name in ("reset_relevance_state", "reset_caches", "reset_cache", "reset"):
+        reset = getattr(relevance, name, None)
+        if callable(reset):
+            return rank, reset
+    sys.exit("pinch.relevance has no reset function for its embedding cache")
+
+
+def pipeline_uses_edge() -> bool:
+    """Whether routing.pruning calls the edge, not its temporary stand-in."""
+    return getattr(pruning.relevance_for, "__module__", "") == "pinch.relevance"
+
+
+def timed_ns(fn: Callable[[], object]) -> int:
+    started = time.perf_counter_ns()
+    fn()
+    return time.perf_counter_ns() - started
+
+
+def samples_ns(
+    fn: Callable[[], object], rounds: int, before: Callable[[], object] | None = None
+) -> list[int]:
+    """``rounds`` timings of ``fn``; ``before`` runs untimed ahead of each."""
+    samples = []
+    for _ in range(rounds):
+        if before is not None:
+            before()
+        samples.append(timed_ns(fn))
+    return samples
+
+
+def median_ns(fn: Callable[[], object], rounds: int, before: Callable[[], object] | None = None):
+    return int(statistics.median(samples_ns(fn, rounds, before)))
+
+
+def per_100k_ms(ns: float, tokens: int) -> float:
+    return ns / 1e6 * PER / tokens
+
+
+def machine() -> str:
+    cpu = platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+        f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f} at start"
+    )
+
+
+def synthetic_request(conversations, candidates: int, keep: int) -> list[dict]:
+    """One user turn and ``candidates + keep`` real tool results: exactly ``candidates`` eligible."""
+    results = [
+        m["content"]
+        for c in conversations
+        for m in c.messages
+        if m.get("role") == "tool" and isinstance(m.get("content"), str) and len(m["content"]) > 200
+    ]
+    task = next(m for m in conversations[0].messages if m.get("role") == "user")
+    messages = [{"role": "user", "content": task["content"]}]
+    for i in range(candidates + keep):
+        call_id = f"call_{i}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {"role": "tool", "tool_call_id": call_id, "content": results[i % len(results)]}
+        )
+    return messages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="timed runs per request (median)")
+    args = parser.parse_args()
+
+    folder = corpus_dir()
+    if not folder.is_dir():
+        sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
+    conversations = load_conversations(folder)
+    sessions = [list(requests_of(c.messages)) for c in conversations]
+    requests = [r for s in sessions for r in s]
+
+    off, on = pinch_config(relevance=False), pinch_config(relevance=True)
+    edge = relevance_edge()
+    if edge is not None and not pipeline_uses_edge():
+        print("# routing.pruning does not call pinch.relevance yet: pipeline relevance skipped")
+    wired = edge is not None and pipeline_uses_edge()
+    print(f"# machine: {machine()}")
+    print(
+        f"# corpus: {len(conversations)} sessions, {len(requests)} requests; shipped config "
+        f"(budget {on.budget_tokens}, keep_last_tool_results {on.keep_last_tool_results}, "
+        f"relevance {on.relevance.backend}); medians of {args.rounds} rounds per request"
+    )
+
+    # GC off while timing, as timeit does: one unlucky collection must not decide a figure.
+    gc.disable()
+    try:
+        tokens, used, columns = [], [], {}
+        columns["relevance off"] = []
+        for request in requests:
+            _, outcome = pinch_messages(request, off, 0)
+            tokens.append(outcome.original_tokens)
+            columns["relevance off"].append(
+                median_ns(lambda r=request: pinch_messages(r, off, 0), args.rounds)
+            )
+        if wired:
+            _, reset = edge
+            columns["relevance, cold"] = []
+            columns["relevance, session order"] = [[] for _ in requests]
+            columns["relevance, warm"] = []
+            for request in requests:
+                columns["relevance, cold"].append(
+                    median_ns(lambda r=request: pinch_messages(r, on, 0), args.rounds, reset)
+                )
+                pinch_messages(request, on, 0)
+                _, outcome = pinch_messages(request, on, 0)
+                used.append(outcome.relevance_used)
+                columns["relevance, warm"].append(
+                    median_ns(lambda r=request: pinch_messages(r, on, 0), args.rounds)
+                )
+            for _ in range(args.rounds):
+                i = 0
+                for session in sessions:
+                    reset()
+                    for request in session:
+                        ns = timed_ns(lambda r=request: pinch_messages(r, on, 0))
+                        columns["relevance, session order"][i].append(ns)
+                        i += 1
+            columns["relevance, session order"] = [
+                int(statistics.median(s)) for s in columns["relevance, session order"]
+            ]
+    finally:
+        gc.enable()
+
+    over = [i for i, t in enumerate(tokens) if t > on.budget_tokens]
+    print()
+    print("pinch_messages (relevance edge + prune_context), ms per 100k tokens")
+    print("overall = sum(time) / sum(tokens); over budget = the requests pinch prunes")
+    header = (
+        f"{'':28} {'overall':>8} {'median':>8} {'worst':>8} "
+        f"{'over: overall':>14} {'over: median':>13} {'over: worst':>12} {'worst ms':>9}"
+    )
+    print(header)
+    for name, times in columns.items():
+        speeds = [per_100k_ms(ns, t) for ns, t in zip(times, tokens, strict=True) if t]
+        over_speeds = [per_100k_ms(times[i], tokens[i]) for i in over]
+        overall = per_100k_ms(sum(times), sum(tokens))
+        over_overall = per_100k_ms(sum(times[i] for i in over), sum(tokens[i] for i in over))
+        print(
+            f"{name:28} {overall:>8.3f} {statistics.median(speeds):>8.3f} {max(speeds):>8.3f} "
+            f"{over_overall:>14.3f} {statistics.median(over_speeds):>13.3f} "
+            f"{max(over_speeds):>12.3f} {max(times) / 1e6:>9.2f}"
+        )
+    print(
+        f"({len(requests)} requests, {sum(tokens):,} tokens; {len(over)} over budget, "
+        f"{sum(tokens[i] for i in over):,} tokens"
+        + (f"; relevance ordering used on {sum(used)} of them)" if used else ")")
+    )
+    if edge is None:
+        print("(pinch.relevance is not importable yet: relevance figures skipped)")
+        return
+
+    relevance_for, reset = edge
+    keep = on.keep_last_tool_results or 0
+    messages = synthetic_request(conversations, CANDIDATES, keep)
+
+    def rank():
+        result = relevance_for(
+            messages, on, budget_tokens=on.budget_tokens, extra_fixed_tokens=0, redis_url=""
+        )
+        if result.order is None or len(result.order) != CANDIDATES:
+            sys.exit(f"the edge did not rank {CANDIDATES} candidates: {result!r}")
+
+    gc.disable()
+    try:
+        cold = samples_ns(rank, args.rounds, reset)
+        rank()
+        warm = samples_ns(rank, args.rounds)
+        # The reset drops the embedder too, so "cold" includes building it again
+        # (reading the vocabulary): shown apart, it is paid once per process.
+        build = samples_ns(lambda: make_embedder(on.relevance).embed(["warm up"]), args.rounds)
+    finally:
+        gc.enable()
+    print()
+    print(f"relevance_for: 1 query + {CANDIDATES} candidates (corpus tool results), ms")
+    print(f"{'':28} {'median':>8} {'min':>8} {'max':>8}")
+    rows = (
+        ("cold (reset_relevance_state)", cold),
+        ("  of which: a new embedder", build),
+        ("warm (all cached)", warm),
+    )
+    for name, samples in rows:
+        ms = [ns / 1e6 for ns in samples]
+        print(f"{name:28} {statistics.median(ms):>8.2f} {min(ms):>8.2f} {max(ms):>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

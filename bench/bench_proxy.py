@@ -1,0 +1,532 @@
+"""What the router adds to a request: straight to an upstream vs through the router, side by side.
+
+A router is worth its hop only if the hop is cheap next to what it saves. This
+serves the router as a user does (gunicorn, gthread workers, DJANGO_DEBUG=0,
+its own temp SQLite file, a temp config whose every model points at
+bench/fast_upstream.py, one API key, pinch on at the shipped defaults with
+builtin relevance), then drives the same request bodies with ``wrk`` straight
+at the upstream and through the router, at concurrency 1 and 16:
+
+* requests/s and latency p50/p99, and the added latency (through - direct,
+  paired per round so a noisy moment hits both sides);
+* the floor: one ``json.loads`` + ``json.dumps`` of the same body, the least
+  any proxy that reads the body must do, and the added p50 as a multiple of it;
+* time to the first SSE event of a streamed answer, direct vs through.
+
+Bodies, both from the corpus (bench/corpus.py): the 2 KB first request of
+026.json (one user message) and its last request, 370 KB of agent history that
+pinch prunes (relevance ordering included) before it goes upstream.
+
+``--profile`` instead runs the router in process (the WSGI app through Django's
+test client, same temp DB and config) under pyinstrument and prints where a
+request's time goes.
+
+Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--profile]``
+Needs ``wrk`` (Debian: ``apt-get install wrk``). Everything listens on
+127.0.0.1 and is stopped on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import corpus_dir, load_conversations, requests_of
+
+PYTHON = sys.executable
+CONCURRENCY = (1, 16)
+# Router workers as shipped (ROUTER_WORKERS default); on a 2-core machine more
+# would only fight wrk and the upstream for the same cores.
+WORKERS = "2"
+WARMUP_REQUESTS = 20  # per body: every worker loads the embedder and fills its caches
+
+
+# --- Processes ---
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(port: int, process: subprocess.Popen, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            out = process.stdout.read().decode(errors="replace") if process.stdout else ""
+            sys.exit(f"{what} exited with {process.returncode}:\n{out}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"{what} did not listen on port {port} within {timeout:g}s")
+
+
+def start(args: list[str], env: dict | None = None) -> subprocess.Popen:
+    # A session of its own, so stopping it also stops the workers it forked.
+    return subprocess.Popen(
+        args,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def router_config(upstream_url: str) -> dict:
+    """The shipped config (pinch, classifier, objective) with every model on the bench upstream."""
+    data = yaml.safe_load((ROOT / "routing" / "default_config.yaml").read_text())
+    data["providers"] = {"fast": {"kind": "openai", "base_url": upstream_url}}
+    data["models"] = [
+        {"id": f"fast-{tier}", "provider": "fast", "tier": tier, "context_window": 1_000_000}
+        for tier in data["routing"]["tiers"]
+    ]
+    return data
+
+
+@dataclass
+class Router:
+    url: str
+    port: int
+    key: str
+    env: dict
+    process: subprocess.Popen | None = None
+
+
+def prepare_router(tmp: Path, upstream_url: str, database_url: str = "") -> Router:
+    config = tmp / "router.yaml"
+    config.write_text(yaml.safe_dump(router_config(upstream_url)))
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url or f"sqlite:///{tmp / 'router.sqlite3'}",
+        "ROUTER_DATA_DIR": str(tmp),
+        "ROUTER_CONFIG": str(config),
+        "DJANGO_DEBUG": "0",
+        "ROUTER_BIND": f"127.0.0.1:{port}",
+        "ROUTER_WORKERS": WORKERS,
+        "ROUTER_ACCESS_LOG": "",
+        "REDIS_URL": "",
+    }
+    manage = [PYTHON, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+    created = subprocess.run(
+        [*manage, "createapikey", "bench"],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    key = created.stdout.strip().splitlines()[-1]
+    return Router(f"http://127.0.0.1:{port}", port, key, env)
+
+
+def serve_router(router: Router) -> None:
+    router.process = start(
+        [PYTHON, "-m", "gunicorn", "-c", str(ROOT / "router_project" / "gunicorn.conf.py")],
+        env=router.env,
+    )
+    wait_for(router.port, router.process, "gunicorn")
+
+
+# --- Bodies ---
+
+
+@dataclass
+class Body:
+    label: str
+    data: bytes
+    stream_data: bytes
+
+
+def corpus_bodies() -> list[Body]:
+    folder = corpus_dir()
+    if not folder.is_dir():
+        sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
+    session = next(c for c in load_conversations(folder) if c.name == "026")
+    requests = list(requests_of(session.messages))
+    bodies = []
+    for messages in (requests[0], requests[-1]):
+        body = {"model": "auto", "messages": messages}
+        data = json.dumps(body).encode()
+        stream = json.dumps({**body, "stream": True}).encode()
+        size = len(data) / 1024
+        bodies.append(Body(f"{size:.0f} KB", data, stream))
+    return bodies
+
+
+# --- Measurements ---
+
+
+@dataclass
+class Load:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    failures: int
+
+
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk(url: str, body_file: Path, key: str, connections: int, duration: float) -> Load:
+    script = body_file.with_suffix(".lua")
+    script.write_text(
+        f"local f = io.open({json.dumps(str(body_file))}, 'rb')\n"
+        "wrk.body = f:read('*a')\nf:close()\n"
+        "wrk.method = 'POST'\n"
+        "wrk.headers['Content-Type'] = 'application/json'\n"
+        f"wrk.headers['Authorization'] = 'Bearer {key}'\n"
+    )
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{duration:g}s",
+            "--timeout",
+            "30s",
+            "--latency",
+            "-s",
+            str(script),
+            url + "/v1/chat/completions",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    percentiles = {
+        int(m.group(1)): float(m.group(2)) * UNITS[m.group(3)]
+        for m in re.finditer(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+    }
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    failures = int(bad.group(1)) if bad else 0
+    failures += sum(int(n) for n in errors.groups()) if errors else 0
+    if rps is None or len(percentiles) != 2:
+        sys.exit(f"could not read wrk's output:\n{out}")
+    return Load(float(rps.group(1)), percentiles[50], percentiles[99], failures)
+
+
+def first_event_ms(port: int, body: bytes, key: str, samples: int) -> list[float]:
+    """Time from sending a streamed request to reading the first SSE line, on one connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    times = []
+    try:
+        for _ in range(samples):
+            started = time.perf_counter()
+            conn.request("POST", "/v1/chat/completions", body=body, headers=headers)
+            response = conn.getresponse()
+            first = response.readline()
+            times.append((time.perf_counter() - started) * 1000)
+            response.read()
+            if response.status != 200 or not first.startswith(b"data:"):
+                sys.exit(f"stream failed: HTTP {response.status} {first[:200]!r}")
+    finally:
+        conn.close()
+    return times
+
+
+def floor_ms(data: bytes, rounds: int = 200) -> float:
+    """Median of one json.loads + json.dumps of the body: the least a body-reading proxy does."""
+    gc.disable()
+    try:
+        samples = []
+        for _ in range(rounds):
+            started = time.perf_counter_ns()
+            json.dumps(json.loads(data))
+            samples.append(time.perf_counter_ns() - started)
+    finally:
+        gc.enable()
+    return statistics.median(samples) / 1e6
+
+
+def check_router(router: Router, body: Body) -> None:
+    """One request before the load: a refusal must stop the bench, not become its figures."""
+    conn = http.client.HTTPConnection("127.0.0.1", router.port, timeout=30)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {router.key}"}
+    conn.request("POST", "/v1/chat/completions", body=body.data, headers=headers)
+    response = conn.getresponse()
+    text = response.read()
+    conn.close()
+    if response.status != 200:
+        sys.exit(f"the router refused the {body.label} body: HTTP {response.status} {text[:300]}")
+
+
+# --- Report ---
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    wrk_version = subprocess.run(
+        ["wrk", "-v"], capture_output=True, text=True, check=False
+    ).stdout.split()[:2]
+    load = os.getloadavg()[0]
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+        f"Python {platform.python_version()}, {' '.join(wrk_version)}, load {load:.2f} at start"
+    )
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(f"{cell:>{w}}" for cell, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(f"{cell:>{w}}" for cell, w in zip(row, widths, strict=True)))
+    return "\n".join(lines)
+
+
+def med(values) -> float:
+    return statistics.median(values)
+
+
+def run_bench(args) -> None:
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed (Debian: apt-get install -y wrk)")
+    bodies = corpus_bodies()
+    print(f"machine: {machine()}")
+    print(
+        f"router: gunicorn gthread, {WORKERS} workers x 16 threads, "
+        f"{'PostgreSQL' if args.database_url.startswith('postgres') else 'SQLite'}, pinch defaults "
+        f"(relevance builtin); upstream: bench/fast_upstream.py; wrk -t1, {args.duration:g} s "
+        f"per run, medians of {args.rounds} rounds"
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp_name:
+        tmp = Path(tmp_name)
+        upstream_port = free_port()
+        upstream = start([PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)])
+        router = None
+        try:
+            wait_for(upstream_port, upstream, "fast_upstream")
+            router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1", args.database_url)
+            serve_router(router)
+            direct_url = f"http://127.0.0.1:{upstream_port}"
+            files = {}
+            for i, body in enumerate(bodies):
+                files[body.label] = tmp / f"body{i}.json"
+                files[body.label].write_bytes(body.data)
+                check_router(router, body)
+                for _ in range(WARMUP_REQUESTS):
+                    check_router(router, body)
+
+            results: dict[tuple, list[Load]] = {}
+            for _ in range(args.rounds):
+                for body in bodies:
+                    for connections in CONCURRENCY:
+                        for target, url in (("direct", direct_url), ("router", router.url)):
+                            load = wrk(
+                                url, files[body.label], router.key, connections, args.duration
+                            )
+                            results.setdefault((body.label, connections, target), []).append(load)
+
+            ttfb = {}
+            for body in bodies:
+                for target, port in (("direct", upstream_port), ("router", router.port)):
+                    ttfb[(body.label, target)] = first_event_ms(
+                        port, body.stream_data, router.key, args.samples
+                    )
+        finally:
+            if router is not None and router.process is not None:
+                stop(router.process)
+            stop(upstream)
+
+    print()
+    print("Proxy overhead (wrk; added = router - direct, paired per round, median)")
+    rows = []
+    for body in bodies:
+        for connections in CONCURRENCY:
+            direct = results[(body.label, connections, "direct")]
+            through = results[(body.label, connections, "router")]
+            added50 = med(t.p50_ms - d.p50_ms for d, t in zip(direct, through, strict=True))
+            added99 = med(t.p99_ms - d.p99_ms for d, t in zip(direct, through, strict=True))
+            failures = sum(r.failures for r in direct + through)
+            rows.append(
+                [
+                    body.label,
+                    str(connections),
+                    f"{med(r.rps for r in direct):,.0f}",
+                    f"{med(r.rps for r in through):,.0f}",
+                    f"{med(r.p50_ms for r in direct):.2f}",
+                    f"{med(r.p50_ms for r in through):.2f}",
+                    f"{med(r.p99_ms for r in direct):.2f}",
+                    f"{med(r.p99_ms for r in through):.2f}",
+                    f"{added50:.2f}",
+                    f"{added99:.2f}",
+                    str(failures),
+                ]
+            )
+    print(
+        table(
+            [
+                "body",
+                "conc",
+                "direct req/s",
+                "router req/s",
+                "direct p50 ms",
+                "router p50 ms",
+                "direct p99 ms",
+                "router p99 ms",
+                "added p50 ms",
+                "added p99 ms",
+                "errors",
+            ],
+            rows,
+        )
+    )
+
+    print()
+    print("The floor: one json.loads + json.dumps of the body (median of 200)")
+    rows = []
+    for body in bodies:
+        floor = floor_ms(body.data)
+        direct = results[(body.label, 1, "direct")]
+        through = results[(body.label, 1, "router")]
+        added = med(t.p50_ms - d.p50_ms for d, t in zip(direct, through, strict=True))
+        rows.append([body.label, f"{floor:.3f}", f"{added:.2f}", f"{added / floor:.1f}x"])
+    print(table(["body", "floor ms", "added p50 ms (conc 1)", "added / floor"], rows))
+
+    print()
+    print(f"Streaming: time to the first SSE event, sequential, {args.samples} samples")
+    rows = []
+    for body in bodies:
+        direct = ttfb[(body.label, "direct")]
+        through = ttfb[(body.label, "router")]
+        rows.append(
+            [
+                body.label,
+                f"{med(direct):.2f}",
+                f"{med(through):.2f}",
+                f"{med(through) - med(direct):.2f}",
+            ]
+        )
+    print(table(["body", "direct p50 ms", "router p50 ms", "added ms"], rows))
+
+
+# --- Profile ---
+
+
+def run_profile(args) -> None:
+    """Serve nothing: run the WSGI app in a child process under pyinstrument."""
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp_name:
+        tmp = Path(tmp_name)
+        upstream_port = free_port()
+        upstream = start([PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)])
+        try:
+            wait_for(upstream_port, upstream, "fast_upstream")
+            router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
+            env = {**router.env, "BENCH_KEY": router.key}
+            subprocess.run(
+                [PYTHON, __file__, "--profile-child", "--samples", str(args.samples)],
+                env=env,
+                cwd=ROOT,
+                check=True,
+            )
+        finally:
+            stop(upstream)
+
+
+def profile_child(args) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
+    import django
+
+    django.setup()
+    from django.test import Client
+    from pyinstrument import Profiler
+
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {os.environ['BENCH_KEY']}", HTTP_HOST="127.0.0.1")
+    for body in corpus_bodies():
+
+        def call(body=body):
+            response = client.post(
+                "/v1/chat/completions", data=body.data, content_type="application/json"
+            )
+            assert response.status_code == 200, response.content[:300]
+            return response
+
+        for _ in range(WARMUP_REQUESTS):
+            call()
+        times = []
+        for _ in range(args.samples):
+            started = time.perf_counter()
+            response = call()
+            times.append((time.perf_counter() - started) * 1000)
+        overhead = response.headers.get("X-Router-Overhead-Ms")
+        print(
+            f"\n=== {body.label} body: in-process request p50 {med(times):.2f} ms "
+            f"(X-Router-Overhead-Ms of the last: {overhead}), floor {floor_ms(body.data):.3f} ms"
+        )
+        profiler = Profiler(interval=0.0002)
+        profiler.start()
+        for _ in range(args.samples):
+            call()
+        profiler.stop()
+        print(profiler.output_text(unicode=False, color=False, show_all=False))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=4, help="seconds per wrk run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (medians are reported)")
+    parser.add_argument("--samples", type=int, default=50, help="streamed / profiled requests")
+    parser.add_argument(
+        "--database-url",
+        default="",
+        help="the router's database (default: a temp SQLite file); bench rows are left in it",
+    )
+    parser.add_argument("--profile", action="store_true", help="profile the router instead")
+    parser.add_argument("--profile-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.profile_child:
+        profile_child(args)
+    elif args.profile:
+        run_profile(args)
+    else:
+        run_bench(args)
+
+
+if __name__ == "__main__":
+    main()

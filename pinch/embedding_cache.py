@@ -1,0 +1,264 @@
+"""Remember embedding features across turns, in process memory and in Redis.
+
+An agent resends its whole conversation every turn, so the old tool results a
+request asks us to rank are, all but one or two, the ones we ranked last turn.
+Embedding them again is the whole cost of relevance ordering; keeping them is
+nearly free. Measured with bench/bench_embedders.py: 1 request + 200 tool
+results of 2,000 characters cost tens of milliseconds cold with the builtin
+embedder and a few warm, where only the batch step runs (see docs/relevance.md
+for the figures); with an HTTP embedder the saving is a model call per text.
+
+What is kept is an embedder's per-text *feature* (base.Embedder.featurize),
+not its final vector: the builtin embedder's IDF depends on the batch, so its
+per-text term counts are kept and the batch step is redone each request.
+Keys are a digest of the embedder's identity and the text, so two embedders,
+or two versions of one, never read each other's features.
+
+Two tiers. The process tier is an LRU bounded by bytes. With a Redis URL, a
+second tier is shared by every worker and host, so a conversation that moves
+between workers is still warm. Redis is an optimisation, never a dependency:
+any Redis error is logged once, the process tier carries on alone, and Redis
+is tried again after a pause.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from pinch.embedders.base import Embedder, EmbeddingError
+
+logger = logging.getLogger("pinch.relevance.cache")
+
+# Process tier budget: ~19,000 builtin features (3.4 KB each) or ~20,000
+# 768-dimension vectors, far more than the live sessions of one worker.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+# What an entry costs beyond its value: the key, the dict slot and the object
+# headers, so that many tiny values cannot overrun the budget.
+ENTRY_OVERHEAD_BYTES = 160
+
+# Redis keys live a day: long enough for a session resumed after lunch,
+# short enough that an abandoned one does not hold memory for long.
+REDIS_TTL_SECONDS = 24 * 3600
+
+# Redis answers in well under a millisecond on a LAN; a quarter second means
+# it is in trouble, and the request must not wait on it.
+REDIS_TIMEOUT_SECONDS = 0.25
+
+# After a Redis failure, how long the process tier works alone before Redis
+# is tried again, so an outage costs one timeout per pause, not per request.
+REDIS_RETRY_SECONDS = 30.0
+
+# Prefix of every key this module writes to Redis, with a format version.
+REDIS_PREFIX = "pinch:emb:1:"
+
+
+def cache_key(identity: str, text: str) -> str:
+    """A digest of an embedder identity and a text, as hex."""
+    who = identity.encode("utf-8", "surrogatepass")
+    h = hashlib.blake2b(digest_size=20)
+    # Length-prefixed, so no identity/text split can collide with another.
+    h.update(len(who).to_bytes(4, "little"))
+    h.update(who)
+    h.update(text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+class MemoryLRU:
+    """A thread-safe LRU of bytes values, bounded by their total size."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        found = {}
+        with self._lock:
+            for key in keys:
+                value = self._items.get(key)
+                if value is not None:
+                    self._items.move_to_end(key)
+                    found[key] = value
+        return found
+
+    def put_many(self, items: dict[str, bytes]) -> None:
+        with self._lock:
+            for key, value in items.items():
+                size = len(value) + ENTRY_OVERHEAD_BYTES
+                if size > self.max_bytes:
+                    continue
+                old = self._items.pop(key, None)
+                if old is not None:
+                    self.bytes -= len(old) + ENTRY_OVERHEAD_BYTES
+                self._items[key] = value
+                self.bytes += size
+            while self.bytes > self.max_bytes and self._items:
+                _, evicted = self._items.popitem(last=False)
+                self.bytes -= len(evicted) + ENTRY_OVERHEAD_BYTES
+
+
+def _safe_location(url: str) -> str:
+    """host:port/db of a Redis URL, without the password a URL may carry."""
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"
+    except ValueError:
+        return "redis (unparseable URL)"
+
+
+class RedisTier:
+    """The shared tier. Every method swallows Redis errors and reports absence."""
+
+    def __init__(self, url: str, client=None):
+        self.location = _safe_location(url)
+        self._url = url
+        self._client = client
+        self._down_until = 0.0
+        self._lock = threading.Lock()
+
+    def _connect(self):
+        if self._client is None:
+            import redis
+
+            self._client = redis.Redis.from_url(
+                self._url,
+                socket_timeout=REDIS_TIMEOUT_SECONDS,
+                socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+            )
+        return self._client
+
+    def available(self) -> bool:
+        return time.monotonic() >= self._down_until
+
+    def _failed(self, exc: Exception) -> None:
+        with self._lock:
+            if self.available():
+                logger.warning(
+                    "embedding cache: Redis at %s failed (%s); using the process cache "
+                    "alone for %.0f s",
+                    self.location,
+                    type(exc).__name__,
+                    REDIS_RETRY_SECONDS,
+                )
+            self._down_until = time.monotonic() + REDIS_RETRY_SECONDS
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        if not keys or not self.available():
+            return {}
+        try:
+            values = self._connect().mget([REDIS_PREFIX + k for k in keys])
+        except Exception as exc:  # redis.RedisError, OSError, a bad URL: all "absent"
+            self._failed(exc)
+            return {}
+        return {k: v for k, v in zip(keys, values) if isinstance(v, bytes)}
+
+    def put_many(self, items: dict[str, bytes]) -> None:
+        if not items or not self.available():
+            return
+        try:
+            pipe = self._connect().pipeline(transaction=False)
+            for key, value in items.items():
+                pipe.set(REDIS_PREFIX + key, value, ex=REDIS_TTL_SECONDS)
+            pipe.execute()
+        except Exception as exc:
+            self._failed(exc)
+
+
+class EmbeddingCache:
+    """The process tier, and the Redis tier when a URL is given."""
+
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        redis_url: str | None = None,
+        redis_client=None,
+    ):
+        self.memory = MemoryLRU(max_bytes)
+        self.redis = RedisTier(redis_url, client=redis_client) if redis_url else None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        found = self.memory.get_many(keys)
+        if self.redis is not None and len(found) < len(keys):
+            shared = self.redis.get_many([k for k in keys if k not in found])
+            if shared:
+                self.memory.put_many(shared)
+                found.update(shared)
+        return found
+
+    def put_many(self, items: dict[str, bytes]) -> None:
+        self.memory.put_many(items)
+        if self.redis is not None:
+            self.redis.put_many(items)
+
+
+class CachedEmbedder(Embedder):
+    """An embedder whose ``featurize`` asks the cache first and its backend only for the rest.
+
+    A batch still makes at most one backend call, for the texts not cached
+    (each distinct text once), so the "one batched call per request" promise
+    of the backends holds.
+    """
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache):
+        self.embedder = embedder
+        self.cache = cache
+        self.identity = embedder.identity
+
+    def featurize(self, texts: Sequence[str]) -> list[bytes]:
+        return self._featurize(texts)[0]
+
+    def _featurize(self, texts: Sequence[str]) -> tuple[list[bytes], bool]:
+        """The features of ``texts``, and whether any came from the cache."""
+        keys = [cache_key(self.identity, t) for t in texts]
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        cached = bool(found)
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in found and key not in missing:
+                missing[key] = text
+        if missing:
+            found.update(self._fresh(list(missing), list(missing.values())))
+        return [found[k] for k in keys], cached
+
+    def _fresh(self, keys: list[str], texts: list[str]) -> dict[str, bytes]:
+        features = self.embedder.featurize(texts)
+        if len(features) != len(texts):
+            raise EmbeddingError(f"backend returned {len(features)} features for {len(texts)}")
+        new = dict(zip(keys, features))
+        self.cache.put_many(new)
+        return new
+
+    def finish(self, features: Sequence[bytes]) -> np.ndarray:
+        return self.embedder.finish(features)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Like Embedder.embed; a batch the cache made unusable is embedded afresh.
+
+        A cached entry can go stale without its key changing: a model pulled
+        again under the same name with another width, say. Anything the
+        backend cannot finish is then treated as absent, as a cache should,
+        at the price of one more backend call in that rare case.
+        """
+        texts = list(texts)
+        features, cached = self._featurize(texts)
+        try:
+            return self.embedder.finish(features)
+        except EmbeddingError:
+            if not cached:
+                raise
+        unique = dict(zip((cache_key(self.identity, t) for t in texts), texts))
+        fresh = self._fresh(list(unique), list(unique.values()))
+        return self.embedder.finish([fresh[cache_key(self.identity, t)] for t in texts])

@@ -1,0 +1,120 @@
+"""Savings per day: one grouped query, priced like pinch_summary, laid out by metrics.charts."""
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from metrics.charts import DayPoint, format_dollars, format_tokens, nice_ceiling, savings_chart
+from metrics.dashboard import daily_savings
+from metrics.summary import pinch_summary, summary_window
+from tests.metrics.factories import decision, seed
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "value, ceiling",
+    [
+        (0, 1.0),
+        (-3, 1.0),
+        (1, 1.0),
+        (1.2, 2.0),
+        (2.2, 2.5),
+        (3, 5.0),
+        (7, 10.0),
+        (10, 10.0),
+        (4500, 5000.0),
+        (0.00432, 0.005),
+        (120_001, 200_000.0),
+    ],
+)
+def test_nice_ceiling(value, ceiling):
+    assert nice_ceiling(value) == pytest.approx(ceiling)
+
+
+@pytest.mark.parametrize(
+    "value, text", [(0, "0"), (950, "950"), (2500, "2.5k"), (125_000, "125k"), (1_200_000, "1.2M")]
+)
+def test_token_labels_are_compact(value, text):
+    assert format_tokens(value) == text
+
+
+@pytest.mark.parametrize(
+    "value, step, text",
+    [(0, 0.125, "$0"), (0.375, 0.125, "$0.375"), (0.0004, 0.0001, "$0.0004"), (6, 3, "$6.00")],
+)
+def test_dollar_labels_have_just_enough_decimals(value, step, text):
+    assert format_dollars(value, step) == text
+
+
+def test_bars_scale_to_the_token_axis_and_the_line_to_the_dollar_axis():
+    points = [
+        DayPoint(date(2026, 11, 1), 0, 0.0),
+        DayPoint(date(2026, 11, 2), 2500, 0.001),
+        DayPoint(date(2026, 11, 3), 5000, 0.004),
+    ]
+
+    chart = savings_chart(
+        points,
+        width=400,
+        height=200,
+        margin_left=40,
+        margin_right=40,
+        margin_top=10,
+        margin_bottom=30,
+    )
+
+    assert (chart.token_max, chart.dollar_max) == (5000.0, pytest.approx(0.005))
+    heights = [bar.height for bar in chart.bars]
+    assert heights == [0.0, pytest.approx(80.0), pytest.approx(160.0)]  # plot is 160 high
+    assert chart.bars[2].y == chart.top
+    ys = [float(v.split(",")[1]) for v in chart.line_points.split()]
+    assert ys == [170.0, pytest.approx(170 - 0.2 * 160), pytest.approx(170 - 0.8 * 160)]
+    assert [t.label for t in chart.token_ticks] == ["0", "1.2k", "2.5k", "3.8k", "5k"]
+    assert [t.label for t in chart.dollar_ticks][-2:] == ["$0.00375", "$0.00500"]
+    assert not chart.empty and chart.total_tokens == 7500
+
+
+def test_an_empty_window_is_an_empty_chart():
+    chart = savings_chart([DayPoint(date(2026, 11, 1), 0, 0.0)])
+
+    assert chart.empty
+    assert chart.bars[0].height == 0
+
+
+def test_daily_savings_is_one_query_and_agrees_with_pinch_summary(
+    router_config, db, django_assert_num_queries
+):
+    seed(
+        decision(now=NOW, age=timedelta(hours=1), saved=1000),
+        decision(now=NOW, age=timedelta(hours=2), saved=500, chosen_model="gpt-4.1-mini"),
+        decision(now=NOW, age=timedelta(days=1, hours=1), saved=2000, chosen_model="gpt-4.1-mini"),
+        decision(now=NOW, age=timedelta(days=2), saved=0),
+        decision(now=NOW, age=timedelta(days=3), saved=70, chosen_model="retired-model"),
+        decision(now=NOW, age=timedelta(days=40), saved=999),
+    )
+    window = summary_window(router_config, NOW)
+
+    with django_assert_num_queries(1):
+        points = daily_savings(window, router_config)
+
+    by_day = {p.day: p for p in points}
+    assert len(points) == 31 and points[-1].day == date(2026, 11, 30)
+    assert by_day[date(2026, 11, 30)].tokens == 1500
+    # gpt-4.1 at $2/M and gpt-4.1-mini at $0.40/M (cache rate 0): the blended prompt price.
+    assert by_day[date(2026, 11, 30)].dollars == pytest.approx(1000 * 2e-6 + 500 * 0.4e-6)
+    assert by_day[date(2026, 11, 29)].dollars == pytest.approx(2000 * 0.4e-6)
+    assert by_day[date(2026, 11, 27)] == DayPoint(date(2026, 11, 27), 70, 0.0)  # unpriced
+    summary = pinch_summary(router_config, now=NOW)
+    assert sum(p.tokens for p in points) == summary["total_tokens_saved"]
+    assert round(sum(p.dollars for p in points), 6) == summary["dollars_saved_usd_30d"]
+
+
+def test_daily_dollars_use_the_assumed_cache_rate(write_config, db):
+    config = write_config({"objective.assumed_cache_rate": 0.5})
+    seed(decision(now=NOW, saved=1_000_000))
+
+    points = daily_savings(summary_window(config, NOW), config)
+
+    # gpt-4.1: half at $2.00, half at the cached $0.50 per 1M.
+    assert points[-1].dollars == pytest.approx(1.25)

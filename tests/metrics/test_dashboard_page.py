@@ -1,0 +1,122 @@
+"""/dashboard/: the Pinch savings card, the per-day chart and the recent decisions."""
+
+import re
+from datetime import timedelta
+
+import pytest
+
+from metrics.summary import pinch_summary
+from routing.models import ConfigOverride
+from tests.metrics.factories import decision, seed
+
+DASHBOARD = "/dashboard/"
+
+
+@pytest.fixture
+def staff_client(client, staff_user):
+    client.force_login(staff_user)
+    return client
+
+
+def figure(body: str, testid: str) -> str:
+    match = re.search(rf'data-testid="{testid}"[^>]*>([^<]*)<', body)
+    assert match, f"no element with data-testid={testid!r}"
+    return match.group(1).strip()
+
+
+def test_the_card_shows_the_pinch_figures_formatted(staff_client, router_config, savings_rows):
+    response = staff_client.get(DASHBOARD)
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert figure(body, "pinch-share-pruned") == "66.67%"
+    assert figure(body, "pinch-tokens-saved") == "6,050"
+    assert figure(body, "pinch-median-saved") == "750"
+    assert figure(body, "pinch-dollars-saved") == "$0.004320"
+    assert figure(body, "pinch-pruned-calls") == "4"
+    assert figure(body, "pinch-calls") == "6"
+    assert "1 call(s) to unconfigured models priced at $0" in body
+
+
+def test_the_card_figures_are_pinch_summarys(staff_client, router_config, savings_rows):
+    summary = pinch_summary(router_config)
+
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    assert figure(body, "pinch-share-pruned") == f"{summary['share_pruned'] * 100:.2f}%"
+    assert figure(body, "pinch-tokens-saved") == f"{summary['total_tokens_saved']:,}"
+    assert figure(body, "pinch-dollars-saved") == f"${summary['dollars_saved_usd_30d']:.6f}"
+    assert f'data-value="{summary["median_tokens_saved"]}"' in body
+
+
+def test_a_fractional_median_keeps_one_decimal(staff_client, router_config):
+    seed(decision(saved=1001), decision(saved=1002))
+
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    assert figure(body, "pinch-median-saved") == "1,001.5"
+
+
+def test_it_says_pinch_is_disabled_when_pinch_summary_is_none(
+    staff_client, router_config, savings_rows
+):
+    ConfigOverride.objects.create(key="pinch.enabled", value=False)
+
+    response = staff_client.get(DASHBOARD)
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert figure(body, "pinch-disabled") == "Pinch is disabled"
+    assert 'data-testid="pinch-share-pruned"' not in body
+
+
+def test_an_empty_database_shows_zeros_and_an_empty_chart(staff_client, router_config):
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    assert figure(body, "pinch-share-pruned") == "0.00%"
+    assert figure(body, "pinch-dollars-saved") == "$0.000000"
+    assert 'data-testid="chart-empty"' in body
+    assert 'data-testid="no-decisions"' in body
+
+
+def test_the_chart_has_a_bar_per_day_and_a_dollar_line(staff_client, router_config, savings_rows):
+    response = staff_client.get(DASHBOARD)
+
+    body = response.content.decode()
+    bars = re.findall(r'<rect class="bar" data-day="([\d-]+)" data-tokens="(\d+)"', body)
+    assert len(bars) == 31  # 30 days back from now, both ends included
+    assert sum(int(tokens) for _, tokens in bars) == 6050
+    assert "<polyline points=" in body
+    assert "tokens saved</text>" in body and "USD saved</text>" in body
+
+
+def test_the_table_lists_the_newest_fifty_decisions(staff_client, router_config):
+    seed(*(decision(age=timedelta(minutes=i), saved=i, tier=f"t{i}") for i in range(60)))
+
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    rows = re.findall(r'<tr data-decision-id="(\d+)">', body)
+    assert len(rows) == 50
+    tiers = re.findall(r"<td>(t\d+)</td>", body)
+    assert tiers[:3] == ["t0", "t1", "t2"] and "t50" not in tiers
+
+
+@pytest.mark.parametrize("is_staff", [False, None])
+def test_it_is_for_logged_in_staff_only(client, django_user_model, router_config, is_staff):
+    if is_staff is not None:
+        client.force_login(django_user_model.objects.create_user("agent", password="x" * 12))
+
+    response = client.get(DASHBOARD)
+
+    assert response.status_code == 302
+    assert response["Location"] == "/admin/login/?next=/dashboard/"
+
+
+def test_a_broken_config_is_explained_not_a_500(staff_client, write_config, settings):
+    write_config()
+    ConfigOverride.objects.create(key="pinch.budget_tokens", value=-5)
+
+    response = staff_client.get(DASHBOARD)
+
+    assert response.status_code == 503
+    assert "pinch.budget_tokens: Input should be greater than 0" in response.content.decode()

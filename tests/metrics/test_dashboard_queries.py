@@ -1,0 +1,41 @@
+"""/dashboard/ costs the same number of queries for 10 decisions as for 200."""
+
+from datetime import timedelta
+
+import pytest
+
+from routing.auth import create_api_key
+from routing.models import RouteDecision
+from tests.metrics.factories import decision
+
+MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
+
+# session + user (the login), ConfigOverride + RegisteredModel (current_config),
+# pinch_summary's grouped query, savings per day and model, the newest 50 with their key.
+DASHBOARD_QUERIES = 7
+
+
+@pytest.mark.parametrize("rows", [10, 200])
+def test_the_dashboard_query_count_does_not_grow_with_rows(
+    client, staff_user, router_config, django_assert_num_queries, rows
+):
+    keys = [create_api_key(f"agent-{i}")[0] for i in range(5)]
+    RouteDecision.objects.bulk_create(
+        decision(
+            age=timedelta(hours=i * 3),
+            chosen_model=MODELS[i % len(MODELS)],
+            saved=None if i % 6 == 0 else (i % 9) * 250,
+            api_key=keys[i % len(keys)],
+            stream=i % 2 == 0,
+        )
+        for i in range(rows)
+    )
+    client.force_login(staff_user)
+
+    with django_assert_num_queries(DASHBOARD_QUERIES):
+        response = client.get("/dashboard/")
+
+    assert response.status_code == 200
+    assert len(response.context["decisions"]) == min(rows, 50)
+    assert response.context["summary"]["calls_30d"] == min(rows, 240)  # 3-hour steps, 30 days
+    assert "agent-" in response.content.decode()  # the key names came with the rows

@@ -1,0 +1,248 @@
+"""manage.py pinch_replay: real sessions through the router's planning path, nothing recorded."""
+
+import itertools
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from metrics.replay import REPLAY_KEYS, load_sessions, replay, replay_config
+from routing import pruning
+from routing.models import RouteDecision
+
+pytestmark = pytest.mark.django_db
+
+# Small sessions of three different agents (mini-swe-agent, SWE-agent, OpenHands),
+# ~20k-50k tokens at their longest: a budget of a few thousand tokens prunes them.
+FILES = ("001.json", "020.json", "023.json")
+BUDGET = "8000"
+
+
+@pytest.fixture
+def paths(corpus_dir):
+    return [str(corpus_dir / name) for name in FILES]
+
+
+@pytest.fixture
+def run(router_config, paths, tmp_path):
+    """run(*options) -> (JSON lines as dicts, stdout, stderr) for the three sessions."""
+    runs = iter(range(1000))
+
+    def run_replay(*options, files=None):
+        out = tmp_path / f"replay-{next(runs)}.jsonl"
+        stdout, stderr = StringIO(), StringIO()
+        call_command(
+            "pinch_replay",
+            *(files or paths),
+            "--json",
+            str(out),
+            *options,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        lines = [json.loads(line) for line in out.read_text().splitlines()]
+        return lines, stdout.getvalue(), stderr.getvalue()
+
+    return run_replay
+
+
+def assistant_turns(corpus_dir, name):
+    messages = json.loads((corpus_dir / name).read_text())["messages"]
+    return [t for t, m in enumerate(messages) if m["role"] == "assistant" and t > 0]
+
+
+def table_row(stdout, name):
+    """The cells of the table row whose first cell is ``name``, numbers without commas."""
+    for line in stdout.splitlines():
+        cells = line.split()
+        if cells and cells[0] == name:
+            return [cell.replace(",", "") for cell in cells]
+    raise AssertionError(f"no {name!r} row in:\n{stdout}")
+
+
+def test_it_writes_one_json_line_per_assistant_turn_with_the_contract_keys(run, corpus_dir):
+    lines, _, _ = run("--budget-tokens", BUDGET)
+
+    expected = [(name, t) for name in FILES for t in assistant_turns(corpus_dir, name)]
+    assert [(line["conversation"], line["turn"]) for line in lines] == expected
+    types = {
+        "conversation": str,
+        "turn": int,
+        "original_tokens": int,
+        "final_tokens": int,
+        "compressed": list,
+        "capped": list,
+        "relevance_used": bool,
+        "prefix_match": int,
+    }
+    assert tuple(types) == REPLAY_KEYS
+    for line in lines:
+        assert list(line) == list(REPLAY_KEYS)
+        for key, kind in types.items():
+            assert type(line[key]) is kind, (key, line)
+        assert all(type(i) is int for i in line["compressed"] + line["capped"])
+    assert any(line["compressed"] for line in lines), "an 8k budget must prune these sessions"
+
+
+def test_table_totals_are_the_sums_of_the_json_lines(run):
+    lines, stdout, _ = run("--budget-tokens", BUDGET)
+
+    for name in (*FILES, "total"):
+        mine = [line for line in lines if name in ("total", line["conversation"])]
+        row = table_row(stdout, name)
+        original = sum(line["original_tokens"] for line in mine)
+        final = sum(line["final_tokens"] for line in mine)
+        assert row[1:5] == [str(len(mine)), "0", str(original), str(final)]
+        assert row[5] == f"{(original - final) / original * 100:.1f}%"
+        pruned = sum(1 for line in mine if line["compressed"] or line["capped"])
+        assert row[6] == f"{pruned / len(mine) * 100:.1f}%"
+
+
+def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir):
+    lines, stdout, _ = run("--no-pinch", "--budget-tokens", BUDGET)
+
+    assert len(lines) == sum(len(assistant_turns(corpus_dir, name)) for name in FILES)
+    for line in lines:
+        assert line["original_tokens"] == line["final_tokens"] > 0
+        assert line["compressed"] == line["capped"] == []
+        assert line["relevance_used"] is False
+    assert table_row(stdout, "total")[5:9] == ["0.0%", "0.0%", "0.0%", "100.0%"]
+    assert "pinch disabled" in stdout
+
+
+def test_a_lower_budget_saves_more(run):
+    def saved(lines):
+        return sum(line["original_tokens"] - line["final_tokens"] for line in lines)
+
+    generous, _, _ = run("--budget-tokens", "12000")
+    tight, _, _ = run("--budget-tokens", "3000")
+    assert [line["original_tokens"] for line in tight] == [
+        line["original_tokens"] for line in generous
+    ]
+    assert saved(tight) > saved(generous) > 0
+
+
+def test_no_relevance_never_uses_relevance_ordering(run):
+    lines, stdout, _ = run("--budget-tokens", "3000", "--no-relevance")
+
+    assert lines and not any(line["relevance_used"] for line in lines)
+    assert table_row(stdout, "total")[7] == "0.0%"
+    assert "relevance=off" in stdout
+
+
+def test_relevance_ordering_is_used_on_pruned_turns_when_on(run):
+    if pruning.relevance_for.__module__ != "pinch.relevance":
+        pytest.skip("routing.pruning does not call the relevance edge yet (temporary stand-in)")
+    lines, _, _ = run("--budget-tokens", "3000")
+
+    assert any(line["relevance_used"] for line in lines)
+
+
+def test_prefix_match_never_exceeds_the_previous_payload(run):
+    lines, stdout, _ = run("--budget-tokens", "3000", "--keep-last-tool-results", "2")
+
+    previous = {}
+    for line in lines:
+        # The previous request of a session was messages[:previous turn]: that many messages.
+        assert 0 <= line["prefix_match"] <= previous.get(line["conversation"], 0)
+        previous[line["conversation"]] = line["turn"]
+    # Pruning rewrites messages that the previous turn sent verbatim, so some
+    # turn keeps less than its whole predecessor.
+    assert any(
+        line["prefix_match"] < prev["turn"]
+        for prev, line in itertools.pairwise(lines)
+        if prev["conversation"] == line["conversation"]
+    )
+    kept = table_row(stdout, "total")[8]
+    assert kept != "-" and float(kept.rstrip("%")) < 100
+
+
+def test_replay_records_nothing_in_the_database(run):
+    run("--budget-tokens", "3000")
+    run("--no-pinch")
+
+    assert RouteDecision.objects.count() == 0
+
+
+def test_it_reads_every_json_file_of_a_directory(run, corpus_dir, tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for name in FILES[:2]:
+        (folder / name).symlink_to(corpus_dir / name)
+    (folder / "notes.txt").write_text("not a session")
+
+    lines, _, stderr = run(files=[str(folder)])
+
+    assert sorted({line["conversation"] for line in lines}) == list(FILES[:2])
+    assert stderr.rstrip().endswith(f"] {len(lines)}/{len(lines)}"), "the progress bar"
+
+
+def test_options_outside_the_config_schema_are_command_errors_naming_the_key(run):
+    cases = {
+        ("--budget-tokens", "0"): "pinch.budget_tokens",
+        ("--budget-tokens", "lots"): "pinch.budget_tokens",
+        ("--keep-last-turns", "-1"): "pinch.keep_last_turns",
+        ("--keep-last-tool-results", "0"): "pinch.keep_last_tool_results",
+        ("--keep-last-tool-results", "all"): "pinch.keep_last_tool_results",
+    }
+    for options, key in cases.items():
+        with pytest.raises(CommandError, match=key.replace(".", r"\.")):
+            run(*options)
+
+
+def test_bad_paths_and_unknown_models_are_command_errors(run, tmp_path, paths):
+    with pytest.raises(CommandError, match="no such file"):
+        run(files=[str(tmp_path / "missing.json")])
+    (tmp_path / "odd.json").write_text(json.dumps({"hello": 1}))
+    with pytest.raises(CommandError, match="odd.json: not a conversation file"):
+        run(files=[str(tmp_path / "odd.json")])
+    with pytest.raises(CommandError, match="unknown model 'gpt-9'"):
+        run("--model", "gpt-9")
+
+
+def test_a_pinned_model_replays_the_passthrough_path(run):
+    lines, stdout, _ = run("--model", "gpt-4.1-mini", "--budget-tokens", BUDGET)
+
+    assert any(line["compressed"] for line in lines)
+    assert "model=gpt-4.1-mini" in stdout
+
+
+def test_requests_the_router_refuses_are_counted_and_the_replay_goes_on(write_config, corpus_dir):
+    # Every window at 8k tokens and pinch off: the long turns of 001 fit no model.
+    write_config(
+        {
+            "pinch.enabled": False,
+            "models": [
+                {"id": "tiny", "provider": "local", "tier": "easy", "context_window": 8000},
+                {"id": "tiny-hard", "provider": "local", "tier": "hard", "context_window": 8000},
+            ],
+        }
+    )
+    sessions = load_sessions([corpus_dir / "001.json"])
+
+    result = replay(sessions, replay_config({}))
+
+    turns = assistant_turns(corpus_dir, "001.json")
+    assert result.errors and result.records
+    assert len(result.errors) + len(result.records) == len(turns)
+    assert {error.status for error in result.errors} == {400}
+    assert result.sessions[0].errors == len(result.errors)
+    assert result.total.requests == len(result.records)
+    assert RouteDecision.objects.count() == 0
+
+
+def test_refused_requests_are_reported_on_stderr(write_config, paths):
+    write_config(
+        {
+            "pinch.enabled": False,
+            "models": [{"id": "tiny", "provider": "local", "tier": "easy", "context_window": 8000}],
+        }
+    )
+    stdout, stderr = StringIO(), StringIO()
+    call_command("pinch_replay", paths[0], stdout=stdout, stderr=stderr)
+
+    assert "request(s) refused by the router" in stderr.getvalue()
+    assert "001.json turn" in stderr.getvalue() and ": 400 " in stderr.getvalue()
+    errors = int(table_row(stdout.getvalue(), "total")[2])
+    assert errors > 0

@@ -1,0 +1,182 @@
+"""The terminal dashboard, driven by textual's pilot against a real router (live_server).
+
+No mocks: the app fetches /admin/api/snapshot over HTTP from pytest-django's
+live server, with a staff key made by create_api_key, and the tests read what
+the widgets show. The pilot runs inside ``asyncio.run``; the database is
+touched from a worker thread there (Django refuses sync queries inside an event
+loop), and that thread closes its connection so PostgreSQL can drop the test
+database afterwards.
+"""
+
+import asyncio
+import socket
+import time
+
+import pytest
+from django.db import connection
+from textual.widgets import DataTable, Static
+
+from metrics.summary import pinch_summary
+from metrics.tui import PINCH_ROWS, RouterTui
+from routing.auth import create_api_key
+from tests.metrics.factories import decision, seed
+
+SCREEN = (150, 45)
+
+
+def shown_pinch_rows(app) -> dict:
+    table = app.query_one("#pinch", DataTable)
+    return {str(row.key.value): table.get_row(row.key)[1] for row in table.ordered_rows}
+
+
+def status_text(app) -> str:
+    return str(app.query_one("#status", Static).content)
+
+
+def expected_rows(summary: dict) -> dict:
+    median = float(summary["median_tokens_saved"])
+    return {
+        "share_pruned": f"{summary['share_pruned'] * 100:.2f}%",
+        "total_tokens_saved": f"{summary['total_tokens_saved']:,}",
+        "median_tokens_saved": f"{median:,.0f}" if median.is_integer() else f"{median:,.1f}",
+        "dollars_saved_usd_30d": f"${summary['dollars_saved_usd_30d']:.6f}",
+        "pruned_calls_30d": f"{summary['pruned_calls_30d']:,}",
+        "calls_30d": f"{summary['calls_30d']:,}",
+    }
+
+
+async def until(pilot, condition, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the TUI did not get there in time")
+        await pilot.pause(0.05)
+
+
+async def in_db_thread(function, *args):
+    def run():
+        try:
+            return function(*args)
+        finally:
+            connection.close()
+
+    return await asyncio.to_thread(run)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_shows_the_pinch_rows_pinch_summary_computes(live_server, router_config, savings_rows):
+    _, token = create_api_key("tui", is_staff=True)
+    summary = pinch_summary(router_config)
+    app = RouterTui(live_server.url, token, interval=60)
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await until(pilot, lambda: app.fetches >= 1)
+            assert app.error is None
+            assert shown_pinch_rows(app) == expected_rows(summary)
+            assert shown_pinch_rows(app)["share_pruned"] == "66.67%"
+            assert shown_pinch_rows(app)["dollars_saved_usd_30d"] == "$0.004320"
+            decisions = app.query_one("#decisions", DataTable)
+            assert decisions.row_count == len(savings_rows)
+            assert "prefix probe on (measurement only)" in str(
+                app.query_one("#knobs", Static).content
+            )
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pressing_r_refreshes_the_figures(live_server, router_config, savings_rows):
+    _, token = create_api_key("tui", is_staff=True)
+    app = RouterTui(live_server.url, token, interval=3600)  # only r refreshes
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await until(pilot, lambda: app.fetches >= 1)
+            assert shown_pinch_rows(app)["total_tokens_saved"] == "6,050"
+
+            await in_db_thread(lambda: seed(decision(saved=10_000)))
+            await pilot.press("r")
+            await until(pilot, lambda: app.fetches >= 2)
+
+            summary = await in_db_thread(pinch_summary, router_config)
+            assert shown_pinch_rows(app) == expected_rows(summary)
+            assert shown_pinch_rows(app)["total_tokens_saved"] == "16,050"
+            assert app.query_one("#decisions", DataTable).row_count == len(savings_rows) + 1
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unreachable_router_is_explained_and_retried_until_it_answers(
+    live_server, router_config, savings_rows
+):
+    _, token = create_api_key("tui", is_staff=True)
+    dead_url = f"http://127.0.0.1:{closed_port()}"
+    app = RouterTui(dead_url, token, interval=0.2, timeout=2)
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await until(pilot, lambda: app.fetches >= 3)  # it keeps trying on the timer
+            assert status_text(app).startswith(
+                f"Cannot reach the router at {dead_url}: Connection refused"
+            )
+            assert "retrying every 0.2 s" in status_text(app)
+            assert app.query_one("#pinch", DataTable).row_count == 0
+
+            app.url = live_server.url  # the router comes back
+            await until(pilot, lambda: app.error is None and app.snapshot is not None)
+            assert shown_pinch_rows(app)["total_tokens_saved"] == "6,050"
+            assert status_text(app).startswith("Updated ")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("staff", [False, None], ids=["non-staff key", "unknown key"])
+def test_a_refused_token_is_explained(live_server, router_config, savings_rows, staff):
+    token = create_api_key("agent")[1] if staff is False else "rk-not-a-real-key"
+    app = RouterTui(live_server.url, token, interval=0.2)
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await until(pilot, lambda: app.fetches >= 2)
+            assert status_text(app).startswith("The router refused the token (HTTP 403")
+            assert "createapikey NAME --staff" in status_text(app)
+            assert shown_pinch_rows(app) == {}
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_says_pinch_is_disabled(live_server, write_config, savings_rows):
+    write_config({"pinch.enabled": False})
+    _, token = create_api_key("tui", is_staff=True)
+    app = RouterTui(live_server.url, token, interval=60)
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await until(pilot, lambda: app.fetches >= 1)
+            table = app.query_one("#pinch", DataTable)
+            assert table.get_row("disabled")[0] == "Pinch is disabled"
+            assert set(PINCH_ROWS).isdisjoint(shown_pinch_rows(app))
+
+    asyncio.run(scenario())
+
+
+def test_q_quits():
+    app = RouterTui("http://127.0.0.1:9", "rk-x", interval=60, timeout=0.5)
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await pilot.press("q")
+            await pilot.pause()
+            assert not app.is_running
+
+    asyncio.run(scenario())

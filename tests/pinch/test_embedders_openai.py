@@ -1,0 +1,238 @@
+"""The OpenAI-compatible embedder against a real HTTP server on 127.0.0.1.
+
+No mocks: ``EmbeddingServer`` is a ``http.server`` in a thread, on a port the
+OS picks, that answers ``POST /v1/embeddings`` the way a healthy endpoint does
+or, on request, the way a broken one does. The relevance edge's failure-path
+tests reuse it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from pinch.embedders import EmbeddingError, OpenAIEmbedder
+
+# Width of the server's toy vectors: enough for distinct texts to differ.
+DIM = 64
+
+
+def toy_vector(text: str) -> list[float]:
+    """A deterministic bag-of-words vector, so similar texts get similar vectors."""
+    v = [0.0] * DIM
+    for word in text.lower().split():
+        v[zlib.crc32(word.encode()) % DIM] += 1.0
+    if not any(v):
+        v[0] = 1.0
+    return v
+
+
+class EmbeddingServer:
+    """A local /v1/embeddings endpoint whose behaviour a test sets with ``mode``.
+
+    Modes: ok, shuffled (rows out of order, with correct indexes), status_500,
+    status_401, slow, not_json, no_data, wrong_count, nan, mixed_dims,
+    duplicate_index, strings.
+    """
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.delay = 1.0
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                status, payload = server.answer(body)
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                try:
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        # A short poll interval: shutdown() waits for one poll to pass.
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def texts_embedded(self) -> int:
+        return sum(len(r["body"].get("input", [])) for r in self.requests)
+
+    def answer(self, body: dict) -> tuple[int, object]:
+        inputs = body.get("input", [])
+        rows = [
+            {"object": "embedding", "index": i, "embedding": toy_vector(t)}
+            for i, t in enumerate(inputs)
+        ]
+        ok = {"object": "list", "data": rows, "model": body.get("model")}
+        mode = self.mode
+        if mode == "slow":
+            time.sleep(self.delay)
+            return 200, ok
+        if mode == "shuffled":
+            return 200, {**ok, "data": list(reversed(rows))}
+        if mode == "status_500":
+            return 500, {"error": {"message": "model crashed"}}
+        if mode == "status_401":
+            return 401, {"error": {"message": "invalid api key"}}
+        if mode == "not_json":
+            return 200, b"<html>upstream gateway</html>"
+        if mode == "no_data":
+            return 200, {"object": "list"}
+        if mode == "wrong_count":
+            return 200, {**ok, "data": rows[:-1]}
+        if mode == "nan":
+            rows[0]["embedding"][3] = float("nan")  # json.dumps writes NaN
+            return 200, ok
+        if mode == "mixed_dims":
+            rows[-1]["embedding"] = rows[-1]["embedding"][:-1]
+            return 200, ok
+        if mode == "duplicate_index":
+            rows[-1]["index"] = 0
+            return 200, ok
+        if mode == "strings":
+            rows[0]["embedding"] = [str(x) for x in rows[0]["embedding"]]
+            return 200, ok
+        return 200, ok
+
+    def __enter__(self) -> EmbeddingServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    with EmbeddingServer() as s:
+        yield s
+
+
+def embedder_for(server: EmbeddingServer, **kw) -> OpenAIEmbedder:
+    kw.setdefault("timeout_seconds", 2.0)
+    return OpenAIEmbedder(base_url=server.base_url, model="nomic-embed-text", **kw)
+
+
+def test_it_sends_the_whole_batch_in_one_request(server):
+    texts = ["the query", "first result", "second result", "third result"]
+    vectors = embedder_for(server).embed(texts)
+
+    assert vectors.shape == (4, DIM)
+    assert vectors.dtype == np.float32
+    assert len(server.requests) == 1
+    request = server.requests[0]
+    assert request["path"] == "/v1/embeddings"
+    assert request["body"] == {"model": "nomic-embed-text", "input": texts}
+    np.testing.assert_array_equal(vectors[2], np.array(toy_vector("second result")))
+
+
+def test_it_sends_the_key_from_the_named_environment_variable(server, monkeypatch):
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-test-123")
+    embedder_for(server, api_key_env="TEST_EMBED_KEY").embed(["a", "b"])
+    assert server.requests[0]["headers"]["Authorization"] == "Bearer sk-test-123"
+
+
+def test_it_sends_no_authorization_without_api_key_env(server):
+    embedder_for(server).embed(["a"])
+    assert "Authorization" not in server.requests[0]["headers"]
+
+
+def test_it_refuses_to_call_when_the_named_key_variable_is_unset(server, monkeypatch):
+    monkeypatch.delenv("TEST_EMBED_KEY", raising=False)
+    with pytest.raises(EmbeddingError, match="TEST_EMBED_KEY is not set"):
+        embedder_for(server, api_key_env="TEST_EMBED_KEY").embed(["a"])
+    assert server.requests == []
+
+
+def test_it_puts_rows_back_in_input_order_by_index(server):
+    server.mode = "shuffled"
+    texts = ["alpha beta", "gamma", "delta epsilon zeta"]
+    vectors = embedder_for(server).embed(texts)
+    for row, text in zip(vectors, texts):
+        np.testing.assert_array_equal(row, np.array(toy_vector(text)))
+
+
+def test_empty_texts_are_sent_as_a_space(server):
+    embedder_for(server).embed(["query", ""])
+    assert server.requests[0]["body"]["input"] == ["query", " "]
+
+
+def test_an_empty_batch_makes_no_request(server):
+    assert embedder_for(server).featurize([]) == []
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("status_500", "HTTP 500"),
+        ("status_401", "HTTP 401"),
+        ("not_json", "not JSON"),
+        ("no_data", "not JSON with a 'data' list"),
+        ("wrong_count", "got 2 vectors for 3 inputs"),
+        ("nan", "NaN"),
+        ("mixed_dims", "mismatched dimensions"),
+        ("duplicate_index", "appears twice"),
+        ("strings", "numbers"),
+    ],
+)
+def test_each_bad_answer_is_an_embedding_error(server, mode, message):
+    server.mode = mode
+    with pytest.raises(EmbeddingError, match=message):
+        embedder_for(server).embed(["q", "a", "b"])
+
+
+def test_a_slow_server_is_a_timeout(server):
+    server.mode = "slow"
+    server.delay = 1.0
+    started = time.monotonic()
+    with pytest.raises(EmbeddingError, match="timed out"):
+        embedder_for(server, timeout_seconds=0.2).embed(["q", "a"])
+    assert time.monotonic() - started < 0.9
+
+
+def test_a_closed_port_is_a_connection_error():
+    with EmbeddingServer() as s:
+        url = s.base_url
+    embedder = OpenAIEmbedder(base_url=url, model="m", timeout_seconds=1.0)
+    with pytest.raises(EmbeddingError, match="cannot connect"):
+        embedder.embed(["q"])
+
+
+def test_the_error_never_contains_the_key(server, monkeypatch):
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-very-secret")
+    server.mode = "status_401"
+    with pytest.raises(EmbeddingError) as caught:
+        embedder_for(server, api_key_env="TEST_EMBED_KEY").embed(["q"])
+    assert "sk-very-secret" not in str(caught.value)
+
+
+def test_identity_names_the_endpoint_and_model(server):
+    assert embedder_for(server).identity == f"openai:{server.base_url}/embeddings:nomic-embed-text"
