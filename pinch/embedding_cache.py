@@ -3,10 +3,11 @@
 An agent resends its whole conversation every turn, so the old tool results a
 request asks us to rank are, all but one or two, the ones we ranked last turn.
 Embedding them again is the whole cost of relevance ordering; keeping them is
-nearly free. Measured with bench/bench_embedders.py: 1 request + 200 tool
-results of 2,000 characters cost tens of milliseconds cold with the builtin
-embedder and a few warm, where only the batch step runs (see docs/relevance.md
-for the figures); with an HTTP embedder the saving is a model call per text.
+nearly free. Measured with bench/bench_embedders.py (2 busy cores, CPU time):
+1 request + 200 tool results of 2,000 characters cost ~45-55 ms with the
+builtin embedder and an empty cache, ~10 ms on the next turn, when only the
+new request and result are embedded and the batch step reruns (figures in
+docs/relevance.md); with an HTTP embedder the saving is a model call per text.
 
 What is kept is an embedder's per-text *feature* (base.Embedder.featurize),
 not its final vector: the builtin embedder's IDF depends on the batch, so its
@@ -160,7 +161,7 @@ class RedisTier:
             return {}
         try:
             values = self._connect().mget([REDIS_PREFIX + k for k in keys])
-        except Exception as exc:  # redis.RedisError, OSError, a bad URL: all "absent"
+        except Exception as exc:  # noqa: BLE001 - RedisError, OSError, a bad URL: all "absent"
             self._failed(exc)
             return {}
         return {k: v for k, v in zip(keys, values) if isinstance(v, bytes)}
@@ -173,7 +174,7 @@ class RedisTier:
             for key, value in items.items():
                 pipe.set(REDIS_PREFIX + key, value, ex=REDIS_TTL_SECONDS)
             pipe.execute()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a cache write must never fail a request
             self._failed(exc)
 
 

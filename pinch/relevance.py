@@ -17,9 +17,9 @@ cache and backend included: the work runs on a small worker pool and the
 request waits at most that long. A late answer is dropped; the worker still
 finishes and caches what it computed, so the next turn is warm.
 
-Measured with bench/bench_embedders.py on 2 noisy cores: the builtin
-embedder ranks 1 request + 200 tool results of 2,000 characters in tens of
-milliseconds cold and a few warm; figures in docs/relevance.md.
+Measured with bench/bench_embedders.py on 2 busy cores: the builtin embedder
+ranks 1 request + 200 tool results of 2,000 characters in ~45-55 ms of CPU
+with an empty cache and ~10 ms on a later turn; figures in docs/relevance.md.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Literal
-
-import numpy as np
 
 from pinch import estimate_tokens, extract_text, order_by_relevance, trim_candidates
 from pinch.embedders import Embedder, EmbeddingError, make_embedder
@@ -123,6 +121,17 @@ def reset_relevance_state() -> None:
         old.pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _forget_after_fork() -> None:
+    # A forked worker (gunicorn) has none of its parent's pool threads, and a
+    # lock a parent thread held would stay held: start clean.
+    global _process
+    _process = _Process()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def relevance_order_for(
     messages: list[Any],
     cfg: Any,
@@ -138,12 +147,12 @@ def relevance_order_for(
     exactly as prune_context's guard does), when there are fewer than
     ``min_candidates`` trim candidates, or on any failure. Never raises.
     """
-    return relevance_result_for(
+    return relevance_for(
         messages, cfg, budget_tokens, extra_fixed_tokens, redis_url=redis_url
     ).order
 
 
-def relevance_result_for(
+def relevance_for(
     messages: list[Any],
     cfg: Any,
     budget_tokens: int,
@@ -181,9 +190,15 @@ def relevance_result_for(
             candidates=len(candidates),
             elapsed_ms=(time.monotonic() - started) * 1000,
         )
-    except Exception as exc:  # fail closed: nothing here may break a request
+    except Exception as exc:  # noqa: BLE001 - fail closed: nothing here may break a request
         reason = _reason(exc, cfg)
-        logger.warning("relevance_unavailable: %s", reason, extra={"reason": reason})
+        backend = getattr(getattr(cfg, "relevance", None), "backend", "?")
+        logger.warning(
+            "relevance_unavailable: %s (backend %s)",
+            reason,
+            backend,
+            extra={"reason": reason, "backend": backend},
+        )
         return RelevanceResult(
             None, "unavailable", reason, elapsed_ms=(time.monotonic() - started) * 1000
         )
@@ -216,25 +231,26 @@ def _rank(messages, candidates, query, rel, redis_url, started) -> list[int]:
     timeout = float(rel.timeout_seconds)
     deadline = started + timeout
     embedder = _process.embedder(rel, redis_url)
-    future = _process.executor().submit(_embed_before, embedder, texts, deadline)
+    future = _process.executor().submit(_order_before, embedder, texts, deadline)
     try:
-        vectors = future.result(timeout=max(deadline - time.monotonic(), 0.0))
+        return future.result(timeout=max(deadline - time.monotonic(), 0.0))
     except FutureTimeout:
         future.cancel()
         raise EmbeddingError(f"no answer within timeout_seconds={timeout:g}") from None
-    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-        raise EmbeddingError(f"embedder returned shape {vectors.shape} for {len(texts)} texts")
-    order = order_by_relevance(vectors[0], vectors[1:])
-    if sorted(order) != list(range(len(candidates))):
-        raise EmbeddingError("ranking is not a permutation of the candidates")
-    return order
 
 
-def _embed_before(embedder: Embedder, texts: list[str], deadline: float) -> np.ndarray:
+def _order_before(embedder: Embedder, texts: list[str], deadline: float) -> list[int]:
+    """Embed and rank, on a pool thread; the request waits until ``deadline`` at most."""
     # A job that waited in the queue past its deadline has no one to answer.
     if time.monotonic() >= deadline:
         raise EmbeddingError("deadline passed before the embedding call started")
-    return embedder.embed(texts)
+    vectors = embedder.embed(texts)
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        raise EmbeddingError(f"embedder returned shape {vectors.shape} for {len(texts)} texts")
+    order = order_by_relevance(vectors[0], vectors[1:])
+    if sorted(order) != list(range(len(texts) - 1)):
+        raise EmbeddingError("ranking is not a permutation of the candidates")
+    return order
 
 
 def _reason(exc: Exception, cfg: Any) -> str:
@@ -243,9 +259,9 @@ def _reason(exc: Exception, cfg: Any) -> str:
         reason = str(exc)
     else:
         reason = f"{type(exc).__name__}: {exc}"
-    reason = " ".join(reason.split())[:300] or type(exc).__name__
     key_env = getattr(getattr(cfg, "relevance", None), "api_key_env", None)
     key = os.environ.get(key_env) if isinstance(key_env, str) and key_env else None
     if key:
+        # Before cutting the line short, or a cut could leave half a key.
         reason = reason.replace(key, "[redacted]")
-    return reason
+    return " ".join(reason.split())[:300] or type(exc).__name__

@@ -43,6 +43,7 @@ import argparse
 import glob
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -55,7 +56,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,6 +90,8 @@ TRICKY_TEXTS = [
     "x" * 150 + " " + "ab" * 60,
     "\ufffdbad\x00null",
     "tab\there\x0bvt\x0cff ctrl\x01x zero\x7fwidth\x1b[31mred\x1b[0m\r\n",
+    "ΟΔΟΣ ΣΟΦΟΣ Σ x\u2028y\u2029z \u4e3d\U0002f800",
+    "├── accounts\n│   ├── migrations\n│   └── views",
 ]
 
 
@@ -136,16 +139,23 @@ def corpus_texts(corpus: Path) -> list[str]:
         with open(name, encoding="utf-8") as f:
             messages = json.load(f)["messages"]
         for m in messages:
-            if m.get("role") in ("tool", "user") and isinstance(m.get("content"), str):
-                if m["content"].strip():
-                    texts.append(m["content"][:CHECK_CHARS])
+            text = m.get("content")
+            if m.get("role") in ("tool", "user") and isinstance(text, str) and text.strip():
+                texts.append(text[:CHECK_CHARS])
     return texts
 
 
-def save_atomic(path: Path, write) -> None:
+def save_atomic(path: Path, data: bytes) -> None:
+    """Write beside and rename, so an interrupted run never leaves half a file."""
     tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
 
 
 def main() -> None:
@@ -239,12 +249,9 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    save_atomic(out / "static_embeddings.npy", lambda p: np.save(open(p, "wb"), table))
-    save_atomic(out / "static_scales.npy", lambda p: np.save(open(p, "wb"), scales))
-    save_atomic(
-        out / "static_vocab.txt",
-        lambda p: Path(p).write_text("\n".join(vocab) + "\n", encoding="utf-8"),
-    )
+    save_atomic(out / "static_embeddings.npy", npy_bytes(table))
+    save_atomic(out / "static_scales.npy", npy_bytes(scales))
+    save_atomic(out / "static_vocab.txt", ("\n".join(vocab) + "\n").encode("utf-8"))
     meta = {
         "source_model": "sentence-transformers/all-MiniLM-L6-v2",
         "source_sha256": MODEL_SHA256,
@@ -269,10 +276,7 @@ def main() -> None:
             "int8_worst_cosine": round(worst, 4),
         },
     }
-    save_atomic(
-        out / "static_meta.json",
-        lambda p: Path(p).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"),
-    )
+    save_atomic(out / "static_meta.json", (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
     shutil.copyfile(model_dir / "LICENSE", out / "LICENSE-all-MiniLM-L6-v2")
     notice = (
         "pinch/data/static_* is derived from sentence-transformers/all-MiniLM-L6-v2\n"

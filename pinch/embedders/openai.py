@@ -67,13 +67,13 @@ class OpenAIEmbedder(Embedder):
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _post(self, payload: dict) -> requests.Response:
+    def _post(self, payload: dict, headers: dict[str, str]) -> requests.Response:
         """The one outbound HTTP call; every transport failure becomes EmbeddingError."""
         try:
             return self._session().post(
                 self.url,
                 json=payload,
-                headers=self._headers(),
+                headers=headers,
                 timeout=(self.timeout_seconds, self.timeout_seconds),
             )
         except requests.Timeout:
@@ -88,9 +88,14 @@ class OpenAIEmbedder(Embedder):
             return []
         # Some servers reject an empty string; a space embeds as "nothing".
         inputs = [t if t else " " for t in texts]
-        response = self._post({"model": self.model, "input": inputs})
+        headers = self._headers()
+        response = self._post({"model": self.model, "input": inputs}, headers)
         if response.status_code != 200:
             body = " ".join(response.text[:_ERROR_BODY_CHARS].split())
+            key = headers.get("Authorization", "")[len("Bearer ") :]
+            if key:
+                # Some servers echo what they were sent; the key must not travel on.
+                body = body.replace(key, "[redacted]")
             raise EmbeddingError(f"HTTP {response.status_code} from {self.url}: {body}")
         try:
             data = response.json()["data"]

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pinch.embedders import BuiltinEmbedder, EmbeddingError
-from pinch.embedders import builtin
-from pinch.embedders.wordpiece import WordPiece, basic_words
+from pinch.embedders import BuiltinEmbedder, EmbeddingError, builtin
+from pinch.embedders.wordpiece import WordPiece, basic_words, basic_words_exact
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conversations"
 
@@ -57,6 +58,12 @@ def test_basic_words_split_punctuation_and_lowercase():
     assert basic_words("Ünïcode — text") == ["unicode", "—", "text"]
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text())
+def test_the_fast_paths_split_any_text_as_the_reference_does(text):
+    assert basic_words(text) == basic_words_exact(text)
+
+
 def test_the_fast_ascii_path_matches_bert_words_exactly(hybrid):
     samples = [
         "def parse_config(path):\n    return Config(**yaml.safe_load(open(path)))",
@@ -68,8 +75,9 @@ def test_the_fast_ascii_path_matches_bert_words_exactly(hybrid):
             for m in json.loads(Path(name).read_text())["messages"]:
                 if m.get("role") == "tool" and isinstance(m.get("content"), str):
                     samples.append(m["content"][:2000])
-    for text in samples:
-        _, _, fast = hybrid._text_features(text)
+    width = hybrid.table.dim
+    for text, feature in zip(samples, hybrid.featurize(samples)):
+        fast = np.frombuffer(feature[-4 * width :], dtype="<f4")
         exact = hybrid.table.vector(text)
         assert float(fast @ exact) == pytest.approx(1.0, abs=1e-5), text[:80]
 
@@ -181,8 +189,10 @@ def test_the_shipped_table_matches_its_metadata_and_carries_its_licence():
 def test_two_hundred_candidates_embed_in_well_under_a_second(hybrid):
     # A coarse guard against an accidental slowdown by orders of magnitude;
     # the real figures come from bench/bench_embedders.py.
-    texts = [f"result {i}: " + "def handler(request): return render(request, 'x.html') " * 36
-             for i in range(201)]
+    texts = [
+        f"result {i}: " + "def handler(request): return render(request, 'x.html') " * 36
+        for i in range(201)
+    ]
     started = time.monotonic()
     BuiltinEmbedder().embed(texts)
     assert time.monotonic() - started < 1.5

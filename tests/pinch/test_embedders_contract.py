@@ -15,8 +15,10 @@ from tests.pinch.test_embedders_openai import EmbeddingServer
 
 TEXTS = [
     "why does test_parse_config fail on an empty yaml file",
-    "$ cat app/config.py\ndef parse_config(path):\n    data = yaml.safe_load(open(path))\n"
-    "    return Config(**data)  # data is None for an empty file",
+    (
+        "$ cat app/config.py\ndef parse_config(path):\n    data = yaml.safe_load(open(path))\n"
+        "    return Config(**data)  # data is None for an empty file"
+    ),
     "$ ls static/img\nlogo.png  banner.jpg  favicon.ico",
     "",
 ]
@@ -47,11 +49,15 @@ class EmbedderContract:
         np.testing.assert_allclose(embedder.finish(features), embedder.embed(TEXTS), atol=1e-6)
 
     def test_features_depend_only_on_the_text(self):
+        # Compared through finish: a float summed in another order may differ
+        # in its last bit, and that is no difference to a cache.
         embedder = self.make()
         alone = embedder.featurize([TEXTS[1]])[0]
         in_a_batch = embedder.featurize(TEXTS)[1]
-        assert alone == in_a_batch
-        assert self.make().featurize([TEXTS[1]])[0] == alone  # and not on the instance
+        elsewhere = self.make().featurize([TEXTS[1]])[0]  # another instance
+        expected = embedder.finish([alone])
+        np.testing.assert_allclose(embedder.finish([in_a_batch]), expected, atol=1e-6)
+        np.testing.assert_allclose(embedder.finish([elsewhere]), expected, atol=1e-6)
 
     def test_identity_is_a_stable_nonempty_string(self):
         first, second = self.make(), self.make()

@@ -13,6 +13,7 @@ import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ class EmbeddingServer:
     """A local /v1/embeddings endpoint whose behaviour a test sets with ``mode``.
 
     Modes: ok, shuffled (rows out of order, with correct indexes), status_500,
-    status_401, slow, not_json, no_data, wrong_count, nan, mixed_dims,
+    status_401, echo_key (a 401 quoting the Authorization header), slow, not_json, no_data, wrong_count, nan, mixed_dims,
     duplicate_index, strings.
     """
 
@@ -57,7 +58,7 @@ class EmbeddingServer:
                 server.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "body": body}
                 )
-                status, payload = server.answer(body)
+                status, payload = server.answer(body, dict(self.headers))
                 raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -83,7 +84,7 @@ class EmbeddingServer:
     def texts_embedded(self) -> int:
         return sum(len(r["body"].get("input", [])) for r in self.requests)
 
-    def answer(self, body: dict) -> tuple[int, object]:
+    def answer(self, body: dict, headers: dict) -> tuple[int, object]:
         inputs = body.get("input", [])
         rows = [
             {"object": "embedding", "index": i, "embedding": toy_vector(t)}
@@ -100,6 +101,8 @@ class EmbeddingServer:
             return 500, {"error": {"message": "model crashed"}}
         if mode == "status_401":
             return 401, {"error": {"message": "invalid api key"}}
+        if mode == "echo_key":
+            return 401, {"error": {"message": f"bad {headers.get('Authorization')}"}}
         if mode == "not_json":
             return 200, b"<html>upstream gateway</html>"
         if mode == "no_data":
@@ -120,7 +123,7 @@ class EmbeddingServer:
             return 200, ok
         return 200, ok
 
-    def __enter__(self) -> EmbeddingServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -232,6 +235,15 @@ def test_the_error_never_contains_the_key(server, monkeypatch):
     with pytest.raises(EmbeddingError) as caught:
         embedder_for(server, api_key_env="TEST_EMBED_KEY").embed(["q"])
     assert "sk-very-secret" not in str(caught.value)
+
+
+def test_a_key_the_server_echoes_is_redacted(server, monkeypatch):
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-echo-me")
+    server.mode = "echo_key"
+    with pytest.raises(EmbeddingError) as caught:
+        embedder_for(server, api_key_env="TEST_EMBED_KEY").embed(["q"])
+    assert "sk-echo-me" not in str(caught.value)
+    assert "Bearer [redacted]" in str(caught.value)
 
 
 def test_identity_names_the_endpoint_and_model(server):

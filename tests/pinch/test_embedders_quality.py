@@ -34,7 +34,7 @@ def _t(text: str) -> str:
 
 POOL = {
     "invoice_py": _t(
-        '''
+        """
         $ cat billing/invoice.py
         from decimal import ROUND_HALF_UP, Decimal
 
@@ -85,7 +85,7 @@ POOL = {
 
             def amount(self) -> Decimal:
                 return self.unit_price * self.quantity
-        '''
+        """
     ),
     "pytest_billing": _t(
         """
@@ -359,7 +359,7 @@ POOL = {
         """
     ),
     "search_views": _t(
-        '''
+        """
         $ cat search/views.py
         from django.db.models import Q
         from django.shortcuts import render
@@ -408,7 +408,7 @@ POOL = {
           {% endfor %}
           </ul>
         {% endblock %}
-        '''
+        """
     ),
     "nginx_access": _t(
         """
@@ -583,7 +583,7 @@ POOL = {
         '''
     ),
     "avatar_upload": _t(
-        '''
+        """
         $ cat accounts/views/avatar.py
         from django.contrib.auth.decorators import login_required
         from django.http import JsonResponse
@@ -633,7 +633,7 @@ POOL = {
             </label>
           );
         }
-        '''
+        """
     ),
     "journal_oom": _t(
         """
@@ -656,7 +656,7 @@ POOL = {
         """
     ),
     "currency_py": _t(
-        '''
+        """
         $ cat billing/currency.py
         from decimal import Decimal
 
@@ -694,7 +694,7 @@ POOL = {
         Name: Babel
         Version: 2.15.0
         Summary: Internationalization utilities
-        '''
+        """
     ),
     "git_log": _t(
         """
@@ -999,7 +999,7 @@ POOL = {
         """
     ),
     "conftest": _t(
-        '''
+        """
         $ cat tests/conftest.py
         import pytest
         from django.contrib.auth import get_user_model
@@ -1060,7 +1060,7 @@ POOL = {
             user.save(update_fields=["is_staff"])
             client.force_login(user)
             return client
-        '''
+        """
     ),
 }
 
@@ -1159,9 +1159,7 @@ DISTRACTORS = 10
 def candidates_of(scenario: Scenario) -> tuple[list[str], set[str]]:
     """The scenario's candidate names in a fixed shuffled order, and the relevant ones."""
     others = [
-        name
-        for name in POOL
-        if name not in scenario.relevant and name not in scenario.neutral
+        name for name in POOL if name not in scenario.relevant and name not in scenario.neutral
     ]
     rng = random.Random(scenario.name)
     chosen = rng.sample(others, min(DISTRACTORS, len(others))) + list(scenario.relevant)
@@ -1237,20 +1235,26 @@ def test_the_static_table_finds_relevant_results_where_few_words_are_shared(hash
 def main() -> None:
     embedders = {"hashed": BuiltinEmbedder(static=False), "hybrid": BuiltinEmbedder()}
     table = {kind: scores(e) for kind, e in embedders.items()}
-    print(f"{'scenario':<20}{'few words':>10}  {'RR hashed':>10}{'RR hybrid':>10}"
-          f"{'pairs hashed':>14}{'pairs hybrid':>14}")
+    print(
+        f"{'scenario':<20}{'few words':>10}  {'RR hashed':>10}{'RR hybrid':>10}"
+        f"{'pairs hashed':>14}{'pairs hybrid':>14}"
+    )
     for s in SCENARIOS:
         h, y = table["hashed"][s.name], table["hybrid"][s.name]
-        print(f"{s.name:<20}{'yes' if s.few_shared_words else '':>10}  {h[0]:>10.2f}{y[0]:>10.2f}"
-              f"{h[1]:>14.2f}{y[1]:>14.2f}")
+        print(
+            f"{s.name:<20}{'yes' if s.few_shared_words else '':>10}  {h[0]:>10.2f}{y[0]:>10.2f}"
+            f"{h[1]:>14.2f}{y[1]:>14.2f}"
+        )
     for label, subset in (
         ("all", SCENARIOS),
         ("few shared words", [s for s in SCENARIOS if s.few_shared_words]),
         ("many shared words", [s for s in SCENARIOS if not s.few_shared_words]),
     ):
-        line = [f"MRR {label} ({len(subset)}):"]
+        line = [f"{label} ({len(subset)}):"]
         for kind in embedders:
-            line.append(f"{kind} {np.mean([table[kind][s.name][0] for s in subset]):.3f}")
+            mrr = np.mean([table[kind][s.name][0] for s in subset])
+            pairs = np.mean([table[kind][s.name][1] for s in subset])
+            line.append(f"{kind} MRR {mrr:.3f} pairs {pairs:.3f}")
         print("  ".join(line))
 
 

@@ -12,12 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pinch import estimate_tokens, extract_text, prune_context, trim_candidates
-from pinch import relevance
+from pinch import estimate_tokens, extract_text, prune_context, relevance, trim_candidates
 from pinch.relevance import (
     RelevanceResult,
+    relevance_for,
     relevance_order_for,
-    relevance_result_for,
     reset_relevance_state,
 )
 from tests.pinch.test_embedders_openai import EmbeddingServer
@@ -48,7 +47,11 @@ def conversation(results=RESULTS, query=QUERY, later_turns=2):
                 "role": "assistant",
                 "content": "",
                 "tool_calls": [
-                    {"id": call, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": "{}"},
+                    }
                 ],
             }
         )
@@ -141,7 +144,7 @@ def test_prune_context_keeps_the_relevant_results_verbatim():
 
 
 def test_the_result_object_says_used():
-    result = relevance_result_for(conversation(), make_cfg(), 500, 0)
+    result = relevance_for(conversation(), make_cfg(), 500, 0)
     assert isinstance(result, RelevanceResult)
     assert result.status == "used" and result.candidates == len(RESULTS)
     assert result.order is not None and result.elapsed_ms >= 0
@@ -182,7 +185,7 @@ def test_it_skips_without_logging(change, reason, caplog):
     cfg = make_cfg()
     change(cfg)
     with caplog.at_level(logging.DEBUG, logger="pinch.relevance"):
-        result = relevance_result_for(conversation(), cfg, 500, 0)
+        result = relevance_for(conversation(), cfg, 500, 0)
     assert (result.order, result.status) == (None, "skipped")
     assert reason in result.reason
     assert unavailable_records(caplog) == []
@@ -192,7 +195,7 @@ def test_it_skips_a_conversation_under_budget():
     messages = conversation()
     budget = total_tokens(messages)
     assert relevance_order_for(messages, make_cfg(), budget, 0) is None
-    assert relevance_result_for(messages, make_cfg(), budget, 0).reason.startswith("under budget")
+    assert relevance_for(messages, make_cfg(), budget, 0).reason.startswith("under budget")
 
 
 def test_tool_definitions_can_tip_a_conversation_over_budget():
@@ -218,14 +221,14 @@ def test_it_skips_when_the_candidates_are_all_protected():
     # One user turn and keep_last_turns=2: the protected window covers everything.
     messages = conversation(later_turns=1)[:-1] + [{"role": "assistant", "content": "done"}]
     messages[1]["content"] = QUERY
-    result = relevance_result_for(messages, make_cfg(), 100, 0)
+    result = relevance_for(messages, make_cfg(), 100, 0)
     assert result.status == "skipped"
     assert result.candidates == 0
 
 
 def test_it_skips_when_there_is_no_user_text():
     messages = conversation(query="")
-    result = relevance_result_for(messages, make_cfg(), 100, 0)
+    result = relevance_for(messages, make_cfg(), 100, 0)
     assert result.status == "skipped" and "no user text" in result.reason
 
 
@@ -249,7 +252,7 @@ def test_a_bad_endpoint_gives_none_and_one_log_line(server, caplog, mode, reason
     server.mode = mode
     cfg = make_cfg(backend="openai", base_url=server.base_url)
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        result = relevance_result_for(conversation(), cfg, 500, 0)
+        result = relevance_for(conversation(), cfg, 500, 0)
         order = relevance_order_for(conversation(), cfg, 500, 0)
     assert order is None
     assert (result.order, result.status) == (None, "unavailable")
@@ -264,7 +267,7 @@ def test_a_timeout_bounds_the_whole_call(server, caplog):
     cfg = make_cfg(backend="openai", base_url=server.base_url, timeout_seconds=0.3)
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        result = relevance_result_for(conversation(), cfg, 500, 0)
+        result = relevance_for(conversation(), cfg, 500, 0)
     elapsed = time.monotonic() - started
     assert result.status == "unavailable" and result.order is None
     assert elapsed < 1.2
@@ -333,7 +336,7 @@ def test_an_echoed_key_is_redacted_from_the_reason(monkeypatch, caplog):
     monkeypatch.setattr(relevance, "order_by_relevance", boom)
     cfg = make_cfg(api_key_env="TEST_EMBED_KEY")
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        result = relevance_result_for(conversation(), cfg, 500, 0)
+        result = relevance_for(conversation(), cfg, 500, 0)
     assert result.status == "unavailable"
     assert secret not in result.reason and secret not in caplog.text
     assert "[redacted]" in result.reason
