@@ -44,6 +44,7 @@ from pinch import order_by_relevance
 from pinch.embedders import BuiltinEmbedder
 from pinch.embedding_cache import CachedEmbedder, EmbeddingCache
 
+# Real agent sessions, shared beside the repository (not copied into it).
 CORPUS = REPO.parent / "shared" / "corpus" / "conversations"
 
 # The edge's default cut: candidates are embedded from their first 2,000 chars.

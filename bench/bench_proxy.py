@@ -14,7 +14,7 @@ at the upstream and through the router, at concurrency 1 and 16:
 * time to the first SSE event of a streamed answer, direct vs through.
 
 Bodies, both from the corpus (bench/corpus.py): the 2 KB first request of
-026.json (one user message) and its last request, 370 KB of agent history that
+026.json (one user message) and its last request, 368 KB of agent history that
 pinch prunes (relevance ordering included) before it goes upstream.
 
 ``--profile`` instead runs the router in process (the WSGI app through Django's

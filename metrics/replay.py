@@ -243,6 +243,15 @@ def replay_config(overrides: dict[str, Any]) -> RouterConfig:
 # --- The replay ---
 
 
+def replay_model(config: RouterConfig, model: str | None) -> str:
+    """The model every request asks for: ``model``, or the auto model; ReplayError if unknown."""
+    model = model or config.routing.auto_model
+    if model != config.routing.auto_model and config.model(model) is None:
+        known = ", ".join([config.routing.auto_model, *(m.id for m in config.models)])
+        raise ReplayError(f"unknown model {model!r}; use one of: {known}")
+    return model
+
+
 def replay(
     sessions: list[Session],
     config: RouterConfig,
@@ -250,10 +259,7 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Plan every request of every session; RouterErrors are counted, not raised."""
-    model = model or config.routing.auto_model
-    if model != config.routing.auto_model and config.model(model) is None:
-        known = ", ".join([config.routing.auto_model, *(m.id for m in config.models)])
-        raise ReplayError(f"unknown model {model!r}; use one of: {known}")
+    model = replay_model(config, model)
 
     probe = PrefixProbe()  # in memory: one per run, forgotten with it
     result = ReplayResult()

@@ -219,10 +219,10 @@ class CachedEmbedder(Embedder):
         self.identity = embedder.identity
 
     def featurize(self, texts: Sequence[str]) -> list[bytes]:
-        return self._featurize(texts)[0]
+        return self._featurize(texts)[1]
 
-    def _featurize(self, texts: Sequence[str]) -> tuple[list[bytes], bool]:
-        """The features of ``texts``, and whether any came from the cache."""
+    def _featurize(self, texts: Sequence[str]) -> tuple[list[str], list[bytes], bool]:
+        """The keys and features of ``texts``, and whether any came from the cache."""
         keys = [cache_key(self.identity, t) for t in texts]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         cached = bool(found)
@@ -231,14 +231,17 @@ class CachedEmbedder(Embedder):
             if key not in found and key not in missing:
                 missing[key] = text
         if missing:
-            found.update(self._fresh(list(missing), list(missing.values())))
-        return [found[k] for k in keys], cached
+            found.update(self._fresh(missing))
+        return keys, [found[k] for k in keys], cached
 
-    def _fresh(self, keys: list[str], texts: list[str]) -> dict[str, bytes]:
-        features = self.embedder.featurize(texts)
-        if len(features) != len(texts):
-            raise EmbeddingError(f"backend returned {len(features)} features for {len(texts)}")
-        new = dict(zip(keys, features))
+    def _fresh(self, texts_by_key: dict[str, str]) -> dict[str, bytes]:
+        """One backend call for these texts; the features go into the cache."""
+        features = self.embedder.featurize(list(texts_by_key.values()))
+        if len(features) != len(texts_by_key):
+            raise EmbeddingError(
+                f"backend returned {len(features)} features for {len(texts_by_key)}"
+            )
+        new = dict(zip(texts_by_key, features))
         self.cache.put_many(new)
         return new
 
@@ -254,12 +257,11 @@ class CachedEmbedder(Embedder):
         at the price of one more backend call in that rare case.
         """
         texts = list(texts)
-        features, cached = self._featurize(texts)
+        keys, features, cached = self._featurize(texts)
         try:
             return self.embedder.finish(features)
         except EmbeddingError:
             if not cached:
                 raise
-        unique = dict(zip((cache_key(self.identity, t) for t in texts), texts))
-        fresh = self._fresh(list(unique), list(unique.values()))
-        return self.embedder.finish([fresh[cache_key(self.identity, t)] for t in texts])
+        fresh = self._fresh(dict(zip(keys, texts)))
+        return self.embedder.finish([fresh[k] for k in keys])

@@ -9,13 +9,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from pinch import prune_context
-try:  # TEMP until the relevance edge lands
-    from pinch.relevance import relevance_for
-except ImportError:
-    from types import SimpleNamespace
-
-    def relevance_for(*args, **kwargs):
-        return SimpleNamespace(order=None, status="skipped")
+from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 
 

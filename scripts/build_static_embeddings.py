@@ -8,9 +8,11 @@ all-MiniLM-L6-v2 is run through the model once, here, the outputs are reduced
 to 256 dimensions by PCA and weighted down by estimated token frequency (SIF),
 and a text's vector at run time is the mean of its tokens' rows.
 
-Measured on agent-like scenarios (tests/pinch/test_embedders_quality.py):
-blending this table 50/50 with the hashed TF-IDF raised mean reciprocal rank
-most where the request and the relevant tool result share few words.
+Measured on the agent-like scenarios of tests/pinch/test_embedders_quality.py:
+blending this table 50/50 with the hashed TF-IDF raised the mean reciprocal
+rank of the first relevant result from 0.85 to 0.93, and from 0.83 to 1.00
+where the request and the relevant results share few words. The distill takes
+20-100 s on 2 CPU cores; two runs give byte-identical files.
 
 This script is run by hand, never at run time, in its own virtual environment
 (torch is big and the router must not depend on it):
@@ -46,6 +48,7 @@ import importlib.util
 import io
 import json
 import os
+import random
 import shutil
 import sys
 import time
@@ -64,8 +67,8 @@ REPO = Path(__file__).resolve().parent.parent
 # PyPI wheels named above carry exactly this file.
 MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
-# 256 dimensions: the size the measurements were made at; 384 (no reduction)
-# costs 50% more table and time for no measured gain on the scenarios.
+# 256 dimensions: the size the measurements were made at, and two thirds of
+# MiniLM's 384 in table size and per-text arithmetic.
 PCA_DIMS = 256
 
 # model2vec's default SIF coefficient: frequent tokens ("the", "=", "##s")
@@ -79,6 +82,9 @@ INT8_MAX = 127
 # Characters of each corpus text used in the checks: the embedder's default
 # max_chars, so the check covers exactly the text that is embedded.
 CHECK_CHARS = 2000
+
+# Random strings of arbitrary code points for the informational check.
+RANDOM_STRINGS = 20_000
 
 # Text the corpus lacks but a tokenizer can get wrong: accents, CJK, Hangul,
 # emoji, zero-width and control characters, over-long words, ANSI colours.
@@ -231,6 +237,17 @@ def main() -> None:
     if mismatched:
         sys.exit("wordpiece.py disagrees with the tokenizers library; fix it before shipping")
 
+    # Informational: random strings over all of Unicode. Differences here are
+    # characters whose category differs between the two Unicode versions.
+    rng = random.Random(0)
+    differ = 0
+    for _ in range(RANDOM_STRINGS):
+        text = "".join(chr(rng.randrange(0x110000)) for _ in range(rng.randrange(1, 40)))
+        text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates
+        if ours.encode(text) != static.tokenizer.encode(text, add_special_tokens=False).ids:
+            differ += 1
+    print(f"random check: {differ}/{RANDOM_STRINGS} random Unicode strings cut differently")
+
     # Check 2: text vectors from the int8 table against model2vec's own float32.
     sample = texts[:: max(1, len(texts) // 300)]
     reference = static.encode(sample, max_length=None)
@@ -273,6 +290,7 @@ def main() -> None:
         },
         "checks": {
             "tokenizer_texts_identical": len(texts),
+            "random_unicode_strings_differing": f"{differ}/{RANDOM_STRINGS}",
             "int8_worst_cosine": round(worst, 4),
         },
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 import requests
@@ -44,6 +45,13 @@ class OpenAIEmbedder(Embedder):
         if not base_url or not model:
             raise EmbeddingError("the openai backend needs base_url and model")
         self.url = base_url.rstrip("/") + "/embeddings"
+        # The URL as messages show it: a base_url may carry user:password@.
+        parts = urlsplit(self.url)
+        self.shown_url = (
+            f"{parts.scheme}://{parts.hostname}"
+            + (f":{parts.port}" if parts.port else "")
+            + parts.path
+        )
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_seconds = float(timeout_seconds)
@@ -79,7 +87,9 @@ class OpenAIEmbedder(Embedder):
         except requests.Timeout:
             raise EmbeddingError(f"timed out after {self.timeout_seconds:g}s") from None
         except requests.ConnectionError as exc:
-            raise EmbeddingError(f"cannot connect to {self.url}: {type(exc).__name__}") from None
+            raise EmbeddingError(
+                f"cannot connect to {self.shown_url}: {type(exc).__name__}"
+            ) from None
         except requests.RequestException as exc:
             raise EmbeddingError(f"request failed: {type(exc).__name__}") from None
 
@@ -91,12 +101,14 @@ class OpenAIEmbedder(Embedder):
         headers = self._headers()
         response = self._post({"model": self.model, "input": inputs}, headers)
         if response.status_code != 200:
-            body = " ".join(response.text[:_ERROR_BODY_CHARS].split())
             key = headers.get("Authorization", "")[len("Bearer ") :]
+            body = response.text[: _ERROR_BODY_CHARS + len(key)]
             if key:
-                # Some servers echo what they were sent; the key must not travel on.
+                # Some servers echo what they were sent; the key must not travel
+                # on. Redacted before the cut, so no half key is left behind.
                 body = body.replace(key, "[redacted]")
-            raise EmbeddingError(f"HTTP {response.status_code} from {self.url}: {body}")
+            body = " ".join(body[:_ERROR_BODY_CHARS].split())
+            raise EmbeddingError(f"HTTP {response.status_code} from {self.shown_url}: {body}")
         try:
             data = response.json()["data"]
         except (ValueError, KeyError, TypeError):

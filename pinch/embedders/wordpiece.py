@@ -10,8 +10,14 @@ own) and then greedy longest-match-first over the vocabulary.
 
 Checked against ``tokenizers`` 0.22 by scripts/build_static_embeddings.py:
 the same ids on all 1,581 user messages and tool results of the shared corpus
-(first 2,000 characters each), and on accented, CJK, Hangul, emoji and
-control-character samples.
+(first 2,000 characters each), and on accented, CJK, Hangul, Greek, emoji,
+box-drawing and control-character samples. On 20,000 random Unicode strings
+the only differences left were the literal text "[UNK]" (a special token to
+the library) and characters of rare scripts whose Unicode category differs
+between the two libraries' Unicode versions. Where the library departs from
+Google's original BERT code (no final-sigma rule, U+2028/U+2029 as spaces,
+private-use characters deleted, one CJK range), this follows the library: the
+table was built through it.
 
 Almost all agent traffic is ASCII, so that path is one regular expression over
 the lowercased text. Other text (box drawing in ``tree``, arrows, accents) is
@@ -57,9 +63,13 @@ _CHAR_MAP[127] = ""
 # Distinct characters remembered at most (~6 MB); past it, the slow path.
 _CHAR_MAP_LIMIT = 50_000
 
-# Text the per-character table cannot do: "Σ" lowercases by context (final
-# sigma), and U+2028/U+2029 are whitespace to str.split() but not to BERT.
-_NEEDS_CONTEXT = re.compile("[\u03a3\u2028\u2029]")
+# Unicode separators the tokenizers library splits at: spaces, and the line
+# and paragraph separators (U+2028, U+2029), which Python's BERT code did not.
+_SEPARATORS = ("Zs", "Zl", "Zp")
+
+# Categories the tokenizers library deletes: controls and formats, as BERT
+# did, and private-use characters too. (Unassigned ones it keeps.)
+_DELETED = ("Cc", "Cf", "Co")
 
 
 def _is_punctuation(ch: str) -> bool:
@@ -77,7 +87,7 @@ def _is_cjk(cp: int) -> bool:
         or 0x20000 <= cp <= 0x2A6DF
         or 0x2A700 <= cp <= 0x2B73F
         or 0x2B740 <= cp <= 0x2B81F
-        or 0x2B820 <= cp <= 0x2CEAF
+        or 0x2B920 <= cp <= 0x2CEAF  # sic: the tokenizers library starts here, not 0x2B820
         or 0xF900 <= cp <= 0xFAFF
         or 0x2F800 <= cp <= 0x2FA1F
     )
@@ -89,7 +99,7 @@ def basic_words(text: str) -> list[str]:
         if _ASCII_CONTROL.search(text):
             text = _ASCII_CONTROL.sub("", text)
         return _ASCII_WORDS.findall(text.lower())
-    if _NEEDS_CONTEXT.search(text) or len(_CHAR_MAP) > _CHAR_MAP_LIMIT:
+    if len(_CHAR_MAP) > _CHAR_MAP_LIMIT:
         return basic_words_exact(text)
     for ch in set(text):
         cp = ord(ch)
@@ -101,9 +111,9 @@ def basic_words(text: str) -> list[str]:
 def _char_entry(ch: str) -> str:
     """What BERT's basic tokenizer turns one non-ASCII character into."""
     cat = unicodedata.category(ch)
-    if ch == "\ufffd" or cat in ("Cc", "Cf", "Mn"):
+    if ch == "\ufffd" or cat == "Mn" or cat in _DELETED:
         return ""  # deleted (a lone combining accent is stripped like any other)
-    if cat == "Zs":
+    if cat in _SEPARATORS:
         return " "
     out = []
     for c in unicodedata.normalize("NFD", ch.lower()):
@@ -114,20 +124,26 @@ def _char_entry(ch: str) -> str:
 
 
 def basic_words_exact(text: str) -> list[str]:
-    """BERT's basic split, one character at a time: the reference for the fast paths."""
+    """BERT's basic split, one character at a time: the reference for the fast paths.
+
+    As the tokenizers library does it, which the table was built with: each
+    character lowercased alone (so no final-sigma rule), U+2028/U+2029 taken
+    for spaces, private-use characters deleted.
+    """
     words: list[str] = []
     current: list[str] = []
-    for ch in unicodedata.normalize("NFD", text.lower()):
+    lowered = "".join(c.lower() for c in text)
+    for ch in unicodedata.normalize("NFD", lowered):
         cat = unicodedata.category(ch)
         if cat == "Mn":
             # A combining accent: BERT strips accents when it lowercases.
             continue
-        if ch in " \t\n\r" or cat == "Zs":
+        if ch in " \t\n\r" or cat in _SEPARATORS:
             if current:
                 words.append("".join(current))
                 current = []
             continue
-        if ch == "\x00" or ch == "\ufffd" or cat in ("Cc", "Cf"):
+        if ch == "\x00" or ch == "\ufffd" or cat in _DELETED:
             continue
         if _is_punctuation(ch) or _is_cjk(ord(ch)):
             if current:

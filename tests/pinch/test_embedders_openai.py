@@ -229,6 +229,18 @@ def test_a_closed_port_is_a_connection_error():
         embedder.embed(["q"])
 
 
+def test_credentials_in_base_url_stay_out_of_errors():
+    with EmbeddingServer() as s:
+        port = s.httpd.server_address[1]
+    embedder = OpenAIEmbedder(
+        base_url=f"http://user:hunter2@127.0.0.1:{port}/v1", model="m", timeout_seconds=1.0
+    )
+    with pytest.raises(EmbeddingError) as caught:
+        embedder.embed(["q"])
+    assert "hunter2" not in str(caught.value)
+    assert f"127.0.0.1:{port}/v1/embeddings" in str(caught.value)
+
+
 def test_the_error_never_contains_the_key(server, monkeypatch):
     monkeypatch.setenv("TEST_EMBED_KEY", "sk-very-secret")
     server.mode = "status_401"

@@ -11,6 +11,7 @@ from metrics.replay import (
     render_table,
     replay,
     replay_config,
+    replay_model,
     write_json_lines,
 )
 
@@ -63,19 +64,25 @@ class Command(BaseCommand):
         )
         try:
             config = replay_config(overrides)
+            model = replay_model(config, model)
             sessions = load_sessions(paths)
+        except ReplayError as error:
+            raise CommandError(str(error)) from None
+        # Opened before the replay: a typo in the path should not cost a full run.
+        try:
+            out = open(json_out, "w", encoding="utf-8") if json_out else None  # noqa: SIM115
+        except OSError as error:
+            raise CommandError(f"cannot write {json_out}: {error.strerror}") from None
+        try:
             result = replay(sessions, config, model=model, progress=self._progress)
+            if out is not None:
+                write_json_lines(result, out)
         except ReplayError as error:
             raise CommandError(str(error)) from None
         finally:
             self._end_progress()
-
-        if json_out:
-            try:
-                with open(json_out, "w", encoding="utf-8") as out:
-                    write_json_lines(result, out)
-            except OSError as error:
-                raise CommandError(f"cannot write {json_out}: {error.strerror}") from None
+            if out is not None:
+                out.close()
         self.stdout.write(describe_settings(config, model))
         self.stdout.write(render_table(result))
         if result.errors:
