@@ -12,24 +12,34 @@ sees each conversation's consecutive turns. Nothing is sent upstream and
 nothing is written to the database: a replay can run against a production
 database to try a setting before an operator saves it in admin.
 
+Tokens are not dollars when the provider caches prompt prefixes, so every
+request is also priced under a prefix-cache model (``CachePrices``): the
+leading messages it shares with the session's previous request are billed at
+the cached-read price, the rest at the price of writing them to the cache.
+The unpruned baseline shares everything but its new messages; the pruned
+payload shares its ``prefix_match`` messages.
+
 The per-request lines (``TurnRecord.as_json``) are a contract read by other
-tools; their keys are ``REPLAY_KEYS``.
+tools; their keys are ``REPLAY_KEYS``. The cost figures are in the table only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pinch import estimate_tokens, extract_text
 from routing.chat_request import parse_chat_request
 from routing.config import ConfigError, RouterConfig
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
 from routing.runtime import check_overrides, stored_overrides
+from routing.selection import tools_overhead_tokens
 
 REPLAY_KEYS = (
     "conversation",
@@ -49,6 +59,45 @@ FORCED_OVERRIDES = {"classifier.backend": "heuristic"}
 
 class ReplayError(ValueError):
     """The replay cannot start (bad path, bad file, bad setting); the message says why."""
+
+
+@dataclass(frozen=True)
+class CachePrices:
+    """A prompt priced under a prefix cache, Anthropic-like by default.
+
+    ``price_per_1m`` is the full input price (multiplier 1.0) in dollars per
+    million tokens. Tokens of the prefix the provider has seen in the previous
+    request are billed at ``read_multiplier`` times that; the rest is written
+    to the cache, at ``write_multiplier`` (the full price plus the write
+    premium). Anthropic: 0.1 and 1.25 (5-minute cache). A provider that caches
+    without a write premium: ``write_multiplier`` 1.0; no cache at all: both 1.0.
+    """
+
+    price_per_1m: float = 3.0
+    read_multiplier: float = 0.1
+    write_multiplier: float = 1.25
+
+    def __post_init__(self) -> None:
+        for name, option in (
+            ("price_per_1m", "--price-per-1m"),
+            ("read_multiplier", "--cache-read-multiplier"),
+            ("write_multiplier", "--cache-write-multiplier"),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ReplayError(f"{option}: must be a number >= 0, not {value!r}")
+
+    def cost(self, cached_tokens: int, uncached_tokens: int) -> float:
+        """Dollars for a prompt of ``cached_tokens`` read from cache and the rest written."""
+        weighted = cached_tokens * self.read_multiplier + uncached_tokens * self.write_multiplier
+        return weighted * self.price_per_1m / 1_000_000
+
+    def describe(self) -> str:
+        return (
+            f"cost: ${self.price_per_1m:g} per 1M input tokens, prefix shared with the "
+            f"session's previous request x{self.read_multiplier:g} (cache read), "
+            f"the rest x{self.write_multiplier:g} (cache write)"
+        )
 
 
 @dataclass(frozen=True)
@@ -75,6 +124,21 @@ class TurnRecord:
     relevance_used: bool
     prefix_match: int
     previous_len: int
+    # Not in the JSON lines: the prompt split for the cache model. "cached" is
+    # what the session's previous request also sent first (tool definitions
+    # included once there is a previous request), "uncached" the rest;
+    # cached + uncached is final_tokens for the payload sent, original_tokens
+    # for the unpruned baseline.
+    cached_tokens: int = 0
+    uncached_tokens: int = 0
+    baseline_cached_tokens: int = 0
+    baseline_uncached_tokens: int = 0
+
+    def cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.cached_tokens, self.uncached_tokens)
+
+    def baseline_cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
 
     @property
     def pruned(self) -> bool:
@@ -103,9 +167,17 @@ class Totals:
     relevance_used: int = 0
     prefix_turns: int = 0
     prefix_share_sum: float = 0.0
+    cached_tokens: int = 0
+    uncached_tokens: int = 0
+    baseline_cached_tokens: int = 0
+    baseline_uncached_tokens: int = 0
 
     def add(self, record: TurnRecord) -> None:
         self.requests += 1
+        self.cached_tokens += record.cached_tokens
+        self.uncached_tokens += record.uncached_tokens
+        self.baseline_cached_tokens += record.baseline_cached_tokens
+        self.baseline_uncached_tokens += record.baseline_uncached_tokens
         self.original_tokens += record.original_tokens
         self.final_tokens += record.final_tokens
         self.pruned += record.pruned
@@ -119,6 +191,21 @@ class Totals:
         if not self.original_tokens:
             return 0.0
         return (self.original_tokens - self.final_tokens) / self.original_tokens
+
+    # The cost is linear in the token split, so the cost of a sum of requests
+    # is the sum of their costs.
+    def cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.cached_tokens, self.uncached_tokens)
+
+    def baseline_cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
+
+    def cost_saved_share(self, prices: CachePrices) -> float | None:
+        """Share of the baseline's cache-aware cost saved; negative when pinch costs more."""
+        baseline = self.baseline_cost(prices)
+        if not baseline:
+            return None
+        return (baseline - self.cost(prices)) / baseline
 
     @property
     def pruned_share(self) -> float:
@@ -267,14 +354,21 @@ def replay(
     done = 0
     for session in sessions:
         totals = Totals(session.name)
+        # leading[i]: estimated tokens of the session's first i messages.
+        leading = [0]
+        for message in session.messages:
+            leading.append(leading[-1] + _message_tokens(message))
+        # The previous request that went through; a refused one reached no cache.
+        previous_turn = 0
         for t in session.turns():
-            outcome = _replay_turn(session, t, config, model, probe)
+            outcome = _replay_turn(session, t, config, model, probe, leading, previous_turn)
             if isinstance(outcome, TurnError):
                 result.errors.append(outcome)
                 totals.errors += 1
             else:
                 result.records.append(outcome)
                 totals.add(outcome)
+                previous_turn = t
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -282,8 +376,19 @@ def replay(
     return result
 
 
+def _message_tokens(message: Any) -> int:
+    # The estimate pinch and routing use: the sum over a payload is its measured tokens.
+    return estimate_tokens(extract_text(message))
+
+
 def _replay_turn(
-    session: Session, t: int, config: RouterConfig, model: str, probe: PrefixProbe
+    session: Session,
+    t: int,
+    config: RouterConfig,
+    model: str,
+    probe: PrefixProbe,
+    leading: list[int],
+    previous_turn: int,
 ) -> TurnRecord | TurnError:
     body: dict[str, Any] = {"model": model, "messages": session.messages[:t]}
     if session.tools:
@@ -315,6 +420,18 @@ def _replay_turn(
         original, final = pinch.original_tokens, pinch.final_tokens
         compressed, capped = list(pinch.compressed), list(pinch.capped)
         relevance_used = pinch.relevance_used
+
+    # The cache model. Tool definitions precede the messages in the prompt and
+    # do not change within a session: cached once there was a previous request.
+    tools = tools_overhead_tokens(session.tools)
+    if previous_turn:
+        baseline_cached = tools + leading[previous_turn]
+    else:
+        baseline_cached = 0
+    baseline_uncached = tools + leading[t] - baseline_cached
+    sent = [_message_tokens(message) for message in plan.send_messages]
+    cached = (tools if previous_len else 0) + sum(sent[:match])
+    uncached = tools + sum(sent) - cached
     return TurnRecord(
         conversation=session.name,
         turn=t,
@@ -325,6 +442,10 @@ def _replay_turn(
         relevance_used=relevance_used,
         prefix_match=match,
         previous_len=previous_len,
+        cached_tokens=cached,
+        uncached_tokens=uncached,
+        baseline_cached_tokens=baseline_cached,
+        baseline_uncached_tokens=baseline_uncached,
     )
 
 
@@ -343,6 +464,9 @@ TABLE_COLUMNS = (
     ("tokens w/o pinch", ">"),
     ("with pinch", ">"),
     ("saved", ">"),
+    ("cost w/o pinch", ">"),
+    ("cost with pinch", ">"),
+    ("cost saved", ">"),
     ("pruned", ">"),
     ("relevance", ">"),
     ("prefix kept", ">"),
@@ -353,7 +477,11 @@ def _percent(share: float | None) -> str:
     return "-" if share is None else f"{share * 100:.1f}%"
 
 
-def _row(totals: Totals) -> list[str]:
+def _dollars(amount: float) -> str:
+    return f"${amount:,.2f}"
+
+
+def _row(totals: Totals, prices: CachePrices) -> list[str]:
     return [
         totals.name,
         f"{totals.requests:,}",
@@ -361,17 +489,25 @@ def _row(totals: Totals) -> list[str]:
         f"{totals.original_tokens:,}",
         f"{totals.final_tokens:,}",
         _percent(totals.saved_share),
+        _dollars(totals.baseline_cost(prices)),
+        _dollars(totals.cost(prices)),
+        _percent(totals.cost_saved_share(prices)),
         _percent(totals.pruned_share),
         _percent(totals.relevance_share),
         _percent(totals.prefix_kept),
     ]
 
 
-def render_table(result: ReplayResult) -> str:
-    """One row per session and a total row; token columns are sums of the JSON lines."""
+def render_table(result: ReplayResult, prices: CachePrices | None = None) -> str:
+    """One row per session and a total row; token columns are sums of the JSON lines.
+
+    The cost columns price every request under ``prices`` (the defaults when
+    None), without pinch (the unpruned requests) and with it (the payloads sent).
+    """
+    prices = prices or CachePrices()
     rows = [[name for name, _ in TABLE_COLUMNS]]
-    rows += [_row(totals) for totals in result.sessions]
-    rows.append(_row(result.total))
+    rows += [_row(totals, prices) for totals in result.sessions]
+    rows.append(_row(result.total, prices))
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
 
     def line(row: list[str]) -> str:

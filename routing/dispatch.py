@@ -96,11 +96,12 @@ def failure_response(error: ProviderError):
     return error_response(502, error.message, "upstream_unavailable")
 
 
-def _fail(decision_id, outcome: Outcome, failure: UpstreamFailed):
+def _fail(decision_id, outcome: Outcome, failure: UpstreamFailed, headers: dict):
     response = failure_response(failure.error)
     outcome.status = response.status_code
     outcome.error = failure.error.message
     finish_decision(decision_id, outcome)
+    _set_headers(response, headers, outcome.model)
     return response
 
 
@@ -112,7 +113,7 @@ def complete(plan, decision_id: int, headers: dict):
             plan, outcome, lambda provider, body: provider.chat(body)
         )
     except UpstreamFailed as failure:
-        return _fail(decision_id, outcome, failure)
+        return _fail(decision_id, outcome, failure, headers)
     outcome.latency_ms = round(monotonic_ms() - started, 2)
     outcome.status = 200
     outcome.take_usage(data.get("usage"))
@@ -143,7 +144,7 @@ def stream(plan, decision_id: int, headers: dict):
     try:
         model, (reply, first), started = _call_with_fallback(plan, outcome, open_stream)
     except UpstreamFailed as failure:
-        return _fail(decision_id, outcome, failure)
+        return _fail(decision_id, outcome, failure, headers)
     outcome.status = 200
     relay = _relay(plan, decision_id, outcome, reply, first, started)
     response = StreamingHttpResponse(relay, content_type="text/event-stream")
@@ -234,7 +235,9 @@ def _estimate_usage(outcome: Outcome, plan, answer_chars: int):
     outcome.usage_estimated = True
 
 
-def _set_headers(response, headers: dict, model):
+def _set_headers(response, headers: dict, model=None):
     for name, value in headers.items():
         response[name] = value
-    response["X-Router-Model"] = model.id
+    if model is not None:
+        # After a fallback the model that answered is not the one planned.
+        response["X-Router-Model"] = model.id

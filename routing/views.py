@@ -63,6 +63,7 @@ def explain_headers(plan, decision_id=None) -> dict:
     """What the router did, on every answer (see docs/explain.md)."""
     headers = {
         "X-Router-Path": plan.path,
+        "X-Router-Model": plan.model.id,
         "X-Router-Tier": plan.tier,
         "X-Router-Measured-Tokens": str(plan.measured_tokens),
         "X-Router-Relevance": "used" if plan.pinch and plan.pinch.relevance_used else "no",

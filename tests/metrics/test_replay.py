@@ -7,7 +7,16 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from metrics.replay import REPLAY_KEYS, load_sessions, replay, replay_config
+from metrics.replay import (
+    REPLAY_KEYS,
+    CachePrices,
+    Session,
+    cli_overrides,
+    load_sessions,
+    render_table,
+    replay,
+    replay_config,
+)
 from routing import pruning
 from routing.models import RouteDecision
 
@@ -17,6 +26,10 @@ pytestmark = pytest.mark.django_db
 # ~20k-50k tokens at their longest: a budget of a few thousand tokens prunes them.
 FILES = ("001.json", "020.json", "023.json")
 BUDGET = "8000"
+
+# Table cells (table_row): name, requests, errors, tokens w/o, with, saved,
+# cost w/o, cost with, cost saved, pruned, relevance, prefix kept.
+SAVED, COST_WITHOUT, COST_WITH, COST_SAVED, PRUNED, RELEVANCE, PREFIX = range(5, 12)
 
 
 @pytest.fixture
@@ -94,9 +107,9 @@ def test_table_totals_are_the_sums_of_the_json_lines(run):
         original = sum(line["original_tokens"] for line in mine)
         final = sum(line["final_tokens"] for line in mine)
         assert row[1:5] == [str(len(mine)), "0", str(original), str(final)]
-        assert row[5] == f"{(original - final) / original * 100:.1f}%"
+        assert row[SAVED] == f"{(original - final) / original * 100:.1f}%"
         pruned = sum(1 for line in mine if line["compressed"] or line["capped"])
-        assert row[6] == f"{pruned / len(mine) * 100:.1f}%"
+        assert row[PRUNED] == f"{pruned / len(mine) * 100:.1f}%"
 
 
 def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir):
@@ -107,7 +120,8 @@ def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir
         assert line["original_tokens"] == line["final_tokens"] > 0
         assert line["compressed"] == line["capped"] == []
         assert line["relevance_used"] is False
-    assert table_row(stdout, "total")[5:9] == ["0.0%", "0.0%", "0.0%", "100.0%"]
+    row = table_row(stdout, "total")
+    assert [row[SAVED], *row[PRUNED:]] == ["0.0%", "0.0%", "0.0%", "100.0%"]
     assert "pinch disabled" in stdout
 
 
@@ -127,7 +141,7 @@ def test_no_relevance_never_uses_relevance_ordering(run):
     lines, stdout, _ = run("--budget-tokens", "3000", "--no-relevance")
 
     assert lines and not any(line["relevance_used"] for line in lines)
-    assert table_row(stdout, "total")[7] == "0.0%"
+    assert table_row(stdout, "total")[RELEVANCE] == "0.0%"
     assert "relevance=off" in stdout
 
 
@@ -154,7 +168,7 @@ def test_prefix_match_never_exceeds_the_previous_payload(run):
         for prev, line in itertools.pairwise(lines)
         if prev["conversation"] == line["conversation"]
     )
-    kept = table_row(stdout, "total")[8]
+    kept = table_row(stdout, "total")[PREFIX]
     assert kept != "-" and float(kept.rstrip("%")) < 100
 
 
@@ -246,3 +260,189 @@ def test_refused_requests_are_reported_on_stderr(write_config, paths):
     assert "001.json turn" in stderr.getvalue() and ": 400 " in stderr.getvalue()
     errors = int(table_row(stdout.getvalue(), "total")[2])
     assert errors > 0
+
+
+# --- The cache-aware cost (table only; the JSON lines are unchanged) ---
+
+
+def dollars(amount):
+    return f"${amount:.2f}"
+
+
+def test_with_pinch_off_the_cost_with_pinch_is_the_baseline(run, router_config, paths):
+    _, stdout, _ = run("--no-pinch", "--budget-tokens", BUDGET)
+
+    for name in (*FILES, "total"):
+        row = table_row(stdout, name)
+        assert row[COST_WITH] == row[COST_WITHOUT] != "$0.00"
+        assert row[COST_SAVED] == "0.0%"
+    result = replay(load_sessions(paths), replay_config(cli_overrides(pinch=False)))
+    prices = CachePrices()
+    for record in result.records:
+        assert record.cached_tokens == record.baseline_cached_tokens
+        assert record.uncached_tokens == record.baseline_uncached_tokens
+        assert record.cost(prices) == record.baseline_cost(prices)
+
+
+def _call(call_id, name="cat"):
+    return [{"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}]
+
+
+def _hand_session(*messages):
+    return Session("hand.json", [{"role": role, **fields} for role, fields in messages])
+
+
+def _hand_replay(session, **options):
+    return replay([session], replay_config(cli_overrides(relevance=False, **options)))
+
+
+def test_a_hand_computed_two_turn_session(router_config):
+    # Estimated tokens are characters // 3. Turn 2 asks with [S, U]; turn 5 with
+    # [S, U, A, X, Y], over the 2,000 budget, and X (older than the last tool
+    # result, shorter than max_summarize_chars) becomes "[cat: result omitted]".
+    session = _hand_session(
+        ("system", {"content": "s" * 3000}),  # 1000
+        ("user", {"content": "u" * 300}),  # 100
+        ("assistant", {"content": "a" * 30, "tool_calls": _call("c1") + _call("c2")}),  # 10
+        ("tool", {"tool_call_id": "c1", "content": "x" * 3000}),  # 1000
+        ("tool", {"tool_call_id": "c2", "content": "y" * 300}),  # 100
+        ("assistant", {"content": "done"}),
+    )
+    placeholder = len("[cat: result omitted]") // 3  # 7
+
+    result = _hand_replay(session, budget_tokens=2000, keep_last_tool_results=1)
+
+    first, second = result.records
+    assert (first.turn, second.turn) == (2, 5)
+    assert second.compressed == [3] and second.prefix_match == 2
+    # Turn 2: no previous request, everything is written to the cache.
+    assert (first.baseline_cached_tokens, first.baseline_uncached_tokens) == (0, 1100)
+    assert (first.cached_tokens, first.uncached_tokens) == (0, 1100)
+    # Turn 5: both repeat [S, U]; the new messages are written, X as sent.
+    assert (second.baseline_cached_tokens, second.baseline_uncached_tokens) == (1100, 1110)
+    assert (second.cached_tokens, second.uncached_tokens) == (1100, 110 + placeholder)
+
+    prices = CachePrices(price_per_1m=3.0, read_multiplier=0.1, write_multiplier=1.25)
+    total = result.total
+    baseline = (1100 * 1.25 + 1100 * 0.1 + 1110 * 1.25) * 3 / 1e6
+    pinched = (1100 * 1.25 + 1100 * 0.1 + (110 + placeholder) * 1.25) * 3 / 1e6
+    assert total.baseline_cost(prices) == pytest.approx(baseline)
+    assert total.cost(prices) == pytest.approx(pinched)
+    assert total.cost_saved_share(prices) == pytest.approx((baseline - pinched) / baseline)
+    assert total.cost_saved_share(prices) > 0
+
+
+def test_rewriting_a_cached_message_costs_the_cache_of_everything_after_it(router_config):
+    # The loss DESIGN.md warns about, by hand: X was sent verbatim at turns 4
+    # and 6; at turn 8 the request is over the 4,200 budget and X is elided, so
+    # [A2, Y, A3] after it, cached until then, are written again.
+    session = _hand_session(
+        ("system", {"content": "s" * 3000}),  # 1000
+        ("user", {"content": "u" * 300}),  # 100
+        ("assistant", {"content": "a" * 30, "tool_calls": _call("c1")}),  # 10
+        ("tool", {"tool_call_id": "c1", "content": "x" * 3000}),  # 1000
+        ("assistant", {"content": "b" * 30, "tool_calls": _call("c2")}),  # 10
+        ("tool", {"tool_call_id": "c2", "content": "y" * 6000}),  # 2000
+        ("assistant", {"content": "c" * 30, "tool_calls": _call("c3")}),  # 10
+        ("tool", {"tool_call_id": "c3", "content": "z" * 300}),  # 100
+        ("assistant", {"content": "done"}),
+    )
+    placeholder = len("[cat: result omitted]") // 3
+
+    result = _hand_replay(session, budget_tokens=4200, keep_last_tool_results=2)
+
+    assert [r.turn for r in result.records] == [2, 4, 6, 8]
+    assert [r.compressed for r in result.records] == [[], [], [], [3]]
+    assert [r.prefix_match for r in result.records] == [0, 2, 4, 3]
+    assert [(r.baseline_cached_tokens, r.baseline_uncached_tokens) for r in result.records] == [
+        (0, 1100),
+        (1100, 1010),
+        (2110, 2010),
+        (4120, 110),
+    ]
+    last = result.records[-1]
+    assert (last.cached_tokens, last.uncached_tokens) == (1110, placeholder + 2120)
+
+    prices = CachePrices()
+    baseline = (4230 * 1.25 + 7330 * 0.1) * 3 / 1e6
+    pinched = ((6240 + placeholder) * 1.25 + 4320 * 0.1) * 3 / 1e6
+    total = result.total
+    assert total.original_tokens - total.final_tokens == 1000 - placeholder
+    assert total.baseline_cost(prices) == pytest.approx(baseline)
+    assert total.cost(prices) == pytest.approx(pinched)
+    assert total.cost_saved_share(prices) < 0, "fewer tokens, a bigger bill"
+    # 6,020.5 -> 8,240.75 price units: (6020.5 - 8240.75) / 6020.5
+    assert "-36.9%" in render_table(result, prices)
+
+
+def test_cost_totals_are_the_sums_of_the_requests_and_the_sessions(run, router_config, paths):
+    _, stdout, _ = run("--budget-tokens", BUDGET)
+    result = replay(load_sessions(paths), replay_config(cli_overrides(budget_tokens=BUDGET)))
+    prices = CachePrices()
+
+    assert [totals.name for totals in result.sessions] == list(FILES)
+    for totals in (*result.sessions, result.total):
+        mine = [r for r in result.records if totals.name in ("total", r.conversation)]
+        baseline = sum(record.baseline_cost(prices) for record in mine)
+        pinched = sum(record.cost(prices) for record in mine)
+        assert totals.baseline_cost(prices) == pytest.approx(baseline)
+        assert totals.cost(prices) == pytest.approx(pinched)
+        row = table_row(stdout, totals.name)
+        assert row[COST_WITHOUT] == dollars(baseline)
+        assert row[COST_WITH] == dollars(pinched)
+        assert row[COST_SAVED] == f"{(baseline - pinched) / baseline * 100:.1f}%"
+        # Every token is billed once, cached or not.
+        assert sum(r.cached_tokens + r.uncached_tokens for r in mine) == totals.final_tokens
+        assert (
+            sum(r.baseline_cached_tokens + r.baseline_uncached_tokens for r in mine)
+            == totals.original_tokens
+        )
+    total = result.total
+    assert total.baseline_cost(prices) == pytest.approx(
+        sum(totals.baseline_cost(prices) for totals in result.sessions)
+    )
+    assert total.cost(prices) == pytest.approx(
+        sum(totals.cost(prices) for totals in result.sessions)
+    )
+
+
+def test_the_baseline_cost_follows_from_the_corpus_alone(run, corpus_dir):
+    # Without pinch, request t repeats the previous request's messages and adds the rest.
+    _, stdout, _ = run("--budget-tokens", BUDGET)
+
+    for name in FILES:
+        messages = json.loads((corpus_dir / name).read_text())["messages"]
+        tokens = [len(m["content"]) // 3 if isinstance(m["content"], str) else 0 for m in messages]
+        cached = uncached = previous = 0
+        for t in assistant_turns(corpus_dir, name):
+            cached += sum(tokens[:previous])
+            uncached += sum(tokens[previous:t])
+            previous = t
+        expected = (cached * 0.1 + uncached * 1.25) * 3 / 1e6
+        assert table_row(stdout, name)[COST_WITHOUT] == dollars(expected)
+
+
+def test_without_a_cache_the_cost_saved_is_the_tokens_saved(run):
+    _, stdout, _ = run(
+        "--budget-tokens",
+        BUDGET,
+        "--cache-read-multiplier",
+        "1",
+        "--cache-write-multiplier",
+        "1",
+        "--price-per-1m",
+        "10",
+    )
+
+    row = table_row(stdout, "total")
+    assert row[COST_SAVED] == row[SAVED]
+    assert row[COST_WITHOUT] == dollars(int(row[3]) * 10 / 1e6)
+    assert "$10 per 1M input tokens" in stdout and "x1 (cache read)" in stdout
+
+
+def test_prices_outside_their_range_are_command_errors_naming_the_option(run):
+    for option in ("--price-per-1m", "--cache-read-multiplier", "--cache-write-multiplier"):
+        with pytest.raises(CommandError, match=option):
+            run(option, "-1")
+        with pytest.raises(CommandError, match=option):
+            run(option, "nan")

@@ -155,3 +155,12 @@ def test_sdk_raises_its_typed_errors(live_server, router_config, api_key):
     bad = openai.OpenAI(base_url=live_server.url + "/v1", api_key="rk-nope", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         bad.chat.completions.create(model="echo-medium", messages=HI)
+
+
+def test_upstream_failures_still_explain_the_decision_in_headers(post):
+    response = post({"model": "unreachable", "messages": HI})
+    assert response.status_code == 502
+    decision = RouteDecision.objects.get()
+    assert response.headers["X-Router-Decision-Id"] == str(decision.pk)
+    assert response.headers["X-Router-Model"] == "unreachable"
+    assert response.headers["X-Router-Path"] == "passthrough"

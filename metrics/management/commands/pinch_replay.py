@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.replay import (
+    CachePrices,
     ReplayError,
     cli_overrides,
     describe_errors,
@@ -53,8 +54,40 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-pinch", action="store_true", help="pinch.enabled = false")
         parser.add_argument("--model", help="the requested model (default: the auto model)")
+        defaults = CachePrices()
+        parser.add_argument(
+            "--price-per-1m",
+            type=float,
+            default=defaults.price_per_1m,
+            metavar="USD",
+            help="cost columns: full input price per 1M tokens (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--cache-read-multiplier",
+            type=float,
+            default=defaults.read_multiplier,
+            metavar="X",
+            help="cost columns: price multiplier of the prefix shared with the session's "
+            "previous request (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--cache-write-multiplier",
+            type=float,
+            default=defaults.write_multiplier,
+            metavar="X",
+            help="cost columns: price multiplier of the rest of the prompt, written to the "
+            "cache (default: %(default)s; 1 for no write premium)",
+        )
 
     def handle(self, *args, paths, json_out, model, **options):
+        try:
+            prices = CachePrices(
+                price_per_1m=options["price_per_1m"],
+                read_multiplier=options["cache_read_multiplier"],
+                write_multiplier=options["cache_write_multiplier"],
+            )
+        except ReplayError as error:
+            raise CommandError(str(error)) from None
         overrides = cli_overrides(
             budget_tokens=options["budget_tokens"],
             keep_last_turns=options["keep_last_turns"],
@@ -84,7 +117,8 @@ class Command(BaseCommand):
             if out is not None:
                 out.close()
         self.stdout.write(describe_settings(config, model))
-        self.stdout.write(render_table(result))
+        self.stdout.write(prices.describe())
+        self.stdout.write(render_table(result, prices))
         if result.errors:
             self.stderr.write(describe_errors(result))
 
