@@ -147,7 +147,7 @@ def machine() -> str:
 
 
 def synthetic_request(conversations, candidates: int, keep: int) -> list[dict]:
-    """One user turn and ``candidates + keep`` real tool results: exactly ``candidates`` eligible."""
+    """One user turn and ``candidates + keep`` real tool results; ``candidates`` are eligible."""
     results = [
         m["content"]
         for c in conversations

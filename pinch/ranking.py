@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# Far below any difference in relevance that means something, far above float32 noise.
+SIMILARITY_DECIMALS = 6
+
 
 def order_by_relevance(
     query_embedding: Sequence[float] | np.ndarray,
@@ -45,5 +48,9 @@ def order_by_relevance(
         dots = candidates @ query
         norms = np.linalg.norm(candidates, axis=1) * np.linalg.norm(query)
         similarity = dots / norms
+    # Results identical after the edge's cut differ only in float noise (which
+    # changes with BLAS and build); rounding makes them true ties, so the
+    # stable sort decides by age and the order is the same on every machine.
+    similarity = np.round(similarity, SIMILARITY_DECIMALS)
     similarity[~np.isfinite(similarity)] = -np.inf
     return np.argsort(similarity, kind="stable").tolist()

@@ -4,6 +4,7 @@ Settings come from the environment (twelve-factor style). A malformed value
 must stop the process at start-up with the variable named, not surface later
 as a confusing runtime error, so every reader raises ImproperlyConfigured.
 """
+
 import os
 from urllib.parse import unquote, urlsplit
 

@@ -4,6 +4,7 @@ Threaded workers (gthread): a streamed answer holds its thread until the
 upstream finishes, so threads, not processes, carry the concurrency. Each
 value can be overridden from the environment.
 """
+
 import os
 
 bind = os.environ.get("ROUTER_BIND", "127.0.0.1:8000")

@@ -3,6 +3,7 @@
 Used only when DJANGO_SECRET_KEY is unset, so the embedded defaults run with no
 set-up yet never share a key with another installation.
 """
+
 import os
 import secrets
 from pathlib import Path

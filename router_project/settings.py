@@ -4,6 +4,7 @@ Every variable is documented in README.md ("Settings"). Defaults serve the
 router on loopback over plain HTTP with a SQLite file, so a fresh checkout runs
 with nothing configured; TLS is expected to end at a reverse proxy in front.
 """
+
 import os
 import tempfile
 from pathlib import Path

@@ -1,4 +1,5 @@
 """URL map: the OpenAI-compatible API, metrics, the dashboard and Django admin."""
+
 from django.contrib import admin
 from django.urls import include, path
 

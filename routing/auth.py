@@ -1,4 +1,5 @@
 """Router API keys: ``Authorization: Bearer <key>`` checked against stored hashes."""
+
 from django.db import transaction
 from django.utils import timezone
 

@@ -4,6 +4,7 @@ Only what the router relies on is checked (model, messages and their roles,
 stream flags, max tokens); every other field is kept as sent and passed
 through untouched, so new provider parameters work without a router release.
 """
+
 from dataclasses import dataclass
 
 from routing.errors import RouterError

@@ -8,6 +8,7 @@ back to the heuristic, so classification never fails a request.
 
 The classifier sees the FULL, unpruned messages: pinch runs after it.
 """
+
 import logging
 import re
 from dataclasses import dataclass
@@ -62,9 +63,8 @@ def heuristic_tier(messages, tools, config: RouterConfig) -> str:
         level = 1
     if tools or CODE_SIGNS.search(turn) or any(m.get("role") == "tool" for m in messages):
         level = max(level, 1)
-    if context >= rules.hard_context_tokens or len(turn) >= rules.hard_turn_chars:
-        level = 2
-    elif level >= 1 and HARD_WORDS.search(turn):
+    big = context >= rules.hard_context_tokens or len(turn) >= rules.hard_turn_chars
+    if big or (level >= 1 and HARD_WORDS.search(turn)):
         level = 2
     return _tier_at(config.routing.tiers, level)
 
@@ -96,7 +96,9 @@ def classify(messages, tools, config: RouterConfig) -> Classification:
         try:
             tier = _llm_tier(messages, config)
         except (ProviderError, KeyError, IndexError, TypeError, AttributeError) as error:
-            log.warning("classifier_fallback reason=%s", getattr(error, "message", type(error).__name__))
+            log.warning(
+                "classifier_fallback reason=%s", getattr(error, "message", type(error).__name__)
+            )
             tier = None
         if tier is not None:
             return Classification(tier, "llm")

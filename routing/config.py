@@ -8,6 +8,7 @@ is validated by the same schema, so a value the file would refuse is refused in
 admin too. Provider keys never appear here: only the NAME of the environment
 variable that holds one.
 """
+
 from __future__ import annotations
 
 import copy
@@ -184,7 +185,7 @@ def _describe(error: ValidationError) -> str:
         if item["type"] == "extra_forbidden":
             message = "unknown key"
         elif message.startswith("Value error, "):
-            message = message[len("Value error, "):]
+            message = message[len("Value error, ") :]
         lines.append(f"{path}: {message}")
     return "; ".join(lines)
 

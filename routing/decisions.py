@@ -4,6 +4,7 @@ A decision row is written before the upstream call (so a crash mid-answer
 still leaves a trace) and completed when the answer ends, with status,
 attempts, latency and usage.
 """
+
 from routing.models import RouteDecision
 
 

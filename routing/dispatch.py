@@ -7,6 +7,7 @@ nothing has reached the client, so the first event is read before the
 response starts. After that, events are relayed as they arrive, never
 buffered whole.
 """
+
 import json
 import logging
 from dataclasses import dataclass, field
@@ -64,8 +65,12 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                 result = send(provider, body)
             except ProviderError as error:
                 outcome.attempts.append(
-                    {"model": model.id, "result": error.kind, "status": error.status,
-                     "ms": round(monotonic_ms() - started, 1)}
+                    {
+                        "model": model.id,
+                        "result": error.kind,
+                        "status": error.status,
+                        "ms": round(monotonic_ms() - started, 1),
+                    }
                 )
                 log.warning("upstream_failed model=%s reason=%s", model.id, error.message)
                 last_error = error
@@ -73,8 +78,12 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                     raise UpstreamFailed(error) from None
                 continue
             outcome.attempts.append(
-                {"model": model.id, "result": "ok", "status": 200,
-                 "ms": round(monotonic_ms() - started, 1)}
+                {
+                    "model": model.id,
+                    "result": "ok",
+                    "status": 200,
+                    "ms": round(monotonic_ms() - started, 1),
+                }
             )
             outcome.model = model
             outcome.cost_usd = plan.cost_on(model)
@@ -87,8 +96,9 @@ def failure_response(error: ProviderError):
     if error.kind == "status":
         body = error.body
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            response = HttpResponse(json.dumps(body), status=error.status,
-                                    content_type="application/json")
+            response = HttpResponse(
+                json.dumps(body), status=error.status, content_type="application/json"
+            )
             return response
         return error_response(error.status, error.message, "upstream_error")
     if error.kind == "timeout":
@@ -135,7 +145,9 @@ def stream(plan, decision_id: int, headers: dict):
             first = next(reply.events)
         except StopIteration:
             reply.close()
-            raise ProviderError("malformed", f"provider {provider.name!r} sent an empty stream")
+            raise ProviderError(
+                "malformed", f"provider {provider.name!r} sent an empty stream"
+            ) from None
         except ProviderError:
             reply.close()
             raise

@@ -4,6 +4,7 @@ Clients (the official SDKs, agents) read ``error.message`` and branch on the
 status, so every failure of the API, whether raised by the router, by DRF or
 relayed from a provider, leaves through here with the right status.
 """
+
 from django.http import JsonResponse
 from rest_framework import exceptions as drf_exceptions
 

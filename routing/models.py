@@ -3,6 +3,7 @@
 Provider keys are never stored; router keys only as a SHA-256 hash (they are
 long random tokens, so a fast hash is enough to make a leaked table useless).
 """
+
 import hashlib
 import secrets
 
@@ -23,7 +24,9 @@ class ApiKeyQuerySet(models.QuerySet):
 
 class ApiKey(models.Model):
     name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it.")
+    prefix = models.CharField(
+        max_length=16, help_text="The key's first characters, to recognise it."
+    )
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     is_staff = models.BooleanField(
         default=False, help_text="May also read the admin snapshot (/admin/api/snapshot)."

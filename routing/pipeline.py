@@ -9,6 +9,7 @@ the dry run report is what the router does. Its order is a contract:
 * passthrough (a model id): prune once -> measure; persisting the decision and
   the capability check follow in ``open_decision``, in one transaction.
 """
+
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -50,7 +51,9 @@ class Plan:
         return self.cost_on(self.model)
 
     def cost_on(self, model: ModelConfig) -> float:
-        return prompt_cost_usd(model, self.measured_tokens, self.config.objective.assumed_cache_rate)
+        return prompt_cost_usd(
+            model, self.measured_tokens, self.config.objective.assumed_cache_rate
+        )
 
     def upstream_body(self, model: ModelConfig) -> dict:
         """The caller's body with the model and (maybe pruned) messages swapped in."""

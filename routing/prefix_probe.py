@@ -16,6 +16,7 @@ in process memory (bounded, expiring), or in Redis when REDIS_URL is set so
 that every worker and host sees the previous turn. They never reach the
 database. A Redis failure falls back to memory and is logged.
 """
+
 import hashlib
 import json
 import logging

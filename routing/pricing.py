@@ -5,6 +5,7 @@ tokens assumed to hit the cache, a prompt token costs the blend
 ``(1 - r) * prompt_price + r * cached_price``. Pricing everything at the cached
 price alone would apply the discount twice and overstate what was saved.
 """
+
 from routing.config import ModelConfig
 
 PER_TOKENS = 1_000_000  # prices are quoted per 1M tokens

@@ -9,6 +9,7 @@ HTTP goes through ``Provider._post`` and every failure becomes one error type,
 The provider's key comes from the environment variable its config names and
 is sent upstream; it is never logged and never put in an error message.
 """
+
 import json
 import threading
 import time
@@ -129,7 +130,9 @@ class OpenAICompatibleProvider(Provider):
                 timeout=(self.config.connect_timeout_seconds, read_timeout),
             )
         except requests.exceptions.ConnectTimeout:
-            raise ProviderError("connect", f"provider {self.name!r}: connection timed out") from None
+            raise ProviderError(
+                "connect", f"provider {self.name!r}: connection timed out"
+            ) from None
         except requests.exceptions.Timeout:
             raise ProviderError(
                 "timeout", f"provider {self.name!r} sent nothing for {read_timeout:g}s"
@@ -144,7 +147,9 @@ class OpenAICompatibleProvider(Provider):
             ) from None
 
     def chat(self, body: dict, timeout: float | None = None) -> dict:
-        response = self._post(body, stream=False, read_timeout=timeout or self.config.timeout_seconds)
+        response = self._post(
+            body, stream=False, read_timeout=timeout or self.config.timeout_seconds
+        )
         try:
             if response.status_code != 200:
                 raise _error_from_response(response, self.name)
@@ -180,7 +185,9 @@ class OpenAICompatibleProvider(Provider):
                     return
                 yield chunk
         except requests.exceptions.RequestException as error:
-            raise ProviderError("timeout", f"provider {self.name!r} stream broke: {error}") from None
+            raise ProviderError(
+                "timeout", f"provider {self.name!r} stream broke: {error}"
+            ) from None
         except Exception as error:  # urllib3 read errors: timeouts, resets mid-stream
             kind = "timeout" if "timed out" in str(error).lower() else "connect"
             raise ProviderError(kind, f"provider {self.name!r} stream broke mid-answer") from None

@@ -4,6 +4,7 @@ Called exactly once per request, before the measured-context decision, so the
 pruned list is what is measured and what is sent. With pinch off this returns
 the caller's own list, and the payload goes upstream exactly as received.
 """
+
 from dataclasses import dataclass, field
 
 from django.conf import settings

@@ -4,6 +4,7 @@ Read on every request (two small queries), so a change saved in admin takes
 effect on the next request in every worker, with no restart and no cache to
 invalidate across processes.
 """
+
 import threading
 from pathlib import Path
 

@@ -5,6 +5,7 @@ whose context window holds the measured prompt plus the requested completion;
 if none of the tier fits, the next tier up. The rest of that ordered list is
 the fallback chain when the chosen model's provider fails.
 """
+
 import json
 
 from pinch import CHARS_PER_TOKEN, estimate_tokens, extract_text

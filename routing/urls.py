@@ -1,4 +1,5 @@
 """The OpenAI-compatible API under /v1/."""
+
 from django.urls import path
 
 from routing.views import ChatCompletionsView, ModelsView

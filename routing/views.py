@@ -3,6 +3,7 @@
 Views are thin: authenticate, parse the body with the one schema, call the
 pipeline, render. Errors leave in the OpenAI shape through routing.errors.
 """
+
 import json
 import time
 
@@ -49,7 +50,9 @@ def _read_json_body(request):
     except ValueError:
         declared = 0
     if declared > limit:
-        raise RouterError(413, f"The body is {declared} bytes; the limit is {limit}.", "body_too_large")
+        raise RouterError(
+            413, f"The body is {declared} bytes; the limit is {limit}.", "body_too_large"
+        )
     raw = request.body
     if len(raw) > limit:
         raise RouterError(413, f"The body is over the limit of {limit} bytes.", "body_too_large")
@@ -123,7 +126,9 @@ class ChatCompletionsView(APIView):
         except RouterError as error:
             return router_error_response(error)
         except ConfigError as error:
-            return error_response(500, f"The router's configuration is invalid: {error}", "bad_config")
+            return error_response(
+                500, f"The router's configuration is invalid: {error}", "bad_config"
+            )
         _touch(key)
         headers = explain_headers(plan, decision.pk)
         headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
@@ -140,12 +145,24 @@ class ModelsView(APIView):
         except RouterError as error:
             return router_error_response(error)
         created = int(time.time())
-        data = [{"id": config.routing.auto_model, "object": "model", "created": created,
-                 "owned_by": "router"}]
+        data = [
+            {
+                "id": config.routing.auto_model,
+                "object": "model",
+                "created": created,
+                "owned_by": "router",
+            }
+        ]
         data += [
-            {"id": m.id, "object": "model", "created": created, "owned_by": m.provider,
-             "tier": m.tier, "context_window": m.context_window,
-             "capabilities": list(m.capabilities)}
+            {
+                "id": m.id,
+                "object": "model",
+                "created": created,
+                "owned_by": m.provider,
+                "tier": m.tier,
+                "context_window": m.context_window,
+                "capabilities": list(m.capabilities),
+            }
             for m in config.models
         ]
         return JsonResponse({"object": "list", "data": data})

@@ -1,4 +1,5 @@
 """Fixtures shared by every app's tests: a test upstream, a config file, API keys."""
+
 import copy
 from pathlib import Path
 
@@ -29,10 +30,19 @@ def _model(model_id, tier, price, caps=("tools",), provider="up", window=32768, 
 def base_config(upstream_url: str) -> dict:
     return {
         "providers": {
-            "up": {"kind": "openai", "base_url": upstream_url, "api_key_env": PROVIDER_KEY_ENV,
-                   "timeout_seconds": 2, "connect_timeout_seconds": 1},
-            "down": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1",
-                     "timeout_seconds": 2, "connect_timeout_seconds": 1},
+            "up": {
+                "kind": "openai",
+                "base_url": upstream_url,
+                "api_key_env": PROVIDER_KEY_ENV,
+                "timeout_seconds": 2,
+                "connect_timeout_seconds": 1,
+            },
+            "down": {
+                "kind": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "timeout_seconds": 2,
+                "connect_timeout_seconds": 1,
+            },
         },
         "models": [
             _model("echo-small", "easy", 0.1),
@@ -46,10 +56,18 @@ def base_config(upstream_url: str) -> dict:
             _model("nousage-model", "medium", 1.0),
             _model("unreachable", "medium", 1.0, provider="down"),
         ],
-        "routing": {"auto_model": "auto", "tiers": ["easy", "medium", "hard"],
-                    "default_tier": "medium"},
-        "pinch": {"enabled": True, "budget_tokens": 50000, "keep_last_turns": 4,
-                  "keep_last_tool_results": 6, "relevance": {"enabled": False}},
+        "routing": {
+            "auto_model": "auto",
+            "tiers": ["easy", "medium", "hard"],
+            "default_tier": "medium",
+        },
+        "pinch": {
+            "enabled": True,
+            "budget_tokens": 50000,
+            "keep_last_turns": 4,
+            "keep_last_tool_results": 6,
+            "relevance": {"enabled": False},
+        },
         "objective": {"assumed_cache_rate": 0.0, "billing_reset_day": None},
     }
 

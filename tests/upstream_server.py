@@ -16,6 +16,7 @@ by the ``model`` the router sends, so one server serves every scenario:
 
 Every request is kept in ``server.received`` (path, headers, raw body bytes).
 """
+
 import json
 import re
 import threading
@@ -68,7 +69,7 @@ class UpstreamHandler(BaseHTTPRequestHandler):
 
     def _completion(self, body):
         model = body.get("model", "")
-        text = model[len("says-"):] if model.startswith("says-") else ANSWER
+        text = model[len("says-") :] if model.startswith("says-") else ANSWER
         message = {"role": "assistant", "content": text}
         finish = "stop"
         if body.get("tools"):
@@ -77,8 +78,11 @@ class UpstreamHandler(BaseHTTPRequestHandler):
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": name, "arguments": '{"path": "README.md"}'}}
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": '{"path": "README.md"}'},
+                    }
                 ],
             }
             finish = "tool_calls"
@@ -90,13 +94,19 @@ class UpstreamHandler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
         if not body.get("model", "").startswith("nousage"):
-            result["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18,
-                               "prompt_tokens_details": {"cached_tokens": 3}}
+            result["usage"] = {
+                "prompt_tokens": 11,
+                "completion_tokens": 7,
+                "total_tokens": 18,
+                "prompt_tokens_details": {"cached_tokens": 3},
+            }
         return result
 
     def _chunk(self, body, delta, finish=None):
         return {
-            "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 0,
             "model": body.get("model"),
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
@@ -109,11 +119,31 @@ class UpstreamHandler(BaseHTTPRequestHandler):
         chunks = [self._chunk(body, {"role": "assistant", "content": ""})]
         if body.get("tools"):
             name = body["tools"][0]["function"]["name"]
-            chunks.append(self._chunk(body, {"tool_calls": [
-                {"index": 0, "id": "call_1", "type": "function",
-                 "function": {"name": name, "arguments": ""}}]}))
-            chunks.append(self._chunk(body, {"tool_calls": [
-                {"index": 0, "function": {"arguments": '{"path": "README.md"}'}}]}))
+            chunks.append(
+                self._chunk(
+                    body,
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ]
+                    },
+                )
+            )
+            chunks.append(
+                self._chunk(
+                    body,
+                    {
+                        "tool_calls": [
+                            {"index": 0, "function": {"arguments": '{"path": "README.md"}'}}
+                        ]
+                    },
+                )
+            )
             chunks.append(self._chunk(body, {}, "tool_calls"))
         else:
             for word in ANSWER.split(" "):
@@ -121,10 +151,16 @@ class UpstreamHandler(BaseHTTPRequestHandler):
             chunks.append(self._chunk(body, {}, "stop"))
         wants_usage = (body.get("stream_options") or {}).get("include_usage")
         if wants_usage and not body.get("model", "").startswith("nousage"):
-            chunks.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
-                           "model": body.get("model"), "choices": [],
-                           "usage": {"prompt_tokens": 11, "completion_tokens": 7,
-                                     "total_tokens": 18}})
+            chunks.append(
+                {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": body.get("model"),
+                    "choices": [],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                }
+            )
         try:
             for i, chunk in enumerate(chunks):
                 self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")

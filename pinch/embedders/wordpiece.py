@@ -22,8 +22,9 @@ table was built through it.
 Almost all agent traffic is ASCII, so that path is one regular expression over
 the lowercased text. Other text (box drawing in ``tree``, arrows, accents) is
 translated through a per-character table and split at C speed: a
-character-by-character loop cost ~4 ms per 2,000 characters, the table ~0.1 ms. Words repeat heavily across tool results (paths,
-identifiers, log words), so each word's pieces are computed once per process.
+character-by-character loop cost ~4 ms per 2,000 characters, the table ~0.1 ms.
+Words repeat heavily across tool results (paths, identifiers, log words), so
+each word's pieces are computed once per process.
 """
 
 from __future__ import annotations

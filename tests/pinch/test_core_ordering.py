@@ -74,3 +74,11 @@ def test_no_candidates_give_an_empty_order(empty):
 def test_malformed_embeddings_raise_value_error_for_the_edge_to_catch(candidates):
     with pytest.raises(ValueError):
         order_by_relevance(QUERY, candidates)
+
+
+def test_similarities_equal_but_for_float_noise_keep_the_older_candidate_first():
+    query = [1.0, 0.0, 0.0]
+    newer_first = [[0.6, 0.8 + 1e-9, 0.0], [0.6, 0.8, 0.0]]
+    assert order_by_relevance(query, newer_first) == [0, 1]
+    noisy_other_way = [[0.6, 0.8, 0.0], [0.6 + 1e-9, 0.8, 0.0]]
+    assert order_by_relevance(query, noisy_other_way) == [0, 1]

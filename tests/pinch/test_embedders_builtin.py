@@ -172,7 +172,7 @@ def test_threads_share_one_embedder_safely():
         t.start()
     for t in threads:
         t.join()
-    for k, got in enumerate(results):
+    for got in results:
         assert got == expected[: len(got)]
 
 

@@ -38,8 +38,8 @@ class EmbeddingServer:
     """A local /v1/embeddings endpoint whose behaviour a test sets with ``mode``.
 
     Modes: ok, shuffled (rows out of order, with correct indexes), status_500,
-    status_401, echo_key (a 401 quoting the Authorization header), slow, not_json, no_data, wrong_count, nan, mixed_dims,
-    duplicate_index, strings.
+    status_401, echo_key (a 401 quoting the Authorization header), slow, not_json,
+    no_data, wrong_count, nan, mixed_dims, duplicate_index, strings.
     """
 
     def __init__(self) -> None:

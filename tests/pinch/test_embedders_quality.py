@@ -1207,7 +1207,7 @@ def hashed():
 
 def test_scenarios_look_like_agent_sessions():
     lengths = [len(text) for text in POOL.values()]
-    assert 700 <= min(lengths) and max(lengths) <= 2600, lengths
+    assert min(lengths) >= 700 and max(lengths) <= 2600, lengths
     for scenario in SCENARIOS:
         names, relevant = candidates_of(scenario)
         assert 2 <= len(relevant) <= 3

@@ -1,4 +1,5 @@
 """The config file is strictly validated: a bad key or value fails naming the key."""
+
 import copy
 
 import pytest
@@ -69,7 +70,12 @@ def test_bad_value_fails_naming_the_key(path, value, named):
 
 
 def test_protected_max_chars_null_disables_the_cap():
-    assert validate_config(with_change(("pinch", "protected_max_chars"), None)).pinch.protected_max_chars is None
+    assert (
+        validate_config(
+            with_change(("pinch", "protected_max_chars"), None)
+        ).pinch.protected_max_chars
+        is None
+    )
 
 
 def test_duplicate_model_ids_are_refused():

@@ -1,4 +1,5 @@
-"""Every failure answers in the OpenAI error shape, with the right status, and leaves no half row."""
+"""Every failure answers in the OpenAI error shape, with the right status, and no half row."""
+
 import json
 
 import openai
@@ -19,8 +20,9 @@ def post(live_server, router_config, api_key):
             all_headers["Authorization"] = f"Bearer {key}"
         all_headers.update(headers or {})
         data = raw if raw is not None else json.dumps(body).encode()
-        return requests.post(live_server.url + "/v1/chat/completions", data=data,
-                             headers=all_headers, timeout=30)
+        return requests.post(
+            live_server.url + "/v1/chat/completions", data=data, headers=all_headers, timeout=30
+        )
 
     return send
 
@@ -44,12 +46,18 @@ HI = [{"role": "user", "content": "hi"}]
         (b"{not json", "invalid_json", "not valid JSON"),
         (b'{"model": "echo-medium"}', "invalid_request", "messages"),
         (b'{"model": "echo-medium", "messages": []}', "invalid_request", "messages"),
-        (b'{"model": "echo-medium", "messages": [{"role": "wizard", "content": "x"}]}',
-         "invalid_role", "role"),
+        (
+            b'{"model": "echo-medium", "messages": [{"role": "wizard", "content": "x"}]}',
+            "invalid_role",
+            "role",
+        ),
         (b'{"messages": [{"role": "user", "content": "x"}]}', "invalid_request", "model"),
-        (b'{"model": "echo-medium", "messages": [{"role": "tool", "content": "x"}]}',
-         "invalid_request", "tool_call_id"),
-        (b'[1, 2]', "invalid_request", "JSON object"),
+        (
+            b'{"model": "echo-medium", "messages": [{"role": "tool", "content": "x"}]}',
+            "invalid_request",
+            "tool_call_id",
+        ),
+        (b"[1, 2]", "invalid_request", "JSON object"),
     ],
 )
 def test_bad_bodies_get_400_naming_the_problem_and_leave_no_row(post, raw, code, words):
@@ -88,7 +96,8 @@ def test_body_over_the_limit_gets_413(post, settings):
 def test_image_to_a_model_without_vision_gets_422_and_leaves_no_row(post):
     content = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]
     error = assert_error(
-        post({"model": "text-only", "messages": [{"role": "user", "content": content}]}), 422)
+        post({"model": "text-only", "messages": [{"role": "user", "content": content}]}), 422
+    )
     assert "images" in error["message"]
     assert RouteDecision.objects.count() == 0
 
@@ -127,9 +136,15 @@ def test_stream_from_a_hanging_upstream_gets_504(post):
 
 @pytest.mark.parametrize("status", [400, 429, 503])
 def test_upstream_error_status_is_relayed(post, router_config, write_config, status):
-    router_config["models"].append({
-        "id": "failing", "provider": "up", "upstream_model": f"fail-{status}-99-x",
-        "tier": "medium", "context_window": 32768})
+    router_config["models"].append(
+        {
+            "id": "failing",
+            "provider": "up",
+            "upstream_model": f"fail-{status}-99-x",
+            "tier": "medium",
+            "context_window": 32768,
+        }
+    )
     write_config(router_config)
     error = assert_error(post({"model": "failing", "messages": HI}), status)
     assert error["message"] == f"scripted {status}"
@@ -140,8 +155,7 @@ def test_upstream_error_status_is_relayed(post, router_config, write_config, sta
 
 def test_context_too_large_for_every_model_gets_400_with_the_measured_size(post):
     huge = [{"role": "user", "content": "word " * 700_000}]
-    error = assert_error(post({"model": "auto", "messages": huge}), 400,
-                         "context_length_exceeded")
+    error = assert_error(post({"model": "auto", "messages": huge}), 400, "context_length_exceeded")
     assert "measures" in error["message"]
 
 
@@ -151,7 +165,8 @@ def test_sdk_raises_its_typed_errors(live_server, router_config, api_key):
         sdk.chat.completions.create(model="nope", messages=HI)
     with pytest.raises(openai.UnprocessableEntityError):
         sdk.chat.completions.create(
-            model="text-only", messages=HI, response_format={"type": "json_object"})
+            model="text-only", messages=HI, response_format={"type": "json_object"}
+        )
     bad = openai.OpenAI(base_url=live_server.url + "/v1", api_key="rk-nope", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         bad.chat.completions.create(model="echo-medium", messages=HI)

@@ -1,4 +1,5 @@
 """The router as a user serves it: gunicorn, DJANGO_DEBUG=0, plain HTTP on loopback."""
+
 import os
 import socket
 import subprocess
@@ -42,12 +43,22 @@ def served_router(tmp_path, upstream):
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
-    out = subprocess.run([*manage, "createapikey", "e2e"], env=env, check=True, cwd=ROOT,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [*manage, "createapikey", "e2e"],
+        env=env,
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
     key = out.strip().splitlines()[-1]
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "router_project/gunicorn.conf.py")],
-        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -68,14 +79,32 @@ def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_rou
     sdk = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=20)
     reply = sdk.chat.completions.create(model="auto", messages=[{"role": "user", "content": "hi"}])
     assert reply.choices[0].message.content == ANSWER
-    chunks = list(sdk.chat.completions.create(
-        model="echo-medium", messages=[{"role": "user", "content": "hi"}], stream=True))
+    chunks = list(
+        sdk.chat.completions.create(
+            model="echo-medium", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).strip() == ANSWER
 
-    count = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "shell", "-c",
-         "from routing.models import RouteDecision as R; print(R.objects.filter(status_code=200).count())"],
-        env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    count = (
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "shell",
+                "-c",
+                "from routing.models import RouteDecision as R; "
+                "print(R.objects.filter(status_code=200).count())",
+            ],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert count == "2"
 
 

@@ -1,4 +1,5 @@
 """Pinch in the request path: prune once before measuring, record it, keep the rest intact."""
+
 import json
 
 import openai
@@ -22,12 +23,14 @@ def last_assistant_request(messages):
 
 @pytest.fixture
 def sdk(live_server, api_key):
-    return openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0,
-                         timeout=30)
+    return openai.OpenAI(
+        base_url=live_server.url + "/v1", api_key=api_key, max_retries=0, timeout=30
+    )
 
 
 def test_long_agent_conversation_arrives_upstream_pruned_with_other_messages_intact(
-        sdk, router_config, write_config, upstream, corpus_dir):
+    sdk, router_config, write_config, upstream, corpus_dir
+):
     router_config["pinch"]["budget_tokens"] = 20000
     write_config(router_config)
     messages = last_assistant_request(corpus_messages(corpus_dir))
@@ -54,15 +57,20 @@ def test_long_agent_conversation_arrives_upstream_pruned_with_other_messages_int
 
 
 def test_routed_window_choice_sees_the_pruned_size(
-        sdk, router_config, write_config, upstream, corpus_dir):
+    sdk, router_config, write_config, upstream, corpus_dir
+):
     # Unpruned, the conversation (~100k tokens) fits only echo-hard's window;
     # pruned to 20k it fits the 32k medium models, so the cheapest of them wins.
     # (The classifier, which sees the full size, is told not to call it hard.)
     router_config["pinch"]["budget_tokens"] = 20000
-    router_config["classifier"] = {"heuristic": {"hard_context_tokens": 10_000_000,
-                                                 "hard_turn_chars": 10_000_000,
-                                                 "medium_context_tokens": 10_000_000,
-                                                 "medium_turn_chars": 10_000_000}}
+    router_config["classifier"] = {
+        "heuristic": {
+            "hard_context_tokens": 10_000_000,
+            "hard_turn_chars": 10_000_000,
+            "medium_context_tokens": 10_000_000,
+            "medium_turn_chars": 10_000_000,
+        }
+    }
     write_config(router_config)
     messages = [m for m in last_assistant_request(corpus_messages(corpus_dir))]
     reply = sdk.chat.completions.with_raw_response.create(model="auto", messages=messages)
@@ -74,7 +82,8 @@ def test_routed_window_choice_sees_the_pruned_size(
 
 
 def test_pinch_disabled_sends_the_callers_messages_byte_for_byte(
-        sdk, router_config, write_config, upstream, corpus_dir):
+    sdk, router_config, write_config, upstream, corpus_dir
+):
     router_config["pinch"]["enabled"] = False
     router_config["pinch"]["budget_tokens"] = 1000
     write_config(router_config)
@@ -88,25 +97,33 @@ def test_pinch_disabled_sends_the_callers_messages_byte_for_byte(
     assert decision.prefix_match is None
 
 
-def test_pruned_passthrough_records_real_pinch_tokens(
-        sdk, router_config, write_config, corpus_dir):
+def test_pruned_passthrough_records_real_pinch_tokens(sdk, router_config, write_config, corpus_dir):
     router_config["pinch"]["budget_tokens"] = 5000
     write_config(router_config)
-    sdk.chat.completions.create(model="echo-medium",
-                                messages=last_assistant_request(corpus_messages(corpus_dir)))
+    sdk.chat.completions.create(
+        model="echo-medium", messages=last_assistant_request(corpus_messages(corpus_dir))
+    )
     decision = RouteDecision.objects.get()
     assert decision.path == "passthrough"
     assert decision.pinch_original_tokens > decision.pinch_final_tokens > 0
 
 
 def test_rejected_passthrough_leaves_no_row_even_when_pruned(
-        live_server, api_key, router_config, write_config, corpus_dir, upstream):
+    live_server, api_key, router_config, write_config, corpus_dir, upstream
+):
     router_config["pinch"]["budget_tokens"] = 5000
     write_config(router_config)
-    body = {"model": "text-only", "response_format": {"type": "json_object"},
-            "messages": last_assistant_request(corpus_messages(corpus_dir))}
-    response = requests.post(live_server.url + "/v1/chat/completions", json=body,
-                             headers={"Authorization": f"Bearer {api_key}"}, timeout=30)
+    body = {
+        "model": "text-only",
+        "response_format": {"type": "json_object"},
+        "messages": last_assistant_request(corpus_messages(corpus_dir)),
+    }
+    response = requests.post(
+        live_server.url + "/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=30,
+    )
     assert response.status_code == 422
     assert RouteDecision.objects.count() == 0
     assert upstream.received == []
@@ -124,16 +141,34 @@ def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_conf
     router_config["pinch"]["budget_tokens"] = 400
     router_config["pinch"]["keep_last_tool_results"] = 1
     write_config(router_config)
-    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d" * 300,
-                                               "parameters": {"type": "object"}}}
-             for i in range(4)]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{i}",
+                "description": "d" * 300,
+                "parameters": {"type": "object"},
+            },
+        }
+        for i in range(4)
+    ]
     messages = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "tool_0", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "tool_0", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "x" * 600},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c2", "type": "function", "function": {"name": "tool_1", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c2", "type": "function", "function": {"name": "tool_1", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c2", "content": "y" * 30},
     ]
     # 200 message tokens alone are under 400; the tool definitions tip it over.
@@ -147,7 +182,8 @@ def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_conf
 
 
 def test_prefix_probe_measures_three_consecutive_turns(
-        sdk, router_config, write_config, corpus_dir):
+    sdk, router_config, write_config, corpus_dir
+):
     router_config["pinch"]["budget_tokens"] = 20000
     write_config(router_config)
     messages = corpus_messages(corpus_dir)
@@ -157,7 +193,10 @@ def test_prefix_probe_measures_three_consecutive_turns(
     rows = list(RouteDecision.objects.order_by("id"))
     first, second, third = rows
     assert (first.prefix_match, first.prefix_previous_length, first.prefix_current_length) == (
-        0, 0, turns[0])
+        0,
+        0,
+        turns[0],
+    )
     assert second.prefix_previous_length == turns[0]
     assert second.prefix_current_length == turns[1]
     assert third.prefix_previous_length == turns[1]
@@ -169,18 +208,24 @@ def test_prefix_probe_off_keeps_no_state_and_null_columns(sdk, router_config, wr
     router_config["pinch"]["prefix_probe"] = False
     write_config(router_config)
     for _ in range(2):
-        sdk.chat.completions.create(model="echo-medium", messages=[{"role": "user", "content": "x"}])
+        sdk.chat.completions.create(
+            model="echo-medium", messages=[{"role": "user", "content": "x"}]
+        )
     assert set(RouteDecision.objects.values_list("prefix_match", flat=True)) == {None}
 
 
 def test_dry_run_explains_the_decision_records_nothing_and_calls_no_upstream(
-        live_server, api_key, router_config, write_config, upstream, corpus_dir):
+    live_server, api_key, router_config, write_config, upstream, corpus_dir
+):
     router_config["pinch"]["budget_tokens"] = 20000
     write_config(router_config)
     messages = last_assistant_request(corpus_messages(corpus_dir))
     response = requests.post(
-        live_server.url + "/v1/chat/completions", json={"model": "auto", "messages": messages},
-        headers={"Authorization": f"Bearer {api_key}", "X-Router-Dry-Run": "1"}, timeout=30)
+        live_server.url + "/v1/chat/completions",
+        json={"model": "auto", "messages": messages},
+        headers={"Authorization": f"Bearer {api_key}", "X-Router-Dry-Run": "1"},
+        timeout=30,
+    )
     assert response.status_code == 200
     plan = response.json()
     assert plan["dry_run"] is True
@@ -195,7 +240,8 @@ def test_dry_run_explains_the_decision_records_nothing_and_calls_no_upstream(
 
 def test_explain_headers_say_what_the_router_did(sdk, router_config):
     reply = sdk.chat.completions.with_raw_response.create(
-        model="echo-medium", messages=[{"role": "user", "content": "x"}])
+        model="echo-medium", messages=[{"role": "user", "content": "x"}]
+    )
     headers = reply.headers
     decision = RouteDecision.objects.get()
     assert headers["X-Router-Decision-Id"] == str(decision.pk)

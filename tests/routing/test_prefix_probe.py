@@ -1,4 +1,5 @@
 """The prefix probe: per-conversation memory of the last payload, in process or in Redis."""
+
 import uuid
 
 import pytest
@@ -84,8 +85,15 @@ def test_redis_down_degrades_to_memory_and_logs(caplog):
 
 def test_llm_classifier_uses_the_models_tier_word(upstream):
     data = base_config(upstream.base_url)
-    data["models"].append({"id": "judge", "provider": "up", "upstream_model": "says-hard",
-                           "tier": "easy", "context_window": 4096})
+    data["models"].append(
+        {
+            "id": "judge",
+            "provider": "up",
+            "upstream_model": "says-hard",
+            "tier": "easy",
+            "context_window": 4096,
+        }
+    )
     data["classifier"] = {"backend": "llm", "llm": {"model": "judge", "timeout_seconds": 2}}
     result = classify(msgs("hi"), None, validate_config(data))
     assert (result.tier, result.outcome) == ("hard", "llm")
@@ -96,8 +104,15 @@ def test_llm_classifier_uses_the_models_tier_word(upstream):
 
 def test_llm_classifier_answer_that_names_no_tier_falls_back(upstream):
     data = base_config(upstream.base_url)
-    data["models"].append({"id": "judge", "provider": "up", "upstream_model": "says-dunno",
-                           "tier": "easy", "context_window": 4096})
+    data["models"].append(
+        {
+            "id": "judge",
+            "provider": "up",
+            "upstream_model": "says-dunno",
+            "tier": "easy",
+            "context_window": 4096,
+        }
+    )
     data["classifier"] = {"backend": "llm", "llm": {"model": "judge"}}
     result = classify(msgs("hi"), None, validate_config(data))
     assert (result.tier, result.outcome) == ("easy", "llm_fallback")

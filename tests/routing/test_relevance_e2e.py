@@ -1,4 +1,5 @@
 """End to end: relevance ordering keeps an old but relevant tool result verbatim."""
+
 import json
 
 import openai
@@ -21,16 +22,27 @@ RECENT = [f"make: Nothing to be done for 'target_{i}'." for i in range(6)]
 
 
 def call(call_id, name, args):
-    return {"role": "assistant", "content": "",
-            "tool_calls": [{"id": call_id, "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(args)}}]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
 
 
 def conversation():
     messages = [
         {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "The ledger migration in payments/ledger.py rounds "
-                                    "currency wrong. Fix apply_ledger_migration."},
+        {
+            "role": "user",
+            "content": "The ledger migration in payments/ledger.py rounds "
+            "currency wrong. Fix apply_ledger_migration.",
+        },
         call("c0", "read_file", {"path": "payments/ledger.py"}),
         {"role": "tool", "tool_call_id": "c0", "content": LEDGER},
     ]
@@ -48,13 +60,18 @@ def fresh_relevance_state():
 
 
 def test_old_relevant_result_survives_while_newer_irrelevant_ones_are_compressed(
-        live_server, api_key, router_config, write_config, upstream):
+    live_server, api_key, router_config, write_config, upstream
+):
     messages = conversation()
     total = sum(len(m["content"]) // 3 for m in messages)
     # Over budget by less than the noise weighs: compressing the noise is enough.
-    router_config["pinch"].update({
-        "budget_tokens": total - 2000, "max_summarize_chars": 3000,
-        "relevance": {"enabled": True, "backend": "builtin", "min_candidates": 2}})
+    router_config["pinch"].update(
+        {
+            "budget_tokens": total - 2000,
+            "max_summarize_chars": 3000,
+            "relevance": {"enabled": True, "backend": "builtin", "min_candidates": 2},
+        }
+    )
     write_config(router_config)
     sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
     sdk.chat.completions.create(model="echo-hard", messages=messages)
@@ -70,11 +87,17 @@ def test_old_relevant_result_survives_while_newer_irrelevant_ones_are_compressed
 
 
 def test_without_relevance_the_same_old_result_is_compressed(
-        live_server, api_key, router_config, write_config, upstream):
+    live_server, api_key, router_config, write_config, upstream
+):
     messages = conversation()
     total = sum(len(m["content"]) // 3 for m in messages)
-    router_config["pinch"].update({"budget_tokens": total - 2000, "max_summarize_chars": 3000,
-                                   "relevance": {"enabled": False}})
+    router_config["pinch"].update(
+        {
+            "budget_tokens": total - 2000,
+            "max_summarize_chars": 3000,
+            "relevance": {"enabled": False},
+        }
+    )
     write_config(router_config)
     sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
     sdk.chat.completions.create(model="echo-hard", messages=messages)
@@ -83,13 +106,22 @@ def test_without_relevance_the_same_old_result_is_compressed(
 
 
 def test_a_broken_embedding_server_falls_back_to_uniform_pruning_and_never_fails(
-        live_server, api_key, router_config, write_config, upstream, caplog):
+    live_server, api_key, router_config, write_config, upstream, caplog
+):
     messages = conversation()
     total = sum(len(m["content"]) // 3 for m in messages)
-    router_config["pinch"].update({
-        "budget_tokens": total - 2000, "max_summarize_chars": 3000,
-        "relevance": {"enabled": True, "backend": "openai", "base_url": "http://127.0.0.1:9/v1",
-                      "timeout_seconds": 1}})
+    router_config["pinch"].update(
+        {
+            "budget_tokens": total - 2000,
+            "max_summarize_chars": 3000,
+            "relevance": {
+                "enabled": True,
+                "backend": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "timeout_seconds": 1,
+            },
+        }
+    )
     write_config(router_config)
     sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
     reply = sdk.chat.completions.create(model="echo-hard", messages=messages)

@@ -1,4 +1,5 @@
 """Classification and model choice, without HTTP."""
+
 import pytest
 
 from routing.classifier import classify, heuristic_tier
@@ -60,10 +61,22 @@ def test_cheapest_model_of_the_tier_comes_first_then_the_tiers_above(config):
 def test_blended_price_with_cache_rate_decides_the_order():
     data = base_config("http://127.0.0.1:1/v1")
     data["models"] = [
-        {"id": "a", "provider": "up", "tier": "easy", "context_window": 1000,
-         "prompt_price": 1.0, "cached_prompt_price": 0.9},
-        {"id": "b", "provider": "up", "tier": "easy", "context_window": 1000,
-         "prompt_price": 1.2, "cached_prompt_price": 0.1},
+        {
+            "id": "a",
+            "provider": "up",
+            "tier": "easy",
+            "context_window": 1000,
+            "prompt_price": 1.0,
+            "cached_prompt_price": 0.9,
+        },
+        {
+            "id": "b",
+            "provider": "up",
+            "tier": "easy",
+            "context_window": 1000,
+            "prompt_price": 1.2,
+            "cached_prompt_price": 0.1,
+        },
     ]
     no_cache = validate_config(data)
     assert [m.id for m in candidates_for(no_cache, "easy", 10, 0, set())] == ["a", "b"]

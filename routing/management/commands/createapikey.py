@@ -1,4 +1,5 @@
 """createapikey NAME: make a router API key; the key is the last line printed."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from routing.auth import create_api_key
