@@ -1,14 +1,16 @@
 """Fixtures shared by every app's tests: a test upstream, a config file, API keys."""
 
 import copy
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
+from bench.corpus import corpus_dir as corpus_dir_path
 from tests.upstream_server import UpstreamServer
 
-CORPUS_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "conversations"
+CORPUS_DIR = corpus_dir_path()
 PROVIDER_KEY_ENV = "TEST_PROVIDER_KEY"
 PROVIDER_KEY = "sk-provider-secret-123"
 
@@ -114,5 +116,7 @@ def api_key(db):
 @pytest.fixture
 def corpus_dir():
     if not CORPUS_DIR.is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS_DIR}")
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the shared corpus at {CORPUS_DIR}")
+        pytest.skip(f"the shared corpus is not at {CORPUS_DIR} (set CORPUS_DIR)")
     return CORPUS_DIR

@@ -8,6 +8,7 @@ every combination of knobs.
 
 import copy
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -195,6 +196,8 @@ CORPUS_KNOBS = {"budget_tokens": 20_000, "keep_last_tool_results": 6}
 
 def _corpus():
     if not CORPUS.is_dir():
+        if os.environ.get("CI"):  # CI always has the corpus: its absence is a failure
+            raise RuntimeError(f"CI needs the shared corpus at {CORPUS}")
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))]
     return [pytest.param(c, id=c.name) for c in load_conversations(CORPUS)]
 

@@ -7,6 +7,7 @@ reason, when it is not there.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import uuid
 
@@ -61,6 +62,9 @@ def redis_or_skip():
         client = redis.Redis.from_url(REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - whatever the failure, there is no Redis here
+        # .ci/run starts Redis, so in CI its absence is a failure, not a skip.
+        if os.environ.get("CI"):
+            pytest.fail(f"no Redis at {REDIS_URL}: {type(exc).__name__}")
         pytest.skip(f"no Redis at {REDIS_URL}: {type(exc).__name__}")
     return client
 
