@@ -46,7 +46,7 @@ django.setup()
 
 from bench.corpus import corpus_dir, load_conversations, requests_of
 from pinch.embedders import make_embedder
-from routing import pruning
+from pinch.relevance import relevance_for, reset_relevance_state
 from routing.config import (
     DEFAULT_CONFIG_PATH,
     PinchConfig,
@@ -65,25 +65,6 @@ def pinch_config(relevance: bool) -> PinchConfig:
     data = read_config_file(DEFAULT_CONFIG_PATH)
     data = apply_overrides(data, {"pinch.relevance.enabled": relevance}, [])
     return validate_config(data).pinch
-
-
-def relevance_edge():
-    """(relevance_for, reset) from pinch.relevance, or None while the edge is not there."""
-    try:
-        from pinch import relevance
-    except ImportError:
-        return None
-    rank = getattr(relevance, "relevance_for", None) or relevance.relevance_result_for
-    for name in ("reset_relevance_state", "reset_caches", "reset_cache", "reset"):
-        reset = getattr(relevance, name, None)
-        if callable(reset):
-            return rank, reset
-    sys.exit("pinch.relevance has no reset function for its embedding cache")
-
-
-def pipeline_uses_edge() -> bool:
-    """Whether routing.pruning calls the edge, not its temporary stand-in."""
-    return getattr(pruning.relevance_for, "__module__", "") == "pinch.relevance"
 
 
 def timed_ns(fn: Callable[[], object]) -> int:
@@ -190,10 +171,6 @@ def main() -> None:
     requests = [r for s in sessions for r in s]
 
     off, on = pinch_config(relevance=False), pinch_config(relevance=True)
-    edge = relevance_edge()
-    if edge is not None and not pipeline_uses_edge():
-        print("# routing.pruning does not call pinch.relevance yet: pipeline relevance skipped")
-    wired = edge is not None and pipeline_uses_edge()
     print(f"# machine: {machine()}")
     print(
         f"# corpus: {len(conversations)} sessions, {len(requests)} requests; shipped config "
@@ -212,29 +189,27 @@ def main() -> None:
             columns["relevance off"].append(
                 median_ns(lambda r=request: pinch_messages(r, off, 0), args.rounds)
             )
-        if wired:
-            _, reset = edge
-            for request in requests:
-                columns.setdefault("relevance, cold", []).append(
-                    median_ns(lambda r=request: pinch_messages(r, on, 0), args.rounds, reset)
+        for request in requests:
+            columns.setdefault("relevance, cold", []).append(
+                median_ns(
+                    lambda r=request: pinch_messages(r, on, 0), args.rounds, reset_relevance_state
                 )
-            # Session order and warm are timed back to back on each request, so
-            # that a busy moment of a shared machine weighs on both alike.
-            session_order = [[] for _ in requests]
-            warm = [[] for _ in requests]
-            for _ in range(args.rounds):
-                i = 0
-                for session in sessions:
-                    reset()
-                    for request in session:
-                        session_order[i].append(
-                            timed_ns(lambda r=request: pinch_messages(r, on, 0))
-                        )
-                        warm[i].append(timed_ns(lambda r=request: pinch_messages(r, on, 0)))
-                        i += 1
-            columns["relevance, session order"] = [int(statistics.median(s)) for s in session_order]
-            columns["relevance, warm"] = [int(statistics.median(s)) for s in warm]
-            used = [pinch_messages(r, on, 0)[1].relevance_used for r in requests]
+            )
+        # Session order and warm are timed back to back on each request, so
+        # that a busy moment of a shared machine weighs on both alike.
+        session_order = [[] for _ in requests]
+        warm = [[] for _ in requests]
+        for _ in range(args.rounds):
+            i = 0
+            for session in sessions:
+                reset_relevance_state()
+                for request in session:
+                    session_order[i].append(timed_ns(lambda r=request: pinch_messages(r, on, 0)))
+                    warm[i].append(timed_ns(lambda r=request: pinch_messages(r, on, 0)))
+                    i += 1
+        columns["relevance, session order"] = [int(statistics.median(s)) for s in session_order]
+        columns["relevance, warm"] = [int(statistics.median(s)) for s in warm]
+        used = [pinch_messages(r, on, 0)[1].relevance_used for r in requests]
     finally:
         gc.enable()
 
@@ -262,11 +237,6 @@ def main() -> None:
         f"{sum(tokens[i] for i in over):,} tokens"
         + (f"; relevance ordering used on {sum(used)} of them)" if used else ")")
     )
-    if edge is None:
-        print("(pinch.relevance is not importable yet: relevance figures skipped)")
-        return
-
-    relevance_for, reset = edge
     keep = on.keep_last_tool_results or 0
     messages = synthetic_request(conversations, CANDIDATES, keep)
 
@@ -279,7 +249,7 @@ def main() -> None:
 
     gc.disable()
     try:
-        cold = wall_and_cpu_ns(rank, args.rounds, reset)
+        cold = wall_and_cpu_ns(rank, args.rounds, reset_relevance_state)
         rank()
         warm = wall_and_cpu_ns(rank, args.rounds)
         # The reset drops the embedder too, so "cold" includes building it again

@@ -282,13 +282,15 @@ def cli_overrides(
     keep_last_tool_results: Any = None,
     relevance: bool = True,
     pinch: bool = True,
+    window_step: Any = None,
 ) -> dict[str, Any]:
     """Dotted config keys for the command's options; None means "not given".
 
     Values are not range-checked here: they go through the config schema, so a
     bad one is refused with the same message, naming the same key, as in the
     file or in admin. ``keep_last_tool_results`` also takes "none" (null: only
-    the user-turn window protects, 6krrt's behaviour).
+    the user-turn window protects, 6krrt's behaviour), and so does
+    ``window_step`` (null: the window slides one tool result at a time).
     """
     overrides: dict[str, Any] = {}
     if budget_tokens is not None:
@@ -296,15 +298,18 @@ def cli_overrides(
     if keep_last_turns is not None:
         overrides["pinch.keep_last_turns"] = _number(keep_last_turns)
     if keep_last_tool_results is not None:
-        value = str(keep_last_tool_results).strip().lower()
-        overrides["pinch.keep_last_tool_results"] = (
-            None if value in ("none", "null") else _number(keep_last_tool_results)
-        )
+        overrides["pinch.keep_last_tool_results"] = _number_or_none(keep_last_tool_results)
+    if window_step is not None:
+        overrides["pinch.window_step"] = _number_or_none(window_step)
     if not relevance:
         overrides["pinch.relevance.enabled"] = False
     if not pinch:
         overrides["pinch.enabled"] = False
     return overrides
+
+
+def _number_or_none(value: Any) -> Any:
+    return None if str(value).strip().lower() in ("none", "null") else _number(value)
 
 
 def _number(value: Any) -> Any:
@@ -532,6 +537,7 @@ def describe_settings(config: RouterConfig, model: str | None) -> str:
         knobs = (
             f"budget_tokens={pinch.budget_tokens} keep_last_turns={pinch.keep_last_turns} "
             f"keep_last_tool_results={pinch.keep_last_tool_results} "
+            f"window_step={pinch.window_step} "
             f"max_summarize_chars={pinch.max_summarize_chars} "
             f"protected_max_chars={pinch.protected_max_chars} relevance={relevance}"
         )

@@ -171,6 +171,7 @@ def relevance_for(
             messages,
             keep_last_turns=cfg.keep_last_turns,
             keep_last_tool_results=getattr(cfg, "keep_last_tool_results", None),
+            window_step=getattr(cfg, "window_step", None),
         )
         if len(candidates) < rel.min_candidates:
             return RelevanceResult(

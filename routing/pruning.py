@@ -50,6 +50,7 @@ def pinch_messages(messages, pinch_config: PinchConfig, extra_fixed_tokens: int)
         relevance_order=relevance.order,
         extra_fixed_tokens=extra_fixed_tokens,
         keep_last_tool_results=pinch_config.keep_last_tool_results,
+        window_step=pinch_config.window_step,
     )
     outcome = PinchOutcome(
         original_tokens=stats["original_tokens"],

@@ -10,6 +10,12 @@ ALL_ON = {"pinch_enabled": "on", "pinch_relevance_enabled": "on", "pinch_prefix_
 
 
 @pytest.fixture
+def router_config(write_config):
+    """The shipped defaults with every knob on, so ALL_ON changes nothing."""
+    return write_config({"pinch.relevance.enabled": True})
+
+
+@pytest.fixture
 def staff_client(client, staff_user):
     client.force_login(staff_user)
     return client

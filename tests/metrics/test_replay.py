@@ -17,7 +17,6 @@ from metrics.replay import (
     replay,
     replay_config,
 )
-from routing import pruning
 from routing.models import RouteDecision
 
 pytestmark = pytest.mark.django_db
@@ -145,9 +144,8 @@ def test_no_relevance_never_uses_relevance_ordering(run):
     assert "relevance=off" in stdout
 
 
-def test_relevance_ordering_is_used_on_pruned_turns_when_on(run):
-    if pruning.relevance_for.__module__ != "pinch.relevance":
-        pytest.skip("routing.pruning does not call the relevance edge yet (temporary stand-in)")
+def test_relevance_ordering_is_used_on_pruned_turns_when_on(run, write_config):
+    write_config({"pinch.relevance.enabled": True})  # off in the shipped defaults
     lines, _, _ = run("--budget-tokens", "3000")
 
     assert any(line["relevance_used"] for line in lines)
@@ -446,3 +444,60 @@ def test_prices_outside_their_range_are_command_errors_naming_the_option(run):
             run(option, "-1")
         with pytest.raises(CommandError, match=option):
             run(option, "nan")
+
+
+# --- Pruning in steps (pinch.window_step) ---
+
+
+def breaks(lines):
+    """Turns whose payload does not start with the session's whole previous payload."""
+    return sum(
+        1
+        for prev, line in itertools.pairwise(lines)
+        if prev["conversation"] == line["conversation"] and line["prefix_match"] < prev["turn"]
+    )
+
+
+def test_window_step_prunes_in_steps_and_keeps_more_of_the_prefix(run, paths):
+    options = ("--budget-tokens", "3000", "--keep-last-tool-results", "2", "--no-relevance")
+    plain, plain_out, _ = run(*options, "--window-step", "none")
+    stepped, stepped_out, _ = run(*options, "--window-step", "8")
+
+    assert "window_step=None" in plain_out and "window_step=8" in stepped_out
+    assert [line["turn"] for line in stepped] == [line["turn"] for line in plain]
+    # The same requests; fewer results compressed on each, never one the plain window keeps.
+    for a, b in zip(plain, stepped, strict=True):
+        assert a["original_tokens"] == b["original_tokens"]
+        assert set(b["compressed"]) <= set(a["compressed"])
+    assert sum(line["final_tokens"] for line in stepped) > sum(
+        line["final_tokens"] for line in plain
+    )
+    # ... and the cache keeps more: fewer breaks, a larger prefix kept, a smaller bill.
+    assert breaks(stepped) < breaks(plain)
+    plain_row, stepped_row = table_row(plain_out, "total"), table_row(stepped_out, "total")
+    assert float(stepped_row[PREFIX].rstrip("%")) > float(plain_row[PREFIX].rstrip("%"))
+    knobs = {"budget_tokens": 3000, "keep_last_tool_results": 2, "relevance": False}
+    sessions = load_sessions(paths)
+    costs = [
+        replay(sessions, replay_config(cli_overrides(**knobs, window_step=step))).total.cost(
+            CachePrices()
+        )
+        for step in ("none", "8")
+    ]
+    assert costs[1] < costs[0]
+
+
+def test_window_step_1_replays_exactly_like_none(run):
+    options = ("--budget-tokens", "3000", "--keep-last-tool-results", "2", "--no-relevance")
+    plain, _, _ = run(*options, "--window-step", "none")
+    one, _, _ = run(*options, "--window-step", "1")
+    assert one == plain
+
+
+def test_window_step_outside_the_schema_is_a_command_error_naming_the_key(run):
+    for value in ("0", "-3", "often"):
+        with pytest.raises(CommandError, match=r"pinch\.window_step"):
+            run("--window-step", value)
+    assert cli_overrides(window_step="None") == {"pinch.window_step": None}
+    assert cli_overrides(window_step="16") == {"pinch.window_step": 16}
+    assert cli_overrides() == {}

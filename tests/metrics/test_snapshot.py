@@ -161,7 +161,8 @@ def test_recent_decisions_are_the_fifty_newest(router_config, db):
         ("pinch.relevance.enabled", "pinch_relevance_enabled"),
     ],
 )
-def test_knobs_follow_config_overrides(client, router_config, staff_key, key, knob):
+def test_knobs_follow_config_overrides(client, write_config, staff_key, key, knob):
+    write_config({"pinch.relevance.enabled": True})  # every knob on, then one turned off
     ConfigOverride.objects.create(key=key, value=False)
 
     body = client.get(URL, **bearer(staff_key)).json()

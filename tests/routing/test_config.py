@@ -13,14 +13,14 @@ def shipped():
     return read_config_file(DEFAULT_CONFIG_PATH)
 
 
-def test_shipped_default_config_is_valid_and_has_the_reference_pinch_defaults():
+def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     config = validate_config(shipped())
     pinch = config.pinch
-    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 50000, 4)
+    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 30000, 4)
     assert (pinch.max_summarize_chars, pinch.protected_max_chars) == (4000, 20000)
     assert pinch.keep_last_tool_results == 6
     assert pinch.prefix_probe is True
-    assert (pinch.relevance.enabled, pinch.relevance.backend) == (True, "builtin")
+    assert (pinch.relevance.enabled, pinch.relevance.backend) == (False, "builtin")
     assert (pinch.relevance.timeout_seconds, pinch.relevance.min_candidates) == (10, 2)
 
 
@@ -40,6 +40,9 @@ def with_change(path, value):
         (("pinch", "budget_tokens"), 0, "pinch.budget_tokens"),
         (("pinch", "keep_last_turns"), 0, "pinch.keep_last_turns"),
         (("pinch", "keep_last_tool_results"), 0, "pinch.keep_last_tool_results"),
+        (("pinch", "window_step"), 0, "pinch.window_step"),
+        (("pinch", "window_step"), -4, "pinch.window_step"),
+        (("pinch", "window_step"), "eight", "pinch.window_step"),
         (("pinch", "max_summarize_chars"), 2999, "pinch.max_summarize_chars"),
         (("pinch", "protected_max_chars"), 2999, "pinch.protected_max_chars"),
         (("pinch", "relevance", "timeout_seconds"), 0, "pinch.relevance.timeout_seconds"),
@@ -67,6 +70,13 @@ def test_bad_value_fails_naming_the_key(path, value, named):
     with pytest.raises(ConfigError) as caught:
         validate_config(with_change(path, value))
     assert named in str(caught.value)
+
+
+def test_window_step_is_null_unless_set_and_the_shipped_file_sets_the_measured_step():
+    assert validate_config(base_config("http://127.0.0.1:1/v1")).pinch.window_step is None
+    assert validate_config(with_change(("pinch", "window_step"), None)).pinch.window_step is None
+    assert validate_config(with_change(("pinch", "window_step"), 1)).pinch.window_step == 1
+    assert validate_config(shipped()).pinch.window_step == 8
 
 
 def test_protected_max_chars_null_disables_the_cap():

@@ -48,6 +48,12 @@ class Command(BaseCommand):
             help="pinch.keep_last_tool_results; none = user turns only (6krrt)",
         )
         parser.add_argument(
+            "--window-step",
+            metavar="N|none",
+            help="pinch.window_step; the protected window advances N tool results at once "
+            "(none = one at a time)",
+        )
+        parser.add_argument(
             "--no-relevance",
             action="store_true",
             help="pinch.relevance.enabled = false (uniform pruning)",
@@ -92,6 +98,7 @@ class Command(BaseCommand):
             budget_tokens=options["budget_tokens"],
             keep_last_turns=options["keep_last_turns"],
             keep_last_tool_results=options["keep_last_tool_results"],
+            window_step=options["window_step"],
             relevance=not options["no_relevance"],
             pinch=not options["no_pinch"],
         )
