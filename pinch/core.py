@@ -68,10 +68,18 @@ def trim_candidates(
     first time rewrites the payload from that message on, and everything after
     it, read from the cache at a tenth of the price the turn before, is
     written again at 1.25 times. With a window that slides by one result a
-    turn, that happens on nearly every turn; in steps, once every K results.
+    turn, that happens on nearly every turn over the budget; in steps, once
+    every K results. Over a session of uniform pruning the pruned payload then
+    fails to start with the previous one at most ``1 + U + (R - k) // K``
+    times (the budget's crossing, U new user messages, the steps), R the tool
+    results of the last request and k ``keep_last_tool_results``.
     Measured with ``pinch_replay`` on the 24 sessions of the shared corpus
-    (docs/benchmarks.md, "Pruning in steps"): at a 30,000-token budget,
-    uniform pruning saves {WINDOW_STEP_FIGURE}.
+    (docs/benchmarks.md, "Pruning in steps"), uniform pruning at a 30,000-token
+    budget: with K = 8 the payload stops repeating the previous one on 64 of
+    1,548 turns instead of 429, and the cache-aware cost saved goes from 7.1%
+    to 22.3% for 35.1% of the tokens instead of 36.2%. At 10,000 tokens, where
+    sliding one at a time costs 8% more than no pinch, K = 8 saves 33.7% of
+    the cost and 55.1% of the tokens.
 
     The relevance edge builds its embedding list from this same function, with
     the same knobs, so ``relevance_order`` indexes line up with the list

@@ -291,6 +291,8 @@ def _hand_session(*messages):
 
 
 def _hand_replay(session, **options):
+    # The window slides one result a turn unless a test says otherwise.
+    options = {"window_step": "none", **options}
     return replay([session], replay_config(cli_overrides(relevance=False, **options)))
 
 

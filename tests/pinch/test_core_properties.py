@@ -242,13 +242,14 @@ def agent_sessions(draw):
         if draw(st.integers(0, 9)) == 0:
             messages.append({"role": "user", "content": draw(session_texts)})
         ids = [f"call_{step}_{j}" for j in range(draw(st.sampled_from([1, 1, 1, 2, 3])))]
+        names = [draw(st.sampled_from(TOOLS)) for _ in ids]
         messages.append(
             {
                 "role": "assistant",
                 "content": draw(st.sampled_from(["", "Let me look.", None])),
                 "tool_calls": [
-                    {"id": i, "type": "function", "function": {"name": draw(st.sampled_from(TOOLS))}}
-                    for i in ids
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}}
+                    for i, n in zip(ids, names)
                 ],
             }
         )
