@@ -280,7 +280,7 @@ def cli_overrides(
     budget_tokens: Any = None,
     keep_last_turns: Any = None,
     keep_last_tool_results: Any = None,
-    relevance: bool = True,
+    relevance: bool | None = None,
     pinch: bool = True,
     window_step: Any = None,
 ) -> dict[str, Any]:
@@ -301,8 +301,8 @@ def cli_overrides(
         overrides["pinch.keep_last_tool_results"] = _number_or_none(keep_last_tool_results)
     if window_step is not None:
         overrides["pinch.window_step"] = _number_or_none(window_step)
-    if not relevance:
-        overrides["pinch.relevance.enabled"] = False
+    if relevance is not None:
+        overrides["pinch.relevance.enabled"] = relevance
     if not pinch:
         overrides["pinch.enabled"] = False
     return overrides

@@ -133,10 +133,10 @@ class RelevanceConfig(Strict):
 
 class PinchConfig(Strict):
     enabled: bool = True
-    budget_tokens: int = Field(30000, gt=0)
+    budget_tokens: int = Field(16000, gt=0)
     keep_last_turns: int = Field(4, gt=0)
     keep_last_tool_results: int | None = Field(6, gt=0)
-    window_step: int | None = Field(None, gt=0)
+    window_step: int | None = Field(8, gt=0)
     max_summarize_chars: int = Field(4000, ge=3000)
     protected_max_chars: int | None = Field(20000, ge=3000)
     prefix_probe: bool = True

@@ -68,6 +68,9 @@ def base_config(upstream_url: str) -> dict:
             "budget_tokens": 50000,
             "keep_last_turns": 4,
             "keep_last_tool_results": 6,
+            # Steps are tested in tests/pinch and the replay; here each request
+            # should prune as the plain window says, whatever its length.
+            "window_step": None,
             "relevance": {"enabled": False},
         },
         "objective": {"assumed_cache_rate": 0.0, "billing_reset_day": None},

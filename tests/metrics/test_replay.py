@@ -144,9 +144,8 @@ def test_no_relevance_never_uses_relevance_ordering(run):
     assert "relevance=off" in stdout
 
 
-def test_relevance_ordering_is_used_on_pruned_turns_when_on(run, write_config):
-    write_config({"pinch.relevance.enabled": True})  # off in the shipped defaults
-    lines, _, _ = run("--budget-tokens", "3000")
+def test_relevance_ordering_is_used_on_pruned_turns_when_on(run):
+    lines, _, _ = run("--budget-tokens", "3000", "--relevance")
 
     assert any(line["relevance_used"] for line in lines)
 

@@ -16,7 +16,7 @@ def shipped():
 def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     config = validate_config(shipped())
     pinch = config.pinch
-    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 30000, 4)
+    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 16000, 4)
     assert (pinch.max_summarize_chars, pinch.protected_max_chars) == (4000, 20000)
     assert pinch.keep_last_tool_results == 6
     assert pinch.prefix_probe is True
@@ -72,8 +72,10 @@ def test_bad_value_fails_naming_the_key(path, value, named):
     assert named in str(caught.value)
 
 
-def test_window_step_is_null_unless_set_and_the_shipped_file_sets_the_measured_step():
-    assert validate_config(base_config("http://127.0.0.1:1/v1")).pinch.window_step is None
+def test_window_step_defaults_to_the_measured_step_and_null_turns_it_off():
+    unset = base_config("http://127.0.0.1:1/v1")
+    del unset["pinch"]["window_step"]
+    assert validate_config(unset).pinch.window_step == 8
     assert validate_config(with_change(("pinch", "window_step"), None)).pinch.window_step is None
     assert validate_config(with_change(("pinch", "window_step"), 1)).pinch.window_step == 1
     assert validate_config(shipped()).pinch.window_step == 8

@@ -140,6 +140,7 @@ def test_under_budget_conversation_is_sent_untouched_but_measured(sdk, router_co
 def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_config, upstream):
     router_config["pinch"]["budget_tokens"] = 400
     router_config["pinch"]["keep_last_tool_results"] = 1
+    router_config["pinch"]["window_step"] = None  # two results: no room for a step of 8
     write_config(router_config)
     tools = [
         {

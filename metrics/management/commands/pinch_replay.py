@@ -53,9 +53,19 @@ class Command(BaseCommand):
             help="pinch.window_step; the protected window advances N tool results at once "
             "(none = one at a time)",
         )
-        parser.add_argument(
+        relevance = parser.add_mutually_exclusive_group()
+        relevance.add_argument(
+            "--relevance",
+            dest="relevance",
+            action="store_const",
+            const=True,
+            help="pinch.relevance.enabled = true (least relevant first)",
+        )
+        relevance.add_argument(
             "--no-relevance",
-            action="store_true",
+            dest="relevance",
+            action="store_const",
+            const=False,
             help="pinch.relevance.enabled = false (uniform pruning)",
         )
         parser.add_argument("--no-pinch", action="store_true", help="pinch.enabled = false")
@@ -99,7 +109,7 @@ class Command(BaseCommand):
             keep_last_turns=options["keep_last_turns"],
             keep_last_tool_results=options["keep_last_tool_results"],
             window_step=options["window_step"],
-            relevance=not options["no_relevance"],
+            relevance=options["relevance"],
             pinch=not options["no_pinch"],
         )
         try:
