@@ -331,9 +331,9 @@ def run_bench(args) -> None:
     print(f"machine: {machine()}")
     print(
         f"router: gunicorn gthread, {WORKERS} workers x 16 threads, "
-        f"{'PostgreSQL' if args.database_url.startswith('postgres') else 'SQLite'}, pinch defaults "
-        f"(relevance builtin); upstream: bench/fast_upstream.py; wrk -t1, {args.duration:g} s "
-        f"per run, medians of {args.rounds} rounds"
+        f"{'PostgreSQL' if args.database_url.startswith('postgres') else 'SQLite'}, "
+        "pinch at the shipped defaults; upstream: bench/fast_upstream.py; "
+        f"wrk -t1, {args.duration:g} s per run, medians of {args.rounds} rounds"
     )
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp_name:
         tmp = Path(tmp_name)
