@@ -60,18 +60,26 @@ def served_router(tmp_path, upstream):
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    try:
+        wait_until_serving(server, url)
+        yield url, key, env
+    finally:
+        # Also when start-up failed: a gunicorn left behind would outlive the tests.
+        server.terminate()
+        server.wait(20)
+
+
+def wait_until_serving(server, url, seconds=30):
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             requests.get(url + "/v1/models", timeout=5)
-            break
+            return
         except requests.RequestException:
             if server.poll() is not None:
                 pytest.fail("gunicorn exited: " + server.stdout.read().decode())
             time.sleep(0.2)
-    yield url, key, env
-    server.terminate()
-    server.wait(20)
+    pytest.fail(f"gunicorn did not answer on {url} within {seconds}s")
 
 
 def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_router):
