@@ -29,7 +29,6 @@ import argparse
 import glob
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -40,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np
 
+from bench.machine import describe_machine
 from pinch import order_by_relevance
 from pinch.embedders import BuiltinEmbedder
 from pinch.embedding_cache import CachedEmbedder, EmbeddingCache
@@ -110,19 +110,9 @@ def measure(static: bool, texts: list[str], warmup: list[str], rounds: int) -> d
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     blas = os.environ.get("OPENBLAS_CORETYPE")
-    return (
-        f"{os.cpu_count()} cores ({model}), load {load:.2f}; Python {platform.python_version()}, "
-        f"numpy {np.__version__}" + (f"; OPENBLAS_CORETYPE={blas}" if blas else "")
+    return f"{describe_machine()}; numpy {np.__version__}" + (
+        f"; OPENBLAS_CORETYPE={blas}" if blas else ""
     )
 
 

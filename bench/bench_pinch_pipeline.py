@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import statistics
 import sys
 import time
@@ -45,6 +44,7 @@ import django
 django.setup()
 
 from bench.corpus import corpus_dir, load_conversations, requests_of
+from bench.machine import describe_machine
 from pinch.embedders import make_embedder
 from pinch.relevance import relevance_for, reset_relevance_state
 from routing.config import (
@@ -112,21 +112,6 @@ def per_100k_ms(ns: float, tokens: int) -> float:
     return ns / 1e6 * PER / tokens
 
 
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
-        f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f} at start"
-    )
-
-
 def synthetic_request(conversations, candidates: int, keep: int) -> list[dict]:
     """One user turn and ``candidates + keep`` real tool results; ``candidates`` are eligible."""
     results = [
@@ -171,7 +156,7 @@ def main() -> None:
     requests = [r for s in sessions for r in s]
 
     off, on = pinch_config(relevance=False), pinch_config(relevance=True)
-    print(f"# machine: {machine()}")
+    print(f"# machine: {describe_machine()} at start")
     print(
         f"# corpus: {len(conversations)} sessions, {len(requests)} requests; shipped config "
         f"(budget {on.budget_tokens}, keep_last_tool_results {on.keep_last_tool_results}, "

@@ -33,7 +33,6 @@ import gc
 import http.client
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -52,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.corpus import corpus_dir, load_conversations, requests_of
+from bench.machine import describe_machine
 
 PYTHON = sys.executable
 CONCURRENCY = (1, 16)
@@ -293,22 +293,10 @@ def check_router(router: Router, body: Body) -> None:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     wrk_version = subprocess.run(
         ["wrk", "-v"], capture_output=True, text=True, check=False
     ).stdout.split()[:2]
-    load = os.getloadavg()[0]
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
-        f"Python {platform.python_version()}, {' '.join(wrk_version)}, load {load:.2f} at start"
-    )
+    return f"{describe_machine()} at start, {' '.join(wrk_version)}"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

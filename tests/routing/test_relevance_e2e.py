@@ -52,6 +52,19 @@ def conversation():
     return messages
 
 
+def send_over_budget(live_server, api_key, router_config, write_config, relevance):
+    """Send conversation() with a budget it exceeds by less than the noise weighs."""
+    messages = conversation()
+    total = sum(len(m["content"]) // 3 for m in messages)
+    router_config["pinch"].update(
+        {"budget_tokens": total - 2000, "max_summarize_chars": 3000, "relevance": relevance}
+    )
+    write_config(router_config)
+    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
+    reply = sdk.chat.completions.create(model="echo-hard", messages=messages)
+    return messages, reply
+
+
 @pytest.fixture(autouse=True)
 def fresh_relevance_state():
     reset_relevance_state()
@@ -62,19 +75,8 @@ def fresh_relevance_state():
 def test_old_relevant_result_survives_while_newer_irrelevant_ones_are_compressed(
     live_server, api_key, router_config, write_config, upstream
 ):
-    messages = conversation()
-    total = sum(len(m["content"]) // 3 for m in messages)
-    # Over budget by less than the noise weighs: compressing the noise is enough.
-    router_config["pinch"].update(
-        {
-            "budget_tokens": total - 2000,
-            "max_summarize_chars": 3000,
-            "relevance": {"enabled": True, "backend": "builtin", "min_candidates": 2},
-        }
-    )
-    write_config(router_config)
-    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
-    sdk.chat.completions.create(model="echo-hard", messages=messages)
+    relevance = {"enabled": True, "backend": "builtin", "min_candidates": 2}
+    messages, _ = send_over_budget(live_server, api_key, router_config, write_config, relevance)
 
     sent = upstream.bodies()[0]["messages"]
     assert sent[3]["content"] == LEDGER  # the old, relevant file read: verbatim
@@ -89,18 +91,7 @@ def test_old_relevant_result_survives_while_newer_irrelevant_ones_are_compressed
 def test_without_relevance_the_same_old_result_is_compressed(
     live_server, api_key, router_config, write_config, upstream
 ):
-    messages = conversation()
-    total = sum(len(m["content"]) // 3 for m in messages)
-    router_config["pinch"].update(
-        {
-            "budget_tokens": total - 2000,
-            "max_summarize_chars": 3000,
-            "relevance": {"enabled": False},
-        }
-    )
-    write_config(router_config)
-    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
-    sdk.chat.completions.create(model="echo-hard", messages=messages)
+    send_over_budget(live_server, api_key, router_config, write_config, {"enabled": False})
     assert upstream.bodies()[0]["messages"][3]["content"] != LEDGER
     assert RouteDecision.objects.get().relevance_used is False
 
@@ -108,23 +99,13 @@ def test_without_relevance_the_same_old_result_is_compressed(
 def test_a_broken_embedding_server_falls_back_to_uniform_pruning_and_never_fails(
     live_server, api_key, router_config, write_config, upstream, caplog
 ):
-    messages = conversation()
-    total = sum(len(m["content"]) // 3 for m in messages)
-    router_config["pinch"].update(
-        {
-            "budget_tokens": total - 2000,
-            "max_summarize_chars": 3000,
-            "relevance": {
-                "enabled": True,
-                "backend": "openai",
-                "base_url": "http://127.0.0.1:9/v1",
-                "timeout_seconds": 1,
-            },
-        }
-    )
-    write_config(router_config)
-    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
-    reply = sdk.chat.completions.create(model="echo-hard", messages=messages)
+    relevance = {
+        "enabled": True,
+        "backend": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "timeout_seconds": 1,
+    }
+    _, reply = send_over_budget(live_server, api_key, router_config, write_config, relevance)
     assert reply.choices[0].message.content
     decision = RouteDecision.objects.get()
     assert (decision.relevance_used, decision.relevance_fallback) == (False, True)
