@@ -1,18 +1,34 @@
 """Message fingerprints and the common prefix of two turns' payloads."""
 
 import hashlib
+import json
 
 import pytest
 
 from pinch.prefix import common_prefix_length, message_fingerprints
 
 
-def test_fingerprint_is_blake2b_16_of_canonical_json():
-    # Pinned so fingerprints written by one process (or host, via Redis) match another's.
-    canonical = '{"content":"héllo","role":"user"}'.encode()
-    expected = hashlib.blake2b(canonical, digest_size=16).hexdigest()
-    assert message_fingerprints([{"role": "user", "content": "héllo"}]) == [expected]
-    assert len(expected) == 32
+def test_fingerprint_is_pinned_so_processes_and_hosts_agree():
+    # Written by one worker and read by another (or another host, via Redis):
+    # the definition is fixed. String content: blake2b-16 of the other fields'
+    # canonical JSON, a NUL, then the text; any other message: of its canonical JSON.
+    text = hashlib.blake2b('{"role":"user"}\0héllo'.encode(), digest_size=16).hexdigest()
+    assert message_fingerprints([{"role": "user", "content": "héllo"}]) == [text]
+    parts = [{"type": "text", "text": "hi"}]
+    canonical = json.dumps(
+        {"content": parts, "role": "user"}, sort_keys=True, separators=(",", ":")
+    )
+    other = hashlib.blake2b(canonical.encode(), digest_size=16).hexdigest()
+    assert message_fingerprints([{"role": "user", "content": parts}]) == [other]
+    assert len(text) == 32
+
+
+def test_text_moved_between_content_and_other_fields_changes_the_fingerprint():
+    a = {"role": "user", "content": "x", "name": "y"}
+    b = {"role": "user", "content": "y", "name": "x"}
+    c = {"role": "user", "content": '"name":"y"'}
+    fingerprints = message_fingerprints([a, b, c])
+    assert len(set(fingerprints)) == 3
 
 
 def test_key_order_on_the_wire_does_not_change_the_fingerprint():
