@@ -250,3 +250,24 @@ def test_explain_headers_say_what_the_router_did(sdk, router_config):
     assert headers["X-Router-Pinch-Original-Tokens"] == "0"
     assert headers["X-Router-Pinch-Compressed"] == "0"
     assert headers["X-Router-Relevance"] == "no"
+
+
+def test_each_request_is_pruned_exactly_once(
+    sdk, router_config, write_config, corpus_dir, monkeypatch
+):
+    from routing import pruning
+
+    calls = []
+    real = pruning.prune_context
+
+    def counting(messages, **knobs):
+        calls.append(len(messages))
+        return real(messages, **knobs)
+
+    monkeypatch.setattr(pruning, "prune_context", counting)
+    router_config["pinch"]["budget_tokens"] = 20000
+    write_config(router_config)
+    messages = last_assistant_request(corpus_messages(corpus_dir))
+    sdk.chat.completions.create(model="auto", messages=messages)
+    sdk.chat.completions.create(model="echo-hard", messages=messages, stream=True).close()
+    assert calls == [len(messages), len(messages)]
