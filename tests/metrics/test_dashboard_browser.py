@@ -100,6 +100,8 @@ def test_the_browser_shows_pinch_summarys_figures(
     live_server, browser, router_config, django_user_model, tmp_path
 ):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
 
     a_month_of_traffic()
     django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
@@ -112,7 +114,10 @@ def test_the_browser_shows_pinch_summarys_figures(
     browser.find_element(By.NAME, "username").send_keys("operator")
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    assert browser.current_url == f"{live_server.url}/dashboard/"
+    # click() returns before the next page has loaded: wait for it.
+    WebDriverWait(browser, 20).until(EC.url_to_be(f"{live_server.url}/dashboard/"))
+    recent = (By.CSS_SELECTOR, '[data-testid="recent-decisions"]')  # the page's last section
+    WebDriverWait(browser, 20).until(EC.presence_of_element_located(recent))
 
     def shown(testid):
         return browser.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
