@@ -16,6 +16,7 @@ import os
 import threading
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -56,6 +57,15 @@ class ProviderConfig(Strict):
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    @property
+    def shown_url(self) -> str:
+        """base_url for messages and logs: a user:password@ in it is left out."""
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return parts._replace(netloc=host).geturl()
 
 
 class ModelConfig(Strict):

@@ -68,9 +68,13 @@ class Provider:
         raise NotImplementedError
 
 
-def _error_from_response(response, provider_name) -> ProviderError:
+def _error_from_response(response, provider_name, api_key=None) -> ProviderError:
     try:
-        body = response.json()
+        text = response.text
+        if api_key:
+            # Some providers quote the key they refused; the answer is relayed to our client.
+            text = text.replace(api_key, "[redacted]")
+        body = json.loads(text)
     except ValueError:
         body = None
     message = f"provider {provider_name!r} answered HTTP {response.status_code}"
@@ -139,7 +143,7 @@ class OpenAICompatibleProvider(Provider):
             ) from None
         except requests.exceptions.ConnectionError:
             raise ProviderError(
-                "connect", f"cannot connect to provider {self.name!r} at {self.config.base_url}"
+                "connect", f"cannot connect to provider {self.name!r} at {self.config.shown_url}"
             ) from None
         except requests.exceptions.RequestException as error:
             raise ProviderError(
@@ -152,7 +156,7 @@ class OpenAICompatibleProvider(Provider):
         )
         try:
             if response.status_code != 200:
-                raise _error_from_response(response, self.name)
+                raise _error_from_response(response, self.name, self.config.api_key())
             try:
                 data = response.json()
             except (ValueError, requests.exceptions.RequestException):
@@ -171,7 +175,7 @@ class OpenAICompatibleProvider(Provider):
         response = self._post(body, stream=True, read_timeout=self.config.timeout_seconds)
         if response.status_code != 200:
             try:
-                raise _error_from_response(response, self.name)
+                raise _error_from_response(response, self.name, self.config.api_key())
             finally:
                 response.close()
         return StreamReply(response, split_sse_events(self._read_chunks(response)))

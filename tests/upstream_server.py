@@ -12,6 +12,7 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``garbage-*``: 200 with a body that is not JSON.
 - ``nousage-*``: like echo, never reports usage.
 - ``breaks-*``: a stream that stops mid-answer (the connection drops).
+- ``quotes-key-*``: a 401 whose message quotes the key it was sent.
 - ``says-<words>``: answers with <words> (e.g. a tier name for the LLM classifier).
 
 Every request is kept in ``server.received`` (path, headers, raw body bytes).
@@ -58,6 +59,10 @@ class UpstreamHandler(BaseHTTPRequestHandler):
                 return self._json(
                     status, {"error": {"message": f"scripted {status}", "type": "x", "code": None}}
                 )
+        if model.startswith("quotes-key"):
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            message = f"Incorrect API key provided: {key}"
+            return self._json(401, {"error": {"message": message, "type": "x", "code": None}})
         if model.startswith("hang"):
             server.stopping.wait(60)
             return

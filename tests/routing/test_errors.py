@@ -6,6 +6,7 @@ import openai
 import pytest
 
 from routing.models import RouteDecision
+from tests.conftest import PROVIDER_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,3 +180,36 @@ def test_upstream_failures_still_explain_the_decision_in_headers(post):
     assert response.headers["X-Router-Decision-Id"] == str(decision.pk)
     assert response.headers["X-Router-Model"] == "unreachable"
     assert response.headers["X-Router-Path"] == "passthrough"
+
+
+def test_credentials_in_a_provider_url_never_reach_the_error_message(
+    post, router_config, write_config, caplog
+):
+    router_config["providers"]["down"]["base_url"] = "http://user:hunter2@127.0.0.1:9/v1"
+    write_config(router_config)
+    error = assert_error(post({"model": "unreachable", "messages": HI}), 502)
+    assert "127.0.0.1:9" in error["message"]
+    assert "hunter2" not in error["message"]
+    assert "hunter2" not in caplog.text
+    assert "hunter2" not in json.dumps(RouteDecision.objects.get().attempts)
+    assert "hunter2" not in RouteDecision.objects.get().error
+
+
+def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted(
+    post, router_config, write_config
+):
+    router_config["models"].append(
+        {
+            "id": "picky",
+            "provider": "up",
+            "upstream_model": "quotes-key-x",
+            "tier": "medium",
+            "context_window": 32768,
+        }
+    )
+    write_config(router_config)
+    response = post({"model": "picky", "messages": HI})
+    error = assert_error(response, 401)
+    assert error["message"] == "Incorrect API key provided: [redacted]"
+    assert PROVIDER_KEY not in response.text
+    assert PROVIDER_KEY not in RouteDecision.objects.get().error
