@@ -6,3 +6,9 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
 application = get_wsgi_application()
+
+# Refuse to serve with a broken config file: gunicorn stops at start-up with the
+# bad key named, instead of every request answering 500.
+from routing.runtime import check_config_file  # noqa: E402  (needs Django set up)
+
+check_config_file()

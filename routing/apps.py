@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class RoutingConfig(AppConfig):
     name = "routing"
     verbose_name = "Routing"
+
+    def ready(self):
+        from routing import checks  # noqa: F401  (registers the config check)

@@ -67,3 +67,21 @@ def openai_exception_handler(exc, context):
     if isinstance(exc, drf_exceptions.APIException):
         return error_response(exc.status_code, str(exc.detail), exc.default_code)
     return None
+
+
+class ConfigErrorMiddleware:
+    """A config file broken while the router runs: every view answers 500 naming the key."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from routing.config import ConfigError
+
+        if isinstance(exception, ConfigError):
+            message = f"The router's configuration is invalid: {exception}"
+            return error_response(500, message, "bad_config")
+        return None

@@ -37,6 +37,11 @@ def config_source() -> ConfigSource:
         return source
 
 
+def check_config_file() -> RouterConfig:
+    """Validate the config file alone (no database); raises ConfigError naming the key."""
+    return validate_config(config_source().data())
+
+
 def stored_overrides() -> dict:
     return dict(ConfigOverride.objects.values_list("key", "value"))
 

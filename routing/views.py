@@ -15,8 +15,7 @@ from rest_framework.views import APIView
 from routing import dispatch
 from routing.auth import key_for_request
 from routing.chat_request import parse_chat_request
-from routing.config import ConfigError
-from routing.errors import RouterError, error_response, router_error_response
+from routing.errors import RouterError, router_error_response
 from routing.models import ApiKey
 from routing.pipeline import open_decision, plan_request
 from routing.runtime import current_config
@@ -125,10 +124,6 @@ class ChatCompletionsView(APIView):
             decision = open_decision(plan, key)
         except RouterError as error:
             return router_error_response(error)
-        except ConfigError as error:
-            return error_response(
-                500, f"The router's configuration is invalid: {error}", "bad_config"
-            )
         _touch(key)
         headers = explain_headers(plan, decision.pk)
         headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"

@@ -142,3 +142,33 @@ def test_admin_overrides_apply_on_top_and_bad_ones_save_nothing(db, write_config
     assert dict(ConfigOverride.objects.values_list("key", "value")) == {"pinch.enabled": False}
     set_overrides({}, removals=["pinch.enabled"])
     assert current_config().pinch.enabled is True
+
+
+def test_manage_py_check_names_the_bad_key_of_the_config_file(write_config):
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    data = base_config("http://127.0.0.1:1/v1")
+    data["pinch"]["budget_tokens"] = 0
+    write_config(data)
+    with pytest.raises(SystemCheckError, match="pinch.budget_tokens"):
+        call_command("check")
+
+
+def test_the_wsgi_app_refuses_to_load_a_broken_config(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pinch:\n  surprise: 1\n")
+    env = {**os.environ, "ROUTER_CONFIG": str(bad), "ROUTER_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", "import router_project.wsgi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
+    assert result.returncode != 0
+    assert "pinch.surprise: unknown key" in result.stderr

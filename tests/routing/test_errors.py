@@ -213,3 +213,25 @@ def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted
     assert error["message"] == "Incorrect API key provided: [redacted]"
     assert PROVIDER_KEY not in response.text
     assert PROVIDER_KEY not in RouteDecision.objects.get().error
+
+
+@pytest.mark.parametrize("path", ["/v1/models", "/metrics", "/v1/chat/completions"])
+def test_a_config_file_broken_while_running_answers_500_naming_the_key(
+    live_server, api_key, router_config, write_config, path
+):
+    import requests
+
+    router_config["pinch"]["budget_tokens"] = -1
+    write_config(router_config)
+    headers = {"Authorization": f"Bearer {api_key}"}
+    if path.endswith("completions"):
+        response = requests.post(
+            live_server.url + path,
+            json={"model": "auto", "messages": HI},
+            headers=headers,
+            timeout=10,
+        )
+    else:
+        response = requests.get(live_server.url + path, headers=headers, timeout=10)
+    error = assert_error(response, 500, "bad_config")
+    assert "pinch.budget_tokens" in error["message"]
