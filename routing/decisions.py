@@ -5,6 +5,10 @@ still leaves a trace) and completed when the answer ends, with status,
 attempts, latency and usage.
 """
 
+from datetime import timedelta
+
+from django.utils import timezone
+
 from routing.models import RouteDecision
 
 
@@ -57,3 +61,16 @@ def finish_decision(decision_id: int, outcome) -> None:
             estimated_cost_usd=outcome.cost_usd,
         )
     RouteDecision.objects.filter(pk=decision_id).update(**fields)
+
+
+def purge_decisions(older_than_days: int) -> int:
+    """Delete decisions older than that many days; returns how many went.
+
+    The 30-day aggregates never read further back than a billing period, so
+    rows older than that only matter to whoever audits them.
+    """
+    if older_than_days < 1:
+        raise ValueError("older_than_days must be at least 1")
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    deleted, _ = RouteDecision.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
