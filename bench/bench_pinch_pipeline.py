@@ -43,7 +43,7 @@ import django
 
 django.setup()
 
-from bench.corpus import corpus_dir, load_conversations, requests_of
+from bench.corpus import bench_conversations, requests_of
 from bench.machine import describe_machine
 from pinch.embedders import make_embedder
 from pinch.relevance import relevance_for, reset_relevance_state
@@ -148,10 +148,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timed runs per request (median)")
     args = parser.parse_args()
 
-    folder = corpus_dir()
-    if not folder.is_dir():
-        sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
-    conversations = load_conversations(folder)
+    folder, conversations = bench_conversations()
     sessions = [list(requests_of(c.messages)) for c in conversations]
     requests = [r for s in sessions for r in s]
 

@@ -50,7 +50,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import corpus_dir, load_conversations, requests_of
+from bench.corpus import bench_conversations, requests_of
 from bench.machine import describe_machine
 
 PYTHON = sys.executable
@@ -174,10 +174,8 @@ class Body:
 
 
 def corpus_bodies() -> list[Body]:
-    folder = corpus_dir()
-    if not folder.is_dir():
-        sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
-    session = next(c for c in load_conversations(folder) if c.name == "026")
+    _, conversations = bench_conversations()
+    session = next(c for c in conversations if c.name == "026")
     requests = list(requests_of(session.messages))
     bodies = []
     for messages in (requests[0], requests[-1]):

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -27,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import corpus_dir, load_conversations, requests_of
+from bench.corpus import bench_conversations, requests_of
+from bench.machine import describe_machine
 from pinch import prune_context
 
 PER = 100_000  # tokens: the unit the target is stated in (< 1 ms per 100k tokens)
@@ -58,10 +57,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=50_000, help="pinch budget in tokens")
     args = parser.parse_args()
 
-    folder = corpus_dir()
-    if not folder.is_dir():
-        sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
-    conversations = load_conversations(folder)
+    folder, conversations = bench_conversations()
     requests = [r for c in conversations for r in requests_of(c.messages)]
 
     settings = {
@@ -85,10 +81,8 @@ def main() -> None:
             rows[name].append((ns, tokens, stats))
         floor.append((median_ns(lambda b=body: json.dumps(json.loads(b)), args.rounds), tokens))
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
-        f"# machine: nproc={cpus} python={platform.python_version()} "
-        f"({platform.python_implementation()}, {platform.machine()}); "
+        f"# machine: {describe_machine()}; "
         f"corpus={folder} ({len(conversations)} conversations); rounds={args.rounds}; "
         f"budget={args.budget} keep_last_turns=4"
     )

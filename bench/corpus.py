@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,14 @@ def corpus_dir() -> Path:
     """Return the conversations folder: ``$CORPUS_DIR`` if set, else the shared default."""
     configured = os.environ.get("CORPUS_DIR")
     return Path(configured) if configured else DEFAULT_CORPUS_DIR
+
+
+def bench_conversations() -> tuple[Path, list[Conversation]]:
+    """The corpus folder and its conversations, for a benchmark; exits when it is absent."""
+    folder = corpus_dir()
+    if not folder.is_dir():
+        sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
+    return folder, load_conversations(folder)
 
 
 def load_conversations(directory: Path | None = None) -> list[Conversation]:
