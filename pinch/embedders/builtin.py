@@ -400,7 +400,6 @@ class BuiltinEmbedder(Embedder):
         sums = np.zeros((n, table.dim), dtype=np.float32)
         weights = (piece_counts * table.scales[pieces]).astype(np.float32)
         bounds = np.searchsorted(piece_text, np.arange(n + 1))
-        histogram = np.zeros((n, 128), dtype=np.float32)
         for i, text in enumerate(cleaned):
             if isinstance(text, str):
                 sums[i] = table.vector(text)
@@ -408,8 +407,11 @@ class BuiltinEmbedder(Embedder):
             a, b = bounds[i], bounds[i + 1]
             if b > a:
                 sums[i] = weights[a:b] @ table.vectors[pieces[a:b]]
-            histogram[i] = np.bincount(np.frombuffer(text, np.uint8), minlength=128)
-        sums += histogram[:, self._punct_codes] @ self._punct_rows
+            histogram = np.bincount(np.frombuffer(text, np.uint8), minlength=128)
+            # Row by row, not one matrix product for the batch: BLAS kernels round a
+            # row differently by its position in the batch, and a text's vector must
+            # not depend on which texts it was embedded with (the cache relies on it).
+            sums[i] += histogram[self._punct_codes].astype(np.float32) @ self._punct_rows
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         np.divide(sums, norms, out=sums, where=norms > 0)
         return sums.astype("<f4")
