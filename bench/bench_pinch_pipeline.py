@@ -47,13 +47,8 @@ from bench.corpus import bench_conversations, requests_of
 from bench.machine import describe_machine
 from pinch.embedders import make_embedder
 from pinch.relevance import relevance_for, reset_relevance_state
-from routing.config import (
-    DEFAULT_CONFIG_PATH,
-    PinchConfig,
-    apply_overrides,
-    read_config_file,
-    validate_config,
-)
+from routing.config import DEFAULT_CONFIG_PATH, PinchConfig, apply_overrides, validate_config
+from routing.config.source import read_config_file
 from routing.pruning import pinch_messages
 
 PER = 100_000  # tokens: the unit bench_prune.py reports in

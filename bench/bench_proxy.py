@@ -108,7 +108,7 @@ def stop(process: subprocess.Popen) -> None:
 
 def router_config(upstream_url: str) -> dict:
     """The shipped config (pinch, classifier, objective) with every model on the bench upstream."""
-    data = yaml.safe_load((ROOT / "routing" / "default_config.yaml").read_text())
+    data = yaml.safe_load((ROOT / "routing" / "config" / "default_config.yaml").read_text())
     data["providers"] = {"fast": {"kind": "openai", "base_url": upstream_url}}
     data["models"] = [
         {"id": f"fast-{tier}", "provider": "fast", "tier": tier, "context_window": 1_000_000}

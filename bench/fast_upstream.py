@@ -2,7 +2,7 @@
 
 The proxy benchmark compares "straight to the upstream" with "through the
 router"; the difference is the router's cost only while the upstream is never
-the bottleneck. tests/upstream_server.py is a ThreadingHTTPServer built for
+the bottleneck. tests/support/openai_upstream.py is a ThreadingHTTPServer built for
 scripted failures: a thread per connection and http.server's line-by-line
 parsing put it in the same speed class as the router itself. This one is a
 single asyncio protocol on raw HTTP/1.1 keep-alive that answers every POST

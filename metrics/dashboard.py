@@ -16,29 +16,27 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from django.db.models import Count, F, Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from metrics.charts import DayPoint, savings_chart
+from metrics.formatting import pinch_card
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
-from routing.models import RouteDecision
+from routing.knobs import knob_values
+from routing.models import RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
 from routing.pricing import prompt_cost_usd
-
-RECENT_DECISIONS = 50  # rows in the page's table: the last few minutes of an agent session
 
 
 def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
     """Tokens and dollars saved per day over ``window``, every day present (zeros included)."""
     rows = (
         window.decisions()
-        .filter(pinch_original_tokens__gt=F("pinch_final_tokens"))
+        .pruned()
         .annotate(day=TruncDate("created_at"))
         .values("day", "chosen_model")
-        .annotate(
-            saved=Sum(F("pinch_original_tokens") - F("pinch_final_tokens")), calls=Count("id")
-        )
+        .annotate(saved=Sum(TOKENS_SAVED), calls=Count("id"))
         # An explicit order replaces Meta.ordering, which would add created_at to the GROUP BY.
         .order_by("day", "chosen_model")
     )
@@ -57,32 +55,6 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
     return [DayPoint(day, tokens[day], dollars[day]) for day in days]
 
 
-def recent_decisions(limit: int = RECENT_DECISIONS) -> list[RouteDecision]:
-    return list(
-        RouteDecision.objects.select_related("api_key").order_by("-created_at", "-id")[:limit]
-    )
-
-
-def _count(value) -> str:
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
-    return f"{int(value):,}"
-
-
-def pinch_card(summary: dict | None) -> dict | None:
-    """The card's figures as displayed (None when pinch is disabled)."""
-    if summary is None:
-        return None
-    return {
-        "share_pruned": f"{summary['share_pruned'] * 100:.2f}%",
-        "total_tokens_saved": _count(summary["total_tokens_saved"]),
-        "median_tokens_saved": _count(summary["median_tokens_saved"]),
-        "dollars_saved_usd_30d": f"${summary['dollars_saved_usd_30d']:.6f}",
-        "calls_30d": _count(summary["calls_30d"]),
-        "pruned_calls_30d": _count(summary["pruned_calls_30d"]),
-    }
-
-
 def dashboard_context(
     config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS
 ) -> dict:
@@ -94,11 +66,7 @@ def dashboard_context(
         "window": window,
         "window_days": days,
         "chart": savings_chart(daily_savings(window, config)),
-        "decisions": recent_decisions(),
+        "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
         "recent_limit": RECENT_DECISIONS,
-        "knobs": {
-            "pinch_enabled": config.pinch.enabled,
-            "pinch_relevance_enabled": config.pinch.relevance.enabled,
-            "pinch_prefix_probe": config.pinch.prefix_probe,
-        },
+        "knobs": knob_values(config),
     }

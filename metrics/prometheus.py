@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from django.db.models import Count, F, IntegerField, Q, Sum
-from django.db.models.expressions import ExpressionWrapper
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -36,7 +35,7 @@ from prometheus_client.exposition import choose_encoder
 
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
-from routing.models import RouteDecision
+from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
@@ -45,15 +44,12 @@ UNKNOWN_STATUS = "unknown"  # status_code NULL: the answer was never recorded
 
 
 def _all_time_aggregates() -> dict:
-    saved = ExpressionWrapper(
-        F("pinch_original_tokens") - F("pinch_final_tokens"), output_field=IntegerField()
-    )
     buckets = {
         f"le_{i}": Count("id", filter=Q(upstream_latency_ms__lte=seconds * 1000))
         for i, seconds in enumerate(LATENCY_BUCKETS_SECONDS)
     }
     return RouteDecision.objects.order_by().aggregate(
-        tokens_saved=Sum(saved, filter=Q(pinch_original_tokens__gt=F("pinch_final_tokens"))),
+        tokens_saved=Sum(TOKENS_SAVED, filter=PRUNED),
         relevance_fallbacks=Count("id", filter=Q(relevance_fallback=True)),
         latency_count=Count("upstream_latency_ms"),
         latency_sum_ms=Sum("upstream_latency_ms"),

@@ -35,10 +35,10 @@ from typing import IO, Any
 from pinch import estimate_tokens, extract_text
 from routing.chat_request import parse_chat_request
 from routing.config import ConfigError, RouterConfig
+from routing.config.store import check_overrides, stored_overrides
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
-from routing.runtime import check_overrides, stored_overrides
 from routing.selection import tools_overhead_tokens
 
 REPLAY_KEYS = (

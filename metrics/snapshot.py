@@ -14,10 +14,9 @@ from django.utils import timezone
 
 from metrics.summary import pinch_summary
 from routing.config import RouterConfig
-from routing.models import RouteDecision
-from routing.runtime import stored_overrides
-
-RECENT_DECISIONS = 50  # a screenful in the TUI; older rows are in Django admin
+from routing.config.store import stored_overrides
+from routing.knobs import knob_values
+from routing.models import RECENT_DECISIONS, RouteDecision, tokens_saved
 
 _DECISION_FIELDS = (
     "id",
@@ -38,18 +37,8 @@ _DECISION_FIELDS = (
 )
 
 
-def knobs(config: RouterConfig) -> dict:
-    """The runtime switches admin can flip, as the effective config has them."""
-    return {
-        "pinch_enabled": config.pinch.enabled,
-        "pinch_prefix_probe": config.pinch.prefix_probe,
-        "pinch_relevance_enabled": config.pinch.relevance.enabled,
-    }
-
-
 def _decision_json(row: dict) -> dict:
     original, final = row["pinch_original_tokens"], row["pinch_final_tokens"]
-    saved = None if original is None or final is None else max(original - final, 0)
     return {
         "id": row["id"],
         "created_at": row["created_at"].isoformat(),
@@ -61,7 +50,7 @@ def _decision_json(row: dict) -> dict:
         "stream": row["stream"],
         "pinch_original_tokens": original,
         "pinch_final_tokens": final,
-        "tokens_saved": saved,
+        "tokens_saved": tokens_saved(original, final),
         "pinch_summarized": row["pinch_summarized"],
         "relevance_used": row["relevance_used"],
         "upstream_latency_ms": row["upstream_latency_ms"],
@@ -71,7 +60,7 @@ def _decision_json(row: dict) -> dict:
 
 
 def recent_decisions(limit: int = RECENT_DECISIONS) -> list[dict]:
-    rows = RouteDecision.objects.order_by("-created_at", "-id").values(*_DECISION_FIELDS)[:limit]
+    rows = RouteDecision.objects.values(*_DECISION_FIELDS).recent(limit)
     return [_decision_json(row) for row in rows]
 
 
@@ -79,7 +68,7 @@ def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
     now = now or timezone.now()
     return {
         "pinch": pinch_summary(config, now=now),
-        "knobs": knobs(config),
+        "knobs": knob_values(config),
         "config_overrides": stored_overrides(),
         "recent_decisions": recent_decisions(),
         "generated_at": now.isoformat(),

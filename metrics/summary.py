@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count, F
+from django.db.models import Count
 from django.utils import timezone
 
 from routing.config import RouterConfig
@@ -96,8 +96,8 @@ def saved_token_rows(window: Window):
     """``(chosen_model, tokens_saved or None, rows)`` for the window, in one grouped query."""
     return (
         window.decisions()
-        .annotate(saved=F("pinch_original_tokens") - F("pinch_final_tokens"))
-        .values_list("chosen_model", "saved")
+        .with_tokens_saved()
+        .values_list("chosen_model", "tokens_saved")
         .annotate(decisions=Count("id"))
         .order_by()
     )

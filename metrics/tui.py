@@ -24,19 +24,12 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
+from metrics.formatting import CARD_KEYS, format_pinch_value
+
 SNAPSHOT_PATH = "/admin/api/snapshot"
 DEFAULT_INTERVAL = 5.0  # seconds: the snapshot is 3 small queries, cheap enough to poll
 DEFAULT_TIMEOUT = 5.0  # seconds: past this the router is as good as unreachable
 
-# The pinch rows, in the snapshot's own key names so the screen and the API agree.
-PINCH_ROWS = (
-    "share_pruned",
-    "total_tokens_saved",
-    "median_tokens_saved",
-    "dollars_saved_usd_30d",
-    "pruned_calls_30d",
-    "calls_30d",
-)
 DECISION_COLUMNS = (
     "time (UTC)",
     "path",
@@ -119,19 +112,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
 
 
 # ---------------------------------------------------------------------------
-# Formatting: the same figures the dashboard card shows.
-
-
-def format_pinch_value(key: str, value) -> str:
-    if value is None:
-        return "—"
-    if key == "share_pruned":
-        return f"{value * 100:.2f}%"
-    if key == "dollars_saved_usd_30d":
-        return f"${value:.6f}"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
-    return f"{int(value):,}"
+# Formatting: the figures as the dashboard card shows them (metrics.formatting).
 
 
 def _number(value, suffix="") -> str:
@@ -263,7 +244,7 @@ class RouterTui(App):
         if summary is None:
             pinch.add_row("Pinch is disabled", "", key="disabled")
         else:
-            for key in PINCH_ROWS:
+            for key in CARD_KEYS:
                 pinch.add_row(key, format_pinch_value(key, summary.get(key)), key=key)
 
         decisions = self.query_one("#decisions", DataTable)

@@ -15,8 +15,8 @@ from metrics.permissions import is_staff_request, metrics_token_ok
 from metrics.prometheus import exposition
 from metrics.report import metrics_report
 from metrics.snapshot import build_snapshot
+from routing.config.store import current_config
 from routing.errors import error_response
-from routing.runtime import current_config
 
 PROMETHEUS_TYPES = {"text/plain", "application/openmetrics-text"}
 JSON_TYPES = {"application/json", "application/*", "*/*"}

@@ -6,7 +6,7 @@ from django.views.decorators.cache import never_cache
 
 from metrics.dashboard import dashboard_context
 from routing.config import ConfigError
-from routing.runtime import current_config
+from routing.config.store import current_config
 
 
 @never_cache

@@ -9,6 +9,6 @@ application = get_wsgi_application()
 
 # Refuse to serve with a broken config file: gunicorn stops at start-up with the
 # bad key named, instead of every request answering 500.
-from routing.runtime import check_config_file  # noqa: E402  (needs Django set up)
+from routing.config.store import check_config_file  # noqa: E402  (needs Django set up)
 
 check_config_file()

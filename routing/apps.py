@@ -6,4 +6,4 @@ class RoutingConfig(AppConfig):
     verbose_name = "Routing"
 
     def ready(self):
-        from routing import checks  # noqa: F401  (registers the config check)
+        from routing.config import checks  # noqa: F401  (registers the config check)

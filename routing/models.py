@@ -8,6 +8,7 @@ import hashlib
 import secrets
 
 from django.db import models
+from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
 KEY_PREFIX = "rk-"
@@ -53,13 +54,46 @@ class ApiKey(models.Model):
         return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
+# What pinch did to a request, as the database computes it. The pinch columns
+# are NULL when pinch was off for the request; a request is pruned when pinch
+# sent fewer tokens than it was given.
+PINCH_MEASURED = Q(pinch_original_tokens__isnull=False, pinch_final_tokens__isnull=False)
+PRUNED = Q(pinch_original_tokens__gt=F("pinch_final_tokens"))
+TOKENS_SAVED = ExpressionWrapper(
+    F("pinch_original_tokens") - F("pinch_final_tokens"), output_field=models.IntegerField()
+)
+RECENT_DECISIONS = 50  # a screenful on the dashboard and in the TUI; older rows are in admin
+
+
+def tokens_saved(original: int | None, final: int | None) -> int | None:
+    """Tokens pinch removed from one request; None when pinch did not measure it."""
+    if original is None or final is None:
+        return None
+    return max(original - final, 0)
+
+
 class RouteDecisionQuerySet(models.QuerySet):
+    """The filters every surface (summary, dashboard, Prometheus, admin, snapshot) shares."""
+
     def since(self, start):
         return self.filter(created_at__gte=start)
 
-    def pinch_measured(self):
-        """Rows pinch looked at (NULL columns mean pinch was off for that request)."""
-        return self.filter(pinch_original_tokens__isnull=False, pinch_final_tokens__isnull=False)
+    def with_tokens_saved(self):
+        """Annotate ``tokens_saved``: original minus final tokens (NULL when pinch was off)."""
+        return self.annotate(tokens_saved=TOKENS_SAVED)
+
+    def pruned(self):
+        return self.filter(PRUNED)
+
+    def not_pruned(self):
+        """Measured by pinch and sent whole."""
+        return self.filter(PINCH_MEASURED).exclude(PRUNED)
+
+    def pinch_off(self):
+        return self.exclude(PINCH_MEASURED)
+
+    def recent(self, limit: int = RECENT_DECISIONS):
+        return self.order_by("-created_at", "-id")[:limit]
 
 
 class RouteDecision(models.Model):
@@ -123,9 +157,7 @@ class RouteDecision(models.Model):
 
     @property
     def pinch_tokens_saved(self):
-        if self.pinch_original_tokens is None or self.pinch_final_tokens is None:
-            return None
-        return max(self.pinch_original_tokens - self.pinch_final_tokens, 0)
+        return tokens_saved(self.pinch_original_tokens, self.pinch_final_tokens)
 
 
 class ConfigOverride(models.Model):

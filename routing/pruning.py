@@ -12,6 +12,7 @@ from django.conf import settings
 from pinch import prune_context
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
+from routing.models import tokens_saved
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class PinchOutcome:
 
     @property
     def tokens_saved(self) -> int:
-        return max(self.original_tokens - self.final_tokens, 0)
+        return tokens_saved(self.original_tokens, self.final_tokens)
 
 
 def pinch_messages(messages, pinch_config: PinchConfig, extra_fixed_tokens: int):

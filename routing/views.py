@@ -15,10 +15,10 @@ from rest_framework.views import APIView
 from routing import dispatch
 from routing.auth import key_for_request
 from routing.chat_request import parse_chat_request
+from routing.config.store import current_config
 from routing.errors import RouterError, router_error_response
 from routing.models import ApiKey
 from routing.pipeline import open_decision, plan_request
-from routing.runtime import current_config
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from routing.auth import create_api_key
-from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, set_dotted, validate_config
+from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
+from routing.config.source import set_dotted
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 import pytest
 
+from routing.config.store import current_config
 from routing.models import ConfigOverride
-from routing.runtime import current_config
 
 CONTROLS = "/admin/controls/"
 ALL_ON = {"pinch_enabled": "on", "pinch_relevance_enabled": "on", "pinch_prefix_probe": "on"}

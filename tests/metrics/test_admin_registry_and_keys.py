@@ -5,8 +5,8 @@ import re
 import pytest
 
 from routing.auth import create_api_key
+from routing.config.store import current_config
 from routing.models import ApiKey, RegisteredModel, hash_key
-from routing.runtime import current_config
 
 MODELS = "/admin/routing/registeredmodel/"
 KEYS = "/admin/routing/apikey/"

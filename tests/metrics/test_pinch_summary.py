@@ -5,8 +5,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from metrics.summary import billing_period, pinch_summary, summary_from_rows
+from routing.config.store import current_config
 from routing.models import ConfigOverride
-from routing.runtime import current_config
 from tests.metrics.factories import decision, seed
 
 NOW = datetime(2025, 4, 30, 12, 0, tzinfo=UTC)

@@ -8,8 +8,8 @@ import openai
 import pytest
 
 from routing.models import RouteDecision
-from tests.conftest import PROVIDER_KEY
-from tests.upstream_server import ANSWER
+from tests.support.config import PROVIDER_KEY
+from tests.support.openai_upstream import ANSWER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

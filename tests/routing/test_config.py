@@ -5,8 +5,9 @@ import copy
 import pytest
 import yaml
 
-from routing.config import DEFAULT_CONFIG_PATH, ConfigError, read_config_file, validate_config
-from tests.conftest import base_config
+from routing.config import DEFAULT_CONFIG_PATH, ConfigError, validate_config
+from routing.config.source import read_config_file
+from tests.support.config import base_config
 
 
 def shipped():
@@ -117,7 +118,7 @@ def test_cached_price_defaults_to_prompt_price():
 
 
 def test_file_changes_are_picked_up_without_restart(db, write_config):
-    from routing.runtime import current_config
+    from routing.config.store import current_config
 
     data = base_config("http://127.0.0.1:1/v1")
     path = write_config(data)
@@ -131,8 +132,8 @@ def test_file_changes_are_picked_up_without_restart(db, write_config):
 
 
 def test_admin_overrides_apply_on_top_and_bad_ones_save_nothing(db, write_config):
+    from routing.config.store import current_config, set_overrides
     from routing.models import ConfigOverride
-    from routing.runtime import current_config, set_overrides
 
     write_config(base_config("http://127.0.0.1:1/v1"))
     set_overrides({"pinch.enabled": False})

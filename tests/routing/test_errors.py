@@ -6,7 +6,7 @@ import openai
 import pytest
 
 from routing.models import RouteDecision
-from tests.conftest import PROVIDER_KEY
+from tests.support.config import PROVIDER_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

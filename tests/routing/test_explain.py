@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from metrics.replay import Session, replay
+from routing.config.store import current_config
 from routing.models import RouteDecision
-from routing.runtime import current_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,8 +12,8 @@ import pytest
 import requests
 import yaml
 
-from tests.conftest import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
-from tests.upstream_server import ANSWER
+from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
+from tests.support.openai_upstream import ANSWER
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import pytest
 from routing.classifier import classify
 from routing.config import validate_config
 from routing.prefix_probe import MemoryPrefixStore, PrefixProbe, conversation_key
-from tests.conftest import base_config
+from tests.support.config import base_config
 
 
 def msgs(*texts):

@@ -6,7 +6,7 @@ from routing.classifier import classify, heuristic_tier
 from routing.config import validate_config
 from routing.errors import RouterError
 from routing.selection import candidates_for
-from tests.conftest import base_config
+from tests.support.config import base_config
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from metrics.snapshot import build_snapshot
 from metrics.summary import pinch_summary
 from routing.auth import create_api_key
-from routing.runtime import current_config
+from routing.config.store import current_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,13 +4,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from metrics.formatting import pinch_card
 from metrics.summary import DEFAULT_DAYS, pinch_summary
 from routing.config import ConfigError
-from routing.runtime import current_config
-
-
-def _tokens(value) -> str:
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
+from routing.config.store import current_config
 
 
 class Command(BaseCommand):
@@ -65,15 +62,15 @@ class Command(BaseCommand):
             )
         else:
             heading = f"Pinch savings over the last {days} days"
-        share = summary["share_pruned"] * 100
-        median = _tokens(summary["median_tokens_saved"])
-        dollars = summary["dollars_saved_usd_30d"]
+        card = pinch_card(summary)
         lines = [
             heading,
-            f"  calls          {summary['calls_30d']:,}",
-            f"  pruned calls   {summary['pruned_calls_30d']:,} ({share:.2f}% of calls)",
-            f"  tokens saved   {summary['total_tokens_saved']:,} (median {median} per pruned call)",
-            f"  dollars saved  ${dollars:.6f} (blended prompt price, cache rate {cache_rate:g})",
+            f"  calls          {card['calls_30d']}",
+            f"  pruned calls   {card['pruned_calls_30d']} ({card['share_pruned']} of calls)",
+            f"  tokens saved   {card['total_tokens_saved']} "
+            f"(median {card['median_tokens_saved']} per pruned call)",
+            f"  dollars saved  {card['dollars_saved_usd_30d']} "
+            f"(blended prompt price, cache rate {cache_rate:g})",
         ]
         if summary["unpriced_calls_30d"]:
             lines.append(

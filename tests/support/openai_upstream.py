@@ -230,7 +230,7 @@ class UpstreamServer(ThreadingHTTPServer):
         return [json.loads(r["body"]) for r in self.received]
 
 
-if __name__ == "__main__":  # python tests/upstream_server.py PORT — for benchmarks by hand
+if __name__ == "__main__":  # python tests/support/openai_upstream.py PORT — for benchmarks by hand
     import sys
 
     server = UpstreamServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 9099))

@@ -7,7 +7,7 @@ from routing.config import ConfigError
 
 @register()
 def config_file_is_valid(app_configs, **kwargs):
-    from routing.runtime import check_config_file, config_path
+    from routing.config.store import check_config_file, config_path
 
     try:
         check_config_file()

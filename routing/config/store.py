@@ -11,13 +11,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from routing.config import (
-    DEFAULT_CONFIG_PATH,
-    ConfigSource,
-    RouterConfig,
-    apply_overrides,
-    validate_config,
-)
+from routing.config.schema import RouterConfig, validate_config
+from routing.config.source import DEFAULT_CONFIG_PATH, ConfigSource, apply_overrides
 from routing.models import ConfigOverride, RegisteredModel
 
 _source_lock = threading.Lock()

@@ -1,28 +1,19 @@
-"""The router's configuration: one strict schema for the YAML file and the admin overrides.
+"""The one strict schema for the YAML file and the admin overrides.
 
-The file (``ROUTER_CONFIG``, or the shipped ``routing/default_config.yaml``) is
-validated at load; an unknown key or a bad value fails with the key's dotted
-path in the message. Overrides saved in Django admin (``ConfigOverride`` rows,
-``RegisteredModel`` rows) are applied on top of the file's data and the result
-is validated by the same schema, so a value the file would refuse is refused in
-admin too. Provider keys never appear here: only the NAME of the environment
-variable that holds one.
+An unknown key or a bad value fails with the key's dotted path in the message
+(``pinch.budget_tokens: Input should be greater than 0``). The file and the
+admin overrides are validated by the same models, so a value the file would
+refuse is refused in admin too. Provider keys never appear here: only the NAME
+of the environment variable that holds one.
 """
 
 from __future__ import annotations
 
-import copy
 import os
-import threading
-from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.yaml")
-CAPABILITIES = ("tools", "vision", "json_mode")
 
 
 class ConfigError(ValueError):
@@ -209,90 +200,3 @@ def validate_config(data: dict) -> RouterConfig:
         return RouterConfig.model_validate(data)
     except ValidationError as error:
         raise ConfigError(_describe(error)) from None
-
-
-def read_config_file(path: Path) -> dict:
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    return data if data is not None else {}
-
-
-def set_dotted(data: dict, dotted_key: str, value) -> None:
-    """Set ``a.b.c`` inside nested dicts, creating the mappings on the way."""
-    parts = dotted_key.split(".")
-    node = data
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[parts[-1]] = value
-
-
-def get_dotted(data: dict, dotted_key: str, default=None):
-    node = data
-    for part in dotted_key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
-def apply_overrides(data: dict, overrides: dict, models: list[dict]) -> dict:
-    """The file's data with admin overrides on top; models replace by id or add."""
-    merged = copy.deepcopy(data)
-    for key, value in sorted(overrides.items()):
-        set_dotted(merged, key, value)
-    if models:
-        by_id = {m.get("id"): i for i, m in enumerate(merged.get("models") or [])}
-        merged_models = list(merged.get("models") or [])
-        for model in models:
-            if model["id"] in by_id:
-                merged_models[by_id[model["id"]]] = model
-            else:
-                merged_models.append(model)
-        merged["models"] = merged_models
-    return merged
-
-
-class ConfigSource:
-    """The file's parsed data, re-read when its modification time changes.
-
-    One per process; the validated result for a given set of overrides is
-    memoised so a request pays for validation only when something changed.
-    """
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._mtime = None
-        self._data = None
-        self._validated = {}
-
-    def data(self) -> dict:
-        mtime = self.path.stat().st_mtime_ns
-        with self._lock:
-            if mtime != self._mtime:
-                self._data = read_config_file(self.path)
-                self._mtime = mtime
-                self._validated = {}
-            return self._data
-
-    def effective(self, overrides: dict, models: list[dict]) -> RouterConfig:
-        data = self.data()
-        key = (repr(sorted(overrides.items())), repr(models))
-        cached = self._validated.get(key)
-        if cached is None:
-            cached = validate_config(apply_overrides(data, overrides, models))
-            with self._lock:
-                if len(self._validated) > 32:
-                    self._validated.clear()
-                self._validated[key] = cached
-        return cached

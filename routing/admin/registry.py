@@ -1,0 +1,91 @@
+"""Admin for the model registry: a row is validated by building the effective config with it."""
+
+import re
+
+from django import forms
+from django.contrib import admin
+
+from routing.config import ConfigError, apply_overrides
+from routing.config.store import check_overrides, config_source, stored_overrides
+from routing.models import RegisteredModel
+
+_MODEL_FIELD_FOR = {
+    "id": "model_id",
+    "provider": "provider",
+    "upstream_model": "upstream_model",
+    "tier": "tier",
+    "context_window": "context_window",
+    "prompt_price": "prompt_price",
+    "cached_prompt_price": "cached_prompt_price",
+    "completion_price": "completion_price",
+}
+
+
+class RegisteredModelForm(forms.ModelForm):
+    class Meta:
+        model = RegisteredModel
+        fields = (
+            "model_id",
+            "provider",
+            "upstream_model",
+            "tier",
+            "context_window",
+            "prompt_price",
+            "cached_prompt_price",
+            "completion_price",
+            "supports_tools",
+            "supports_vision",
+            "supports_json_mode",
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        candidate = RegisteredModel(
+            **{name: cleaned.get(name) for name in self.Meta.fields}
+        ).as_config()
+        others = RegisteredModel.objects.all()
+        if self.instance.pk is not None:
+            others = others.exclude(pk=self.instance.pk)
+        models = [m.as_config() for m in others] + [candidate]
+        overrides = stored_overrides()
+        try:
+            check_overrides(overrides, models=models)
+        except ConfigError as error:
+            self._attach_config_error(str(error), overrides, models, candidate["id"])
+        return cleaned
+
+    def _attach_config_error(self, message, overrides, models, model_id):
+        """Put each part of the message on the field it names when it is about this row."""
+        merged = apply_overrides(config_source().data(), overrides, models).get("models") or []
+        index = next((i for i, m in enumerate(merged) if m.get("id") == model_id), None)
+        for part in message.split("; "):
+            # Cross-reference checks run on the whole config, so pydantic reports them at
+            # the top level; the message itself still names models.<i>.<field>.
+            part = part.removeprefix("(top level): ")
+            match = re.search(r"\bmodels\.(\d+)\.(\w+)", part)
+            field = None
+            if match and index is not None and int(match.group(1)) == index:
+                field = _MODEL_FIELD_FOR.get(match.group(2))
+            self.add_error(field, part)
+
+
+@admin.register(RegisteredModel)
+class RegisteredModelAdmin(admin.ModelAdmin):
+    form = RegisteredModelForm
+    list_display = (
+        "model_id",
+        "provider",
+        "tier",
+        "context_window",
+        "prompt_price",
+        "cached_prompt_price",
+        "completion_price",
+        "supports_tools",
+        "supports_vision",
+        "supports_json_mode",
+        "updated_at",
+    )
+    list_filter = ("provider", "tier")
+    search_fields = ("model_id", "upstream_model")

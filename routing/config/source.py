@@ -1,0 +1,97 @@
+"""The config file on disk and the admin overrides merged on top of it.
+
+The file (``ROUTER_CONFIG``, or the shipped ``routing/config/default_config.yaml``)
+is re-read when its modification time changes; ``ConfigSource.effective``
+memoises the validated result per set of overrides, so a request pays for
+validation only when something changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from pathlib import Path
+
+import yaml
+
+from routing.config.schema import ConfigError, RouterConfig, validate_config
+
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.yaml")
+
+
+def read_config_file(path: Path) -> dict:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    return data if data is not None else {}
+
+
+def set_dotted(data: dict, dotted_key: str, value) -> None:
+    """Set ``a.b.c`` inside nested dicts, creating the mappings on the way."""
+    parts = dotted_key.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def apply_overrides(data: dict, overrides: dict, models: list[dict]) -> dict:
+    """The file's data with admin overrides on top; models replace by id or add."""
+    merged = copy.deepcopy(data)
+    for key, value in sorted(overrides.items()):
+        set_dotted(merged, key, value)
+    if models:
+        by_id = {m.get("id"): i for i, m in enumerate(merged.get("models") or [])}
+        merged_models = list(merged.get("models") or [])
+        for model in models:
+            if model["id"] in by_id:
+                merged_models[by_id[model["id"]]] = model
+            else:
+                merged_models.append(model)
+        merged["models"] = merged_models
+    return merged
+
+
+class ConfigSource:
+    """The file's parsed data, re-read when its modification time changes.
+
+    One per process; the validated result for a given set of overrides is
+    memoised so a request pays for validation only when something changed.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._mtime = None
+        self._data = None
+        self._validated = {}
+
+    def data(self) -> dict:
+        mtime = self.path.stat().st_mtime_ns
+        with self._lock:
+            if mtime != self._mtime:
+                self._data = read_config_file(self.path)
+                self._mtime = mtime
+                self._validated = {}
+            return self._data
+
+    def effective(self, overrides: dict, models: list[dict]) -> RouterConfig:
+        data = self.data()
+        key = (repr(sorted(overrides.items())), repr(models))
+        cached = self._validated.get(key)
+        if cached is None:
+            cached = validate_config(apply_overrides(data, overrides, models))
+            with self._lock:
+                if len(self._validated) > 32:
+                    self._validated.clear()
+                self._validated[key] = cached
+        return cached

@@ -1,0 +1,31 @@
+"""Upstream providers: one package per protocol behind one interface, chosen by ``kind``.
+
+``provider_for`` hands out the process's client for a provider's config; the
+classes are registered by the ``kind`` a provider's config names.
+"""
+
+import threading
+
+from routing.config import ProviderConfig
+from routing.providers.base import Provider, ProviderError, StreamReply, monotonic_ms
+from routing.providers.openai import OpenAICompatibleProvider
+
+__all__ = ["Provider", "ProviderError", "StreamReply", "monotonic_ms", "provider_for"]
+
+PROVIDER_CLASSES: dict[str, type[Provider]] = {"openai": OpenAICompatibleProvider}
+
+
+_lock = threading.Lock()
+_providers: dict = {}
+
+
+def provider_for(name: str, config: ProviderConfig) -> Provider:
+    """The process's client for this provider; a changed config makes a new one."""
+    key = (name, config)
+    with _lock:
+        provider = _providers.get(key)
+        if provider is None:
+            if len(_providers) > 64:
+                _providers.clear()
+            provider = _providers[key] = PROVIDER_CLASSES[config.kind](name, config)
+        return provider

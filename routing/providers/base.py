@@ -1,0 +1,80 @@
+"""What every upstream provider is: one small interface and one error type.
+
+A provider takes a chat-completions body and returns the answer as
+chat-completions JSON, or as a stream of chat-completions SSE events, whatever
+protocol its upstream speaks; the dispatcher (retries, fallback, relaying)
+never knows which. Every failure becomes a ``ProviderError``, which says
+whether trying again may help.
+"""
+
+import json
+import time
+from dataclasses import dataclass
+
+from routing.config import ProviderConfig
+
+# Statuses worth a second try: rate limits and server-side failures.
+RETRYABLE_STATUSES = {429, 500, 502, 503, 504}
+
+
+class ProviderError(Exception):
+    """An upstream call failed. ``kind``: connect, timeout, status or malformed."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None, body=None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.body = body
+
+    @property
+    def retryable(self) -> bool:
+        if self.kind in ("connect", "timeout"):
+            return True
+        return self.kind == "status" and self.status in RETRYABLE_STATUSES
+
+
+@dataclass
+class StreamReply:
+    """An open upstream stream; ``events`` yields raw SSE events (bytes, without the blank line)."""
+
+    response: object  # the HTTP response, closed with the reply
+    events: object
+
+    def close(self):
+        self.response.close()
+
+
+class Provider:
+    """Base: send a chat-completions body, get JSON back or a stream of SSE events."""
+
+    def __init__(self, name: str, config: ProviderConfig):
+        self.name = name
+        self.config = config
+
+    def chat(self, body: dict, timeout: float | None = None) -> dict:
+        raise NotImplementedError
+
+    def chat_stream(self, body: dict) -> StreamReply:
+        raise NotImplementedError
+
+
+def error_from_response(response, provider_name, api_key=None) -> ProviderError:
+    try:
+        text = response.text
+        if api_key:
+            # Some providers quote the key they refused; the answer is relayed to our client.
+            text = text.replace(api_key, "[redacted]")
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    message = f"provider {provider_name!r} answered HTTP {response.status_code}"
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        detail = body["error"].get("message")
+        if detail:
+            message += f": {detail}"
+    return ProviderError("status", message, response.status_code, body)
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0

@@ -1,0 +1,1 @@
+"""Shared fakes and helpers for every app's tests: test upstreams, configs, ports."""
