@@ -33,6 +33,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 
+from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
@@ -40,7 +41,6 @@ from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
 LATENCY_BUCKETS_SECONDS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-UNKNOWN_STATUS = "unknown"  # status_code NULL: the answer was never recorded
 
 
 def _all_time_aggregates() -> dict:

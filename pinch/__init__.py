@@ -8,12 +8,13 @@ the request pipeline needs it.
 
 from pinch.core import prune_context, trim_candidates
 from pinch.ranking import order_by_relevance
-from pinch.tokens import CHARS_PER_TOKEN, estimate_tokens, extract_text
+from pinch.tokens import CHARS_PER_TOKEN, estimate_tokens, extract_text, last_user_text
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "estimate_tokens",
     "extract_text",
+    "last_user_text",
     "order_by_relevance",
     "prune_context",
     "trim_candidates",

@@ -31,18 +31,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from pinch import estimate_tokens, extract_text, order_by_relevance, trim_candidates
-from pinch.embedders import Embedder, EmbeddingError, make_embedder
+from pinch import estimate_tokens, extract_text, last_user_text, order_by_relevance, trim_candidates
+from pinch.embedders import Embedder, EmbedderSettings, EmbeddingError, make_embedder
 from pinch.embedding_cache import DEFAULT_MAX_BYTES, CachedEmbedder, EmbeddingCache
 
 logger = logging.getLogger("pinch.relevance")
-
-# Used when a config predates max_chars: the opening of a tool result carries
-# its command and file names, and 2,000 characters keep a 200-candidate batch
-# within the builtin embedder's time target.
-DEFAULT_MAX_CHARS = 2000
 
 # Workers that run embedding calls. A slow endpoint holds a worker for up to
 # timeout_seconds; four let a few such requests overlap before later ones
@@ -50,6 +45,24 @@ DEFAULT_MAX_CHARS = 2000
 POOL_WORKERS = 4
 
 Status = Literal["used", "skipped", "unavailable"]
+
+
+class RelevanceSettings(EmbedderSettings, Protocol):
+    """What the edge reads of ``pinch.relevance`` (the router's config satisfies it)."""
+
+    enabled: bool
+    min_candidates: int
+    max_chars: int
+
+
+class PinchSettings(Protocol):
+    """What the edge reads of ``pinch`` (the router's ``PinchConfig`` satisfies it)."""
+
+    enabled: bool
+    keep_last_turns: int
+    keep_last_tool_results: int | None
+    window_step: int | None
+    relevance: RelevanceSettings
 
 
 @dataclass(frozen=True)
@@ -78,13 +91,13 @@ class _Process:
         self.caches: dict[str | None, EmbeddingCache] = {}
         self.pool: ThreadPoolExecutor | None = None
 
-    def embedder(self, relevance_cfg: Any, redis_url: str | None) -> CachedEmbedder:
+    def embedder(self, relevance_cfg: RelevanceSettings, redis_url: str | None) -> CachedEmbedder:
         key = (
-            getattr(relevance_cfg, "backend", "builtin"),
-            getattr(relevance_cfg, "model", None),
-            getattr(relevance_cfg, "base_url", None),
-            getattr(relevance_cfg, "api_key_env", None),
-            getattr(relevance_cfg, "timeout_seconds", None),
+            relevance_cfg.backend,
+            relevance_cfg.model,
+            relevance_cfg.base_url,
+            relevance_cfg.api_key_env,
+            relevance_cfg.timeout_seconds,
             redis_url,
         )
         with self.lock:
@@ -132,35 +145,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def relevance_order_for(
-    messages: list[Any],
-    cfg: Any,
-    budget_tokens: int,
-    extra_fixed_tokens: int = 0,
-    *,
-    redis_url: str | None = None,
-) -> list[int] | None:
-    """The order for ``prune_context(relevance_order=...)``, or None for uniform pruning.
-
-    None when pinch or relevance is off, when the conversation is not over
-    ``budget_tokens`` (counting ``extra_fixed_tokens``, the tool definitions,
-    exactly as prune_context's guard does), when there are fewer than
-    ``min_candidates`` trim candidates, or on any failure. Never raises.
-    """
-    return relevance_for(
-        messages, cfg, budget_tokens, extra_fixed_tokens, redis_url=redis_url
-    ).order
-
-
 def relevance_for(
     messages: list[Any],
-    cfg: Any,
+    cfg: PinchSettings,
     budget_tokens: int,
     extra_fixed_tokens: int = 0,
     *,
     redis_url: str | None = None,
 ) -> RelevanceResult:
-    """``relevance_order_for`` with the reason, for the router to record. Never raises."""
+    """The order for ``prune_context(relevance_order=...)``, with the reason. Never raises.
+
+    ``order`` is None when pinch or relevance is off, when the conversation is
+    not over ``budget_tokens`` (counting ``extra_fixed_tokens``, the tool
+    definitions, exactly as prune_context's guard does), when there are fewer
+    than ``min_candidates`` trim candidates, or on any failure.
+    """
     started = time.monotonic()
     try:
         skip = _skip_reason(messages, cfg, budget_tokens, extra_fixed_tokens)
@@ -170,8 +169,8 @@ def relevance_for(
         candidates = trim_candidates(
             messages,
             keep_last_turns=cfg.keep_last_turns,
-            keep_last_tool_results=getattr(cfg, "keep_last_tool_results", None),
-            window_step=getattr(cfg, "window_step", None),
+            keep_last_tool_results=cfg.keep_last_tool_results,
+            window_step=cfg.window_step,
         )
         if len(candidates) < rel.min_candidates:
             return RelevanceResult(
@@ -180,7 +179,7 @@ def relevance_for(
                 f"{len(candidates)} candidates, fewer than min_candidates={rel.min_candidates}",
                 candidates=len(candidates),
             )
-        query = _last_user_text(messages)
+        query = last_user_text(messages)
         if not query.strip():
             return RelevanceResult(None, "skipped", "no user text to rank against")
         order = _rank(messages, candidates, query, rel, redis_url, started)
@@ -193,7 +192,7 @@ def relevance_for(
         )
     except Exception as exc:  # noqa: BLE001 - fail closed: nothing here may break a request
         reason = _reason(exc, cfg)
-        backend = getattr(getattr(cfg, "relevance", None), "backend", "?")
+        backend = cfg.relevance.backend
         logger.warning(
             "relevance_unavailable: %s (backend %s)",
             reason,
@@ -219,15 +218,8 @@ def _skip_reason(messages, cfg, budget_tokens, extra_fixed_tokens) -> str | None
     return None
 
 
-def _last_user_text(messages: list[Any]) -> str:
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return extract_text(message)
-    return ""
-
-
 def _rank(messages, candidates, query, rel, redis_url, started) -> list[int]:
-    max_chars = getattr(rel, "max_chars", None) or DEFAULT_MAX_CHARS
+    max_chars = rel.max_chars
     texts = [query[:max_chars]] + [extract_text(messages[i])[:max_chars] for i in candidates]
     timeout = float(rel.timeout_seconds)
     deadline = started + timeout
@@ -254,14 +246,14 @@ def _order_before(embedder: Embedder, texts: list[str], deadline: float) -> list
     return order
 
 
-def _reason(exc: Exception, cfg: Any) -> str:
+def _reason(exc: Exception, cfg: PinchSettings) -> str:
     """A one-line reason with any API key value scrubbed out."""
     if isinstance(exc, EmbeddingError):
         reason = str(exc)
     else:
         reason = f"{type(exc).__name__}: {exc}"
-    key_env = getattr(getattr(cfg, "relevance", None), "api_key_env", None)
-    key = os.environ.get(key_env) if isinstance(key_env, str) and key_env else None
+    key_env = cfg.relevance.api_key_env
+    key = os.environ.get(key_env) if key_env else None
     if key:
         # Before cutting the line short, or a cut could leave half a key.
         reason = reason.replace(key, "[redacted]")

@@ -70,3 +70,11 @@ def _parts_text(parts: list, depth: int) -> str:
             if isinstance(inner, str) and inner:
                 pieces.append(inner)
     return "\n".join(pieces)
+
+
+def last_user_text(messages) -> str:
+    """The text of the last user message: what the agent was asked to do now."""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return extract_text(message)
+    return ""

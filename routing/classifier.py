@@ -13,7 +13,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from pinch import estimate_tokens, extract_text
+from pinch import estimate_tokens, extract_text, last_user_text
 from routing.config import RouterConfig
 from routing.providers import ProviderError, provider_for
 
@@ -38,13 +38,6 @@ LLM_PROMPT = (
 class Classification:
     tier: str
     outcome: str  # heuristic | llm | llm_fallback
-
-
-def last_user_text(messages) -> str:
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return extract_text(message)
-    return ""
 
 
 def _tier_at(tiers, level: int) -> str:

@@ -20,13 +20,11 @@ from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.decisions import record_decision
 from routing.errors import RouterError
+from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import prompt_cost_usd
 from routing.pruning import PinchOutcome, pinch_messages
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
-
-PATH_ROUTED = "routed"
-PATH_PASSTHROUGH = "passthrough"
 
 
 @dataclass
@@ -87,14 +85,14 @@ def plan_request(
     """Decide where the request goes and what is sent. No database writes, no upstream call."""
     extra_tokens = tools_overhead_tokens(request.tools)
     if request.model == config.routing.auto_model:
-        path = PATH_ROUTED
+        path = RouteDecision.PATH_ROUTED
         classification = classify(request.messages, request.tools, config)
         tier, classifier_name = classification.tier, classification.outcome
     else:
         pinned = config.model(request.model)
         if pinned is None:
             raise unknown_model_error(config, request.model)
-        path, tier, classifier_name = PATH_PASSTHROUGH, pinned.tier, ""
+        path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
 
     send_messages, pinch = pinch_messages(request.messages, config.pinch, extra_tokens)
     if pinch is not None:
@@ -102,7 +100,7 @@ def plan_request(
     else:
         measured = measure_prompt_tokens(send_messages, request.tools)
 
-    if path == PATH_ROUTED:
+    if path == RouteDecision.PATH_ROUTED:
         candidates = candidates_for(
             config, tier, measured, request.max_tokens, request.needed_capabilities
         )
@@ -149,6 +147,6 @@ def open_decision(plan: Plan, api_key=None):
     """
     with transaction.atomic():
         decision = record_decision(plan, api_key)
-        if plan.path == PATH_PASSTHROUGH:
+        if plan.path == RouteDecision.PATH_PASSTHROUGH:
             check_capabilities(plan.model, plan.request)
     return decision

@@ -73,7 +73,8 @@ def explain_headers(plan, decision_id=None) -> dict:
     if plan.pinch is not None:
         headers["X-Router-Pinch-Original-Tokens"] = str(plan.pinch.original_tokens)
         headers["X-Router-Pinch-Final-Tokens"] = str(plan.pinch.final_tokens)
-        headers["X-Router-Pinch-Compressed"] = str(plan.pinch.summarized)
+        headers["X-Router-Pinch-Compressed"] = str(len(plan.pinch.compressed))
+        headers["X-Router-Pinch-Capped"] = str(len(plan.pinch.capped))
     else:
         headers["X-Router-Pinch"] = "disabled"
     if decision_id is not None:

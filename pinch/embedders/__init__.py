@@ -13,37 +13,46 @@ files and, for ``openai``, talk to the network.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from pinch.embedders.base import Embedder, EmbeddingError
 from pinch.embedders.builtin import BuiltinEmbedder
 from pinch.embedders.openai import OpenAIEmbedder
 
 __all__ = [
-    "BACKENDS",
+    "EMBEDDERS",
     "BuiltinEmbedder",
     "Embedder",
+    "EmbedderSettings",
     "EmbeddingError",
     "OpenAIEmbedder",
     "make_embedder",
 ]
 
-# The names pinch.relevance.backend accepts.
-BACKENDS = ("builtin", "openai")
+
+class EmbedderSettings(Protocol):
+    """What an embedder is built from (``pinch.relevance`` in the router's config)."""
+
+    backend: str
+    model: str
+    base_url: str
+    api_key_env: str | None
+    timeout_seconds: float
 
 
-def make_embedder(relevance_cfg) -> Embedder:
-    """The embedder ``relevance_cfg`` (pinch.relevance) asks for.
+# pinch.relevance.backend -> the class; each builds itself with ``from_settings``.
+EMBEDDERS: dict[str, type[Embedder]] = {"builtin": BuiltinEmbedder, "openai": OpenAIEmbedder}
+
+
+def make_embedder(settings: EmbedderSettings) -> Embedder:
+    """The embedder ``settings.backend`` names.
 
     Raises EmbeddingError for an unknown backend or an unusable setting, so a
     bad config fails closed like any other relevance failure.
     """
-    backend = getattr(relevance_cfg, "backend", "builtin") or "builtin"
-    if backend == "builtin":
-        return BuiltinEmbedder()
-    if backend == "openai":
-        return OpenAIEmbedder(
-            base_url=relevance_cfg.base_url,
-            model=relevance_cfg.model,
-            api_key_env=getattr(relevance_cfg, "api_key_env", None),
-            timeout_seconds=relevance_cfg.timeout_seconds,
+    cls = EMBEDDERS.get(settings.backend)
+    if cls is None:
+        raise EmbeddingError(
+            f"unknown relevance backend {settings.backend!r}; expected one of {sorted(EMBEDDERS)}"
         )
-    raise EmbeddingError(f"unknown relevance backend {backend!r}; expected one of {BACKENDS}")
+    return cls.from_settings(settings)

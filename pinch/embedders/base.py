@@ -32,6 +32,11 @@ class Embedder:
     #: same identity must produce the same feature for the same text.
     identity: str = ""
 
+    @classmethod
+    def from_settings(cls, settings) -> Embedder:
+        """Build one from ``pinch.relevance`` (backend, model, base_url, ...)."""
+        raise NotImplementedError
+
     def featurize(self, texts: Sequence[str]) -> list[bytes]:
         """The per-text, cacheable part of embedding, one value per text, in order."""
         raise NotImplementedError

@@ -293,6 +293,10 @@ class _Runs:
 class BuiltinEmbedder(Embedder):
     """Hashed TF-IDF over identifier pieces, blended with a static MiniLM table."""
 
+    @classmethod
+    def from_settings(cls, settings) -> BuiltinEmbedder:
+        return cls()  # nothing to set: offline, in process
+
     def __init__(self, static: bool = True, data_dir: Path | None = None):
         self.table = load_static_table(data_dir or DATA_DIR) if static else None
         if self.table is None:

@@ -35,6 +35,15 @@ _ERROR_BODY_CHARS = 200
 class OpenAIEmbedder(Embedder):
     """One batched POST to ``{base_url}/embeddings`` per ``featurize`` call."""
 
+    @classmethod
+    def from_settings(cls, settings) -> OpenAIEmbedder:
+        return cls(
+            base_url=settings.base_url,
+            model=settings.model,
+            api_key_env=settings.api_key_env,
+            timeout_seconds=settings.timeout_seconds,
+        )
+
     def __init__(
         self,
         base_url: str,

@@ -25,7 +25,7 @@ from pinch.embedding_cache import (
     MemoryLRU,
     cache_key,
 )
-from pinch.relevance import relevance_order_for, reset_relevance_state
+from pinch.relevance import relevance_for, reset_relevance_state
 from tests.pinch.test_embedders_openai import EmbeddingServer
 from tests.pinch.test_relevance_edge import RESULTS, conversation, make_cfg
 
@@ -136,11 +136,11 @@ def test_the_edge_embeds_only_what_a_later_turn_adds():
     with EmbeddingServer() as server:
         cfg = make_cfg(backend="openai", base_url=server.base_url)
         first = conversation(results=RESULTS[:4])
-        assert relevance_order_for(first, cfg, 500, 0) is not None
+        assert relevance_for(first, cfg, 500, 0).order is not None
         assert server.texts_embedded == 1 + 4
 
         later = conversation(results=RESULTS, query="and now the discount rounding")
-        order = relevance_order_for(later, cfg, 500, 0)
+        order = relevance_for(later, cfg, 500, 0).order
         assert order is not None and len(order) == 5
         assert len(server.requests) == 2
         assert server.requests[1]["body"]["input"][0] == "and now the discount rounding"
@@ -153,15 +153,15 @@ def test_an_entry_the_backend_cannot_use_is_embedded_again():
     with EmbeddingServer() as server:
         cfg = make_cfg(backend="openai", base_url=server.base_url)
         messages = conversation()
-        relevance_order_for(messages, cfg, 500, 0)
+        relevance_for(messages, cfg, 500, 0)
         cached = relevance._process.embedder(cfg.relevance, None)
         stale = {k: v[:-4] for k, v in cached.cache.memory._items.items()}
         cached.cache.memory.put_many(dict(list(stale.items())[:2]))
-        assert relevance_order_for(messages, cfg, 500, 0) is not None
+        assert relevance_for(messages, cfg, 500, 0).order is not None
         # One more call, with every text, whose answer replaced the stale entries.
         assert len(server.requests) == 2
         assert len(server.requests[1]["body"]["input"]) == 1 + len(RESULTS)
-        assert relevance_order_for(messages, cfg, 500, 0) is not None
+        assert relevance_for(messages, cfg, 500, 0).order is not None
         assert len(server.requests) == 2
 
 
@@ -190,7 +190,7 @@ def test_the_edge_uses_redis_when_given_a_url():
     messages = conversation(query=query)
     identity = BuiltinEmbedder().identity
     try:
-        order = relevance_order_for(messages, make_cfg(), 500, 0, redis_url=REDIS_URL)
+        order = relevance_for(messages, make_cfg(), 500, 0, redis_url=REDIS_URL).order
         assert order is not None
         assert client.exists(REDIS_PREFIX + cache_key(identity, query))
     finally:
@@ -214,6 +214,6 @@ def test_a_dead_redis_degrades_to_memory_and_logs_once(caplog):
 def test_the_edge_still_ranks_when_redis_is_down(caplog):
     url = f"redis://127.0.0.1:{closed_port()}/0"
     with caplog.at_level(logging.WARNING):
-        order = relevance_order_for(conversation(), make_cfg(), 500, 0, redis_url=url)
+        order = relevance_for(conversation(), make_cfg(), 500, 0, redis_url=url).order
     assert order is not None
     assert not any(r.getMessage().startswith("relevance_unavailable") for r in caplog.records)

@@ -16,7 +16,6 @@ from pinch import estimate_tokens, extract_text, prune_context, relevance, trim_
 from pinch.relevance import (
     RelevanceResult,
     relevance_for,
-    relevance_order_for,
     reset_relevance_state,
 )
 from tests.pinch.test_embedders_openai import EmbeddingServer
@@ -80,6 +79,7 @@ def make_cfg(**relevance_overrides):
         budget_tokens=500,
         keep_last_turns=2,
         keep_last_tool_results=None,
+        window_step=None,
         max_summarize_chars=4000,
         protected_max_chars=20000,
         prefix_probe=False,
@@ -118,14 +118,14 @@ def unavailable_records(caplog):
 def test_it_orders_the_same_candidates_prune_context_trims():
     messages = conversation()
     cfg = make_cfg()
-    order = relevance_order_for(messages, cfg, budget_tokens=500, extra_fixed_tokens=0)
+    order = relevance_for(messages, cfg, budget_tokens=500, extra_fixed_tokens=0).order
     candidates = trim_candidates(messages, keep_last_turns=2)
     assert len(candidates) == len(RESULTS)
     assert sorted(order) == list(range(len(candidates)))
 
 
 def test_the_results_about_the_request_come_last_so_they_are_trimmed_last():
-    order = relevance_order_for(conversation(), make_cfg(), 500, 0)
+    order = relevance_for(conversation(), make_cfg(), 500, 0).order
     # RESULTS[0] (invoice.py) and RESULTS[3] (the failing test) are the relevant ones.
     assert set(order[-2:]) == {0, 3}
 
@@ -134,7 +134,7 @@ def test_prune_context_keeps_the_relevant_results_verbatim():
     messages = conversation()
     cfg = make_cfg()
     budget = total_tokens(messages) - 800  # a deficit three placeholders cover
-    order = relevance_order_for(messages, cfg, budget, 0)
+    order = relevance_for(messages, cfg, budget, 0).order
     pruned, stats = prune_context(
         messages, budget_tokens=budget, keep_last_turns=2, relevance_order=order
     )
@@ -153,7 +153,7 @@ def test_the_result_object_says_used():
 def test_the_query_is_the_last_user_message_and_texts_are_cut_to_max_chars(server):
     cfg = make_cfg(backend="openai", base_url=server.base_url, max_chars=100)
     long_query = "fix compute_total " * 20
-    order = relevance_order_for(conversation(query=long_query), cfg, 500, 0)
+    order = relevance_for(conversation(query=long_query), cfg, 500, 0).order
     assert order is not None
     inputs = server.requests[0]["body"]["input"]
     assert inputs[0] == long_query[:100]
@@ -163,7 +163,7 @@ def test_the_query_is_the_last_user_message_and_texts_are_cut_to_max_chars(serve
 def test_the_openai_backend_makes_one_request_for_query_and_candidates(server, monkeypatch):
     monkeypatch.setenv("TEST_EMBED_KEY", "sk-edge")
     cfg = make_cfg(backend="openai", base_url=server.base_url, api_key_env="TEST_EMBED_KEY")
-    order = relevance_order_for(conversation(), cfg, 500, 0)
+    order = relevance_for(conversation(), cfg, 500, 0).order
     assert sorted(order) == list(range(len(RESULTS)))
     assert len(server.requests) == 1
     assert len(server.requests[0]["body"]["input"]) == 1 + len(RESULTS)
@@ -194,15 +194,15 @@ def test_it_skips_without_logging(change, reason, caplog):
 def test_it_skips_a_conversation_under_budget():
     messages = conversation()
     budget = total_tokens(messages)
-    assert relevance_order_for(messages, make_cfg(), budget, 0) is None
+    assert relevance_for(messages, make_cfg(), budget, 0).order is None
     assert relevance_for(messages, make_cfg(), budget, 0).reason.startswith("under budget")
 
 
 def test_tool_definitions_can_tip_a_conversation_over_budget():
     messages = conversation()
     budget = total_tokens(messages)
-    assert relevance_order_for(messages, make_cfg(), budget, extra_fixed_tokens=0) is None
-    order = relevance_order_for(messages, make_cfg(), budget, extra_fixed_tokens=1)
+    assert relevance_for(messages, make_cfg(), budget, extra_fixed_tokens=0).order is None
+    order = relevance_for(messages, make_cfg(), budget, extra_fixed_tokens=1).order
     assert order is not None and len(order) == len(RESULTS)
 
 
@@ -213,7 +213,7 @@ def test_the_budget_guard_agrees_with_prune_context():
         _, stats = prune_context(
             messages, budget_tokens=budget, keep_last_turns=2, extra_fixed_tokens=extra
         )
-        order = relevance_order_for(messages, make_cfg(), budget, extra)
+        order = relevance_for(messages, make_cfg(), budget, extra).order
         assert (order is not None) == stats["pruned"]
 
 
@@ -253,7 +253,7 @@ def test_a_bad_endpoint_gives_none_and_one_log_line(server, caplog, mode, reason
     cfg = make_cfg(backend="openai", base_url=server.base_url)
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
         result = relevance_for(conversation(), cfg, 500, 0)
-        order = relevance_order_for(conversation(), cfg, 500, 0)
+        order = relevance_for(conversation(), cfg, 500, 0).order
     assert order is None
     assert (result.order, result.status) == (None, "unavailable")
     assert reason in result.reason
@@ -286,7 +286,7 @@ def test_the_time_budget_also_bounds_the_builtin_embedder(monkeypatch, caplog):
     monkeypatch.setattr(BuiltinEmbedder, "featurize", slow_featurize)
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        order = relevance_order_for(conversation(), make_cfg(timeout_seconds=0.1), 500, 0)
+        order = relevance_for(conversation(), make_cfg(timeout_seconds=0.1), 500, 0).order
     assert order is None
     assert time.monotonic() - started < 0.4
     assert "timeout_seconds=0.1" in unavailable_records(caplog)[0].getMessage()
@@ -297,13 +297,13 @@ def test_an_unreachable_endpoint_gives_none(caplog):
         url = s.base_url  # closed again on exit
     cfg = make_cfg(backend="openai", base_url=url, timeout_seconds=1.0)
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        assert relevance_order_for(conversation(), cfg, 500, 0) is None
+        assert relevance_for(conversation(), cfg, 500, 0).order is None
     assert "cannot connect" in unavailable_records(caplog)[0].getMessage()
 
 
 def test_an_unknown_backend_gives_none(caplog):
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        assert relevance_order_for(conversation(), make_cfg(backend="magic"), 500, 0) is None
+        assert relevance_for(conversation(), make_cfg(backend="magic"), 500, 0).order is None
     assert "unknown relevance backend" in unavailable_records(caplog)[0].getMessage()
 
 
@@ -311,7 +311,7 @@ def test_a_broken_config_gives_none_rather_than_raising(caplog):
     cfg = make_cfg()
     del cfg.relevance.timeout_seconds
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        assert relevance_order_for(conversation(), cfg, 500, 0) is None
+        assert relevance_for(conversation(), cfg, 500, 0).order is None
     assert len(unavailable_records(caplog)) == 1
 
 
@@ -321,7 +321,7 @@ def test_the_api_key_never_reaches_the_log(server, caplog, monkeypatch):
     server.mode = "status_401"
     cfg = make_cfg(backend="openai", base_url=server.base_url, api_key_env="TEST_EMBED_KEY")
     with caplog.at_level(logging.DEBUG):
-        assert relevance_order_for(conversation(), cfg, 500, 0) is None
+        assert relevance_for(conversation(), cfg, 500, 0).order is None
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {secret}"
     assert secret not in caplog.text
 

@@ -94,3 +94,6 @@ def test_the_dry_run_and_the_replay_report_the_same_pinch_figures(
         record.relevance_used,
     )
     assert response.headers["X-Router-Measured-Tokens"] == str(record.final_tokens)
+    # The two counts say which results changed where: before the window, and capped inside it.
+    assert response.headers["X-Router-Pinch-Compressed"] == str(len(dry["compressed"]))
+    assert response.headers["X-Router-Pinch-Capped"] == str(len(dry["capped"]))
