@@ -1,14 +1,25 @@
-"""Fixtures shared by every app's tests: a test upstream, a config file, API keys."""
+"""Fixtures shared by every app's tests.
+
+Two configs, two names: ``router_config`` is the test config (a dict, pointed at
+the test upstream, see tests/support/config.py); ``default_config`` is the
+shipped defaults (a RouterConfig), for the figures tests that price with them.
+"""
 
 import copy
+import itertools
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
 from bench.corpus import corpus_dir as corpus_dir_path
+from routing.auth import create_api_key
+from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
+from routing.config.source import set_dotted
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
+from tests.support.decisions import decision, seed
 from tests.support.openai_upstream import UpstreamServer
 
 CORPUS_DIR = corpus_dir_path()
@@ -47,8 +58,6 @@ def router_config(upstream, write_config, monkeypatch):
 
 @pytest.fixture
 def api_key(db):
-    from routing.auth import create_api_key
-
     key, raw = create_api_key("tests")
     return raw
 
@@ -60,3 +69,66 @@ def corpus_dir():
             pytest.fail(f"CI needs the shared corpus at {CORPUS_DIR}")
         pytest.skip(f"the shared corpus is not at {CORPUS_DIR} (set CORPUS_DIR)")
     return CORPUS_DIR
+
+
+@pytest.fixture
+def write_default_config(tmp_path, settings):
+    """Write the shipped default config with dotted-key changes; the router then reads it.
+
+    Returns the validated RouterConfig (without admin overrides). Each call writes a
+    new file, so the per-path config cache never serves an earlier version.
+    """
+    numbers = itertools.count()
+
+    def write(changes: dict | None = None) -> RouterConfig:
+        data = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+        for key, value in (changes or {}).items():
+            set_dotted(data, key, value)
+        path = tmp_path / f"router-{next(numbers)}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        settings.ROUTER_CONFIG = str(path)
+        return validate_config(data)
+
+    return write
+
+
+@pytest.fixture
+def default_config(write_default_config) -> RouterConfig:
+    """The shipped defaults as a RouterConfig, from a file in tmp_path (pinch on, cache rate 0)."""
+    return write_default_config()
+
+
+@pytest.fixture
+def staff_key(db):
+    _, raw = create_api_key("dashboard", is_staff=True)
+    return raw
+
+
+@pytest.fixture
+def plain_key(db):
+    _, raw = create_api_key("agent", is_staff=False)
+    return raw
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_user("operator", password="x" * 12, is_staff=True)
+
+
+@pytest.fixture
+def savings_rows(db):
+    """Decisions whose pinch figures are known by heart (cache rate 0, shipped prices).
+
+    In the 30-day window: 6 calls, 4 pruned (66.67%), 6,050 tokens saved, median 750
+    (mean of 300 and 1,200), $0.004320 (1,200 at gpt-4.1's $2/M + 4,800 at
+    gpt-4.1-mini's $0.40/M; the retired model's 50 tokens cannot be priced).
+    """
+    return seed(
+        decision(saved=1200, age=timedelta(minutes=5)),
+        decision(saved=300, age=timedelta(days=1), chosen_model="gpt-4.1-mini", tier="medium"),
+        decision(saved=4500, age=timedelta(days=5), chosen_model="gpt-4.1-mini", stream=True),
+        decision(saved=0, age=timedelta(days=2), status_code=502),
+        decision(age=timedelta(days=3), path="passthrough"),  # pinch off for this one
+        decision(saved=50, age=timedelta(days=4), chosen_model="retired-model"),
+        decision(saved=9999, age=timedelta(days=45)),  # outside the window
+    )

@@ -21,7 +21,7 @@ import pytest
 from metrics.summary import pinch_summary
 from routing.auth import create_api_key
 from routing.models import RouteDecision
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -97,7 +97,7 @@ def a_month_of_traffic():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_browser_shows_pinch_summarys_figures(
-    live_server, browser, router_config, django_user_model, tmp_path
+    live_server, browser, default_config, django_user_model, tmp_path
 ):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -105,7 +105,7 @@ def test_the_browser_shows_pinch_summarys_figures(
 
     a_month_of_traffic()
     django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
-    summary = pinch_summary(router_config)
+    summary = pinch_summary(default_config)
     assert summary["pruned_calls_30d"] > 0  # the card has something to show
 
     # The dashboard redirects to the admin login form; log in there like an operator.

@@ -7,7 +7,7 @@ import pytest
 from metrics.charts import DayPoint, format_dollars, format_tokens, nice_ceiling, savings_chart
 from metrics.dashboard import daily_savings
 from metrics.summary import pinch_summary, summary_window
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -83,7 +83,7 @@ def test_an_empty_window_is_an_empty_chart():
 
 
 def test_daily_savings_is_one_query_and_agrees_with_pinch_summary(
-    router_config, db, django_assert_num_queries
+    default_config, db, django_assert_num_queries
 ):
     seed(
         decision(now=NOW, age=timedelta(hours=1), saved=1000),
@@ -93,10 +93,10 @@ def test_daily_savings_is_one_query_and_agrees_with_pinch_summary(
         decision(now=NOW, age=timedelta(days=3), saved=70, chosen_model="retired-model"),
         decision(now=NOW, age=timedelta(days=40), saved=999),
     )
-    window = summary_window(router_config, NOW)
+    window = summary_window(default_config, NOW)
 
     with django_assert_num_queries(1):
-        points = daily_savings(window, router_config)
+        points = daily_savings(window, default_config)
 
     by_day = {p.day: p for p in points}
     assert len(points) == 31 and points[-1].day == date(2026, 11, 30)
@@ -105,13 +105,13 @@ def test_daily_savings_is_one_query_and_agrees_with_pinch_summary(
     assert by_day[date(2026, 11, 30)].dollars == pytest.approx(1000 * 2e-6 + 500 * 0.4e-6)
     assert by_day[date(2026, 11, 29)].dollars == pytest.approx(2000 * 0.4e-6)
     assert by_day[date(2026, 11, 27)] == DayPoint(date(2026, 11, 27), 70, 0.0)  # unpriced
-    summary = pinch_summary(router_config, now=NOW)
+    summary = pinch_summary(default_config, now=NOW)
     assert sum(p.tokens for p in points) == summary["total_tokens_saved"]
     assert round(sum(p.dollars for p in points), 6) == summary["dollars_saved_usd_30d"]
 
 
-def test_daily_dollars_use_the_assumed_cache_rate(write_config, db):
-    config = write_config({"objective.assumed_cache_rate": 0.5})
+def test_daily_dollars_use_the_assumed_cache_rate(write_default_config, db):
+    config = write_default_config({"objective.assumed_cache_rate": 0.5})
     seed(decision(now=NOW, saved=1_000_000))
 
     points = daily_savings(summary_window(config, NOW), config)

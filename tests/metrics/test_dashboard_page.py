@@ -7,7 +7,7 @@ import pytest
 
 from metrics.summary import pinch_summary
 from routing.models import ConfigOverride
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 DASHBOARD = "/dashboard/"
 
@@ -24,7 +24,7 @@ def figure(body: str, testid: str) -> str:
     return match.group(1).strip()
 
 
-def test_the_card_shows_the_pinch_figures_formatted(staff_client, router_config, savings_rows):
+def test_the_card_shows_the_pinch_figures_formatted(staff_client, default_config, savings_rows):
     response = staff_client.get(DASHBOARD)
 
     assert response.status_code == 200
@@ -38,8 +38,8 @@ def test_the_card_shows_the_pinch_figures_formatted(staff_client, router_config,
     assert "1 call(s) to unconfigured models priced at $0" in body
 
 
-def test_the_card_figures_are_pinch_summarys(staff_client, router_config, savings_rows):
-    summary = pinch_summary(router_config)
+def test_the_card_figures_are_pinch_summarys(staff_client, default_config, savings_rows):
+    summary = pinch_summary(default_config)
 
     body = staff_client.get(DASHBOARD).content.decode()
 
@@ -49,7 +49,7 @@ def test_the_card_figures_are_pinch_summarys(staff_client, router_config, saving
     assert f'data-value="{summary["median_tokens_saved"]}"' in body
 
 
-def test_a_fractional_median_keeps_one_decimal(staff_client, router_config):
+def test_a_fractional_median_keeps_one_decimal(staff_client, default_config):
     seed(decision(saved=1001), decision(saved=1002))
 
     body = staff_client.get(DASHBOARD).content.decode()
@@ -58,7 +58,7 @@ def test_a_fractional_median_keeps_one_decimal(staff_client, router_config):
 
 
 def test_it_says_pinch_is_disabled_when_pinch_summary_is_none(
-    staff_client, router_config, savings_rows
+    staff_client, default_config, savings_rows
 ):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
@@ -70,7 +70,7 @@ def test_it_says_pinch_is_disabled_when_pinch_summary_is_none(
     assert 'data-testid="pinch-share-pruned"' not in body
 
 
-def test_an_empty_database_shows_zeros_and_an_empty_chart(staff_client, router_config):
+def test_an_empty_database_shows_zeros_and_an_empty_chart(staff_client, default_config):
     body = staff_client.get(DASHBOARD).content.decode()
 
     assert figure(body, "pinch-share-pruned") == "0.00%"
@@ -79,7 +79,7 @@ def test_an_empty_database_shows_zeros_and_an_empty_chart(staff_client, router_c
     assert 'data-testid="no-decisions"' in body
 
 
-def test_the_chart_has_a_bar_per_day_and_a_dollar_line(staff_client, router_config, savings_rows):
+def test_the_chart_has_a_bar_per_day_and_a_dollar_line(staff_client, default_config, savings_rows):
     response = staff_client.get(DASHBOARD)
 
     body = response.content.decode()
@@ -90,7 +90,7 @@ def test_the_chart_has_a_bar_per_day_and_a_dollar_line(staff_client, router_conf
     assert "tokens saved</text>" in body and "USD saved</text>" in body
 
 
-def test_the_table_lists_the_newest_fifty_decisions(staff_client, router_config):
+def test_the_table_lists_the_newest_fifty_decisions(staff_client, default_config):
     seed(*(decision(age=timedelta(minutes=i), saved=i, tier=f"t{i}") for i in range(60)))
 
     body = staff_client.get(DASHBOARD).content.decode()
@@ -102,7 +102,7 @@ def test_the_table_lists_the_newest_fifty_decisions(staff_client, router_config)
 
 
 @pytest.mark.parametrize("is_staff", [False, None])
-def test_it_is_for_logged_in_staff_only(client, django_user_model, router_config, is_staff):
+def test_it_is_for_logged_in_staff_only(client, django_user_model, default_config, is_staff):
     if is_staff is not None:
         client.force_login(django_user_model.objects.create_user("agent", password="x" * 12))
 
@@ -112,8 +112,8 @@ def test_it_is_for_logged_in_staff_only(client, django_user_model, router_config
     assert response["Location"] == "/admin/login/?next=/dashboard/"
 
 
-def test_a_broken_config_is_explained_not_a_500(staff_client, write_config, settings):
-    write_config()
+def test_a_broken_config_is_explained_not_a_500(staff_client, write_default_config, settings):
+    write_default_config()
     ConfigOverride.objects.create(key="pinch.budget_tokens", value=-5)
 
     response = staff_client.get(DASHBOARD)

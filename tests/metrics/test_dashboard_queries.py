@@ -6,7 +6,7 @@ import pytest
 
 from routing.auth import create_api_key
 from routing.models import RouteDecision
-from tests.metrics.factories import decision
+from tests.support.decisions import decision
 
 MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 
@@ -17,7 +17,7 @@ DASHBOARD_QUERIES = 7
 
 @pytest.mark.parametrize("rows", [10, 200])
 def test_the_dashboard_query_count_does_not_grow_with_rows(
-    client, staff_user, router_config, django_assert_num_queries, rows
+    client, staff_user, default_config, django_assert_num_queries, rows
 ):
     keys = [create_api_key(f"agent-{i}")[0] for i in range(5)]
     RouteDecision.objects.bulk_create(

@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from metrics.summary import pinch_summary
 from routing.models import ConfigOverride, RouteDecision
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 PROMETHEUS_SCRAPER_ACCEPT = (
     "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
@@ -26,13 +26,13 @@ def decisions(db):
     )
 
 
-def test_it_answers_json_with_the_pinch_block_and_request_totals(client, router_config, decisions):
+def test_it_answers_json_with_the_pinch_block_and_request_totals(client, default_config, decisions):
     response = client.get("/metrics")
 
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     body = response.json()
-    assert body["pinch"] == pinch_summary(router_config)
+    assert body["pinch"] == pinch_summary(default_config)
     assert body["pinch"]["calls_30d"] == 4
     assert body["pinch"]["total_tokens_saved"] == 800
     requests = body["requests"]
@@ -41,13 +41,13 @@ def test_it_answers_json_with_the_pinch_block_and_request_totals(client, router_
     assert requests["by_status"] == {"200": 2, "502": 1, "unknown": 1}
 
 
-def test_every_pinch_figure_is_a_number(client, router_config, decisions):
+def test_every_pinch_figure_is_a_number(client, default_config, decisions):
     pinch = client.get("/metrics").json()["pinch"]
 
     assert pinch and all(type(value) in (int, float) for value in pinch.values())
 
 
-def test_the_pinch_block_is_left_out_when_pinch_is_disabled(client, router_config, decisions):
+def test_the_pinch_block_is_left_out_when_pinch_is_disabled(client, default_config, decisions):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
     body = client.get("/metrics").json()
@@ -56,7 +56,7 @@ def test_the_pinch_block_is_left_out_when_pinch_is_disabled(client, router_confi
     assert body["requests"]["total"] == 4
 
 
-def test_it_works_on_an_empty_database(client, router_config, db):
+def test_it_works_on_an_empty_database(client, default_config, db):
     body = client.get("/metrics").json()
 
     assert body["pinch"]["calls_30d"] == 0
@@ -76,7 +76,7 @@ def test_it_works_on_an_empty_database(client, router_config, db):
     ids=["text/plain", "a Prometheus scraper"],
 )
 def test_it_answers_prometheus_text_when_asked(
-    client, router_config, decisions, accept, content_type
+    client, default_config, decisions, accept, content_type
 ):
     response = client.get("/metrics", HTTP_ACCEPT=accept)
 
@@ -90,7 +90,7 @@ def test_it_answers_prometheus_text_when_asked(
     "accept",
     ["", "*/*", "application/json", "application/json, text/plain, */*", "text/html,*/*;q=0.8"],
 )
-def test_json_stays_the_default(client, router_config, db, accept):
+def test_json_stays_the_default(client, default_config, db, accept):
     headers = {"HTTP_ACCEPT": accept} if accept else {}
 
     response = client.get("/metrics", **headers)
@@ -99,7 +99,7 @@ def test_json_stays_the_default(client, router_config, db, accept):
 
 
 def test_the_prometheus_path_answers_text_whatever_the_accept_header(
-    client, router_config, decisions
+    client, default_config, decisions
 ):
     response = client.get("/metrics/prometheus", HTTP_ACCEPT="application/json")
 
@@ -110,7 +110,7 @@ def test_the_prometheus_path_answers_text_whatever_the_accept_header(
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
-def test_only_get_is_allowed(client, router_config, db, path):
+def test_only_get_is_allowed(client, default_config, db, path):
     response = client.post(path)
 
     assert response.status_code == 405
@@ -127,7 +127,7 @@ def test_only_get_is_allowed(client, router_config, db, path):
     ids=["no header", "wrong token", "longer token", "not a bearer"],
 )
 def test_a_metrics_token_is_required_when_set(
-    client, settings, router_config, db, path, authorization
+    client, settings, default_config, db, path, authorization
 ):
     settings.METRICS_TOKEN = "s3cret-metrics-token"
     headers = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
@@ -142,7 +142,7 @@ def test_a_metrics_token_is_required_when_set(
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
-def test_the_right_metrics_token_is_let_in(client, settings, router_config, db, path):
+def test_the_right_metrics_token_is_let_in(client, settings, default_config, db, path):
     settings.METRICS_TOKEN = "s3cret-metrics-token"
 
     response = client.get(path, HTTP_AUTHORIZATION="Bearer s3cret-metrics-token")
@@ -151,7 +151,7 @@ def test_the_right_metrics_token_is_let_in(client, settings, router_config, db, 
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
-def test_no_token_is_needed_when_metrics_token_is_unset(client, settings, router_config, db, path):
+def test_no_token_is_needed_when_metrics_token_is_unset(client, settings, default_config, db, path):
     settings.METRICS_TOKEN = ""
 
     assert client.get(path).status_code == 200

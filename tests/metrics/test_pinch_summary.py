@@ -7,7 +7,7 @@ import pytest
 from metrics.summary import billing_period, pinch_summary, summary_from_rows
 from routing.config.store import current_config
 from routing.models import ConfigOverride
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 NOW = datetime(2025, 4, 30, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -126,40 +126,40 @@ SUMMARY_CASES = {
 
 
 @pytest.mark.parametrize("rows, expected", SUMMARY_CASES.values(), ids=SUMMARY_CASES.keys())
-def test_summary_figures(db, router_config, rows, expected):
+def test_summary_figures(db, default_config, rows, expected):
     seed(*(decision(now=NOW, **row) for row in rows))
 
-    assert pinch_summary(router_config, now=NOW) == expected
+    assert pinch_summary(default_config, now=NOW) == expected
 
 
-def test_it_is_none_when_pinch_is_disabled(db, write_config):
-    config = write_config({"pinch.enabled": False})
+def test_it_is_none_when_pinch_is_disabled(db, write_default_config):
+    config = write_default_config({"pinch.enabled": False})
     seed(decision(now=NOW, saved=500))
 
     assert pinch_summary(config, now=NOW) is None
 
 
-def test_an_admin_override_disabling_pinch_makes_it_none(db, router_config):
+def test_an_admin_override_disabling_pinch_makes_it_none(db, default_config):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
     assert pinch_summary(current_config()) is None
 
 
-def test_days_narrows_the_window(db, router_config):
+def test_days_narrows_the_window(db, default_config):
     seed(decision(now=NOW, saved=100, age=6 * DAY), decision(now=NOW, saved=900, age=8 * DAY))
 
-    summary = pinch_summary(router_config, now=NOW, days=7)
+    summary = pinch_summary(default_config, now=NOW, days=7)
 
     assert (summary["calls_30d"], summary["total_tokens_saved"]) == (1, 100)
 
 
-def test_days_below_one_is_refused(router_config):
+def test_days_below_one_is_refused(default_config):
     with pytest.raises(ValueError, match="days must be at least 1"):
-        pinch_summary(router_config, now=NOW, days=0)
+        pinch_summary(default_config, now=NOW, days=0)
 
 
-def test_every_figure_is_a_number(db, write_config):
-    config = write_config({"objective.billing_reset_day": 1})
+def test_every_figure_is_a_number(db, write_default_config):
+    config = write_default_config({"objective.billing_reset_day": 1})
     seed(decision(saved=500), decision(saved=250), decision(saved=0))
 
     summary = pinch_summary(config)
@@ -171,10 +171,10 @@ def test_every_figure_is_a_number(db, write_config):
             assert type(value) in (int, float), key
 
 
-def test_summary_from_rows_weights_each_group_by_its_row_count(router_config):
+def test_summary_from_rows_weights_each_group_by_its_row_count(default_config):
     rows = [("gpt-4.1", 100, 3), ("gpt-4.1", 900, 1), ("gpt-4.1", None, 4)]
 
-    summary = summary_from_rows(rows, router_config)
+    summary = summary_from_rows(rows, default_config)
 
     assert summary["calls_30d"] == 8
     assert summary["pruned_calls_30d"] == 4
@@ -185,10 +185,10 @@ def test_summary_from_rows_weights_each_group_by_its_row_count(router_config):
 # --- dollars: the blended rate, not the cached rate (the review-caught error) ---
 
 
-def test_dollars_use_each_rows_model_at_the_blended_rate(db, write_config):
+def test_dollars_use_each_rows_model_at_the_blended_rate(db, write_default_config):
     # gpt-4.1:      prompt $2.00, cached $0.50 -> blend 0.75 * 2.00 + 0.25 * 0.50 = $1.625 / 1M
     # gpt-4.1-mini: prompt $0.40, cached $0.10 -> blend 0.75 * 0.40 + 0.25 * 0.10 = $0.325 / 1M
-    config = write_config({"objective.assumed_cache_rate": 0.25})
+    config = write_default_config({"objective.assumed_cache_rate": 0.25})
     seed(
         decision(now=NOW, chosen_model="gpt-4.1", saved=100_000),
         decision(now=NOW, chosen_model="gpt-4.1", saved=300_000),
@@ -209,8 +209,8 @@ def test_dollars_use_each_rows_model_at_the_blended_rate(db, write_config):
     assert dollars < full_price
 
 
-def test_a_model_without_a_cached_price_is_priced_at_its_prompt_price(db, write_config):
-    config = write_config(
+def test_a_model_without_a_cached_price_is_priced_at_its_prompt_price(db, write_default_config):
+    config = write_default_config(
         {
             "objective.assumed_cache_rate": 0.5,
             "models": [
@@ -265,8 +265,8 @@ def test_billing_period(reset_day, today, last_reset, next_reset):
     assert billing_period(reset_day, today) == (last_reset, next_reset)
 
 
-def test_a_reset_day_starts_the_window_at_the_last_reset(db, write_config):
-    config = write_config({"objective.billing_reset_day": 31})
+def test_a_reset_day_starts_the_window_at_the_last_reset(db, write_default_config):
+    config = write_default_config({"objective.billing_reset_day": 31})
     seed(
         decision(now=NOW, saved=100, age=timedelta(hours=12)),  # 2025-04-30 00:00: in
         decision(now=NOW, saved=900, age=timedelta(hours=12, seconds=1)),  # 04-29 23:59:59: out
@@ -280,8 +280,8 @@ def test_a_reset_day_starts_the_window_at_the_last_reset(db, write_config):
     assert summary["next_reset_date"] == "2025-05-31"
 
 
-def test_without_a_reset_day_there_are_no_reset_dates(db, router_config):
-    summary = pinch_summary(router_config, now=NOW)
+def test_without_a_reset_day_there_are_no_reset_dates(db, default_config):
+    summary = pinch_summary(default_config, now=NOW)
 
     assert "reset_date" not in summary
     assert "next_reset_date" not in summary

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from metrics.summary import pinch_summary
 from routing.models import ConfigOverride
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 
 def run(*args) -> tuple[str, str]:
@@ -23,7 +23,7 @@ def decisions(db):
     return seed(decision(saved=1500), decision(saved=500), decision(saved=0), decision())
 
 
-def test_it_prints_the_figures_for_a_person(router_config, decisions):
+def test_it_prints_the_figures_for_a_person(default_config, decisions):
     out, _ = run()
 
     assert "Pinch savings over the last 30 days" in out
@@ -33,13 +33,13 @@ def test_it_prints_the_figures_for_a_person(router_config, decisions):
     assert "dollars saved  $0.004000" in out
 
 
-def test_json_has_the_same_keys_and_numbers_as_the_service(router_config, decisions):
+def test_json_has_the_same_keys_and_numbers_as_the_service(default_config, decisions):
     out, _ = run("--json")
 
-    assert json.loads(out) == pinch_summary(router_config)
+    assert json.loads(out) == pinch_summary(default_config)
 
 
-def test_days_narrows_the_window(router_config, db):
+def test_days_narrows_the_window(default_config, db):
     seed(decision(saved=100, age=timedelta(days=2)), decision(saved=900, age=timedelta(days=5)))
 
     out, _ = run("--json", "--days", "3")
@@ -47,8 +47,8 @@ def test_days_narrows_the_window(router_config, db):
     assert json.loads(out)["total_tokens_saved"] == 100
 
 
-def test_the_billing_period_is_named(write_config, db):
-    write_config({"objective.billing_reset_day": 1})
+def test_the_billing_period_is_named(write_default_config, db):
+    write_default_config({"objective.billing_reset_day": 1})
 
     out, _ = run()
 
@@ -56,7 +56,7 @@ def test_the_billing_period_is_named(write_config, db):
     assert "next reset" in out
 
 
-def test_unpriced_calls_are_explained(router_config, db):
+def test_unpriced_calls_are_explained(default_config, db):
     seed(decision(saved=100, chosen_model="retired-model"))
 
     out, _ = run()
@@ -64,7 +64,7 @@ def test_unpriced_calls_are_explained(router_config, db):
     assert "unpriced       1 (pruned calls to models no longer configured" in out
 
 
-def test_it_says_plainly_when_pinch_is_disabled(router_config, decisions):
+def test_it_says_plainly_when_pinch_is_disabled(default_config, decisions):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
     out, _ = run()  # returns normally: exit status 0
@@ -72,7 +72,7 @@ def test_it_says_plainly_when_pinch_is_disabled(router_config, decisions):
     assert out.strip() == "Pinch is disabled (pinch.enabled is false): nothing was pruned."
 
 
-def test_json_is_null_when_pinch_is_disabled(router_config, decisions):
+def test_json_is_null_when_pinch_is_disabled(default_config, decisions):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
     out, err = run("--json")
@@ -90,6 +90,6 @@ def test_a_bad_config_is_a_clear_error(tmp_path, settings, db):
         run()
 
 
-def test_days_below_one_is_refused(router_config, db):
+def test_days_below_one_is_refused(default_config, db):
     with pytest.raises(CommandError, match="--days must be at least 1"):
         run("--days", "0")

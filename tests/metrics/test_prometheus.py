@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from metrics.summary import pinch_summary
 from routing.models import ConfigOverride, RouteDecision
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def samples(family, sample_name=None) -> dict:
 
 
 def test_requests_are_counted_by_path_model_and_status_for_all_time(
-    client, router_config, decisions
+    client, default_config, decisions
 ):
     family = scrape(client)["router_requests"]
 
@@ -67,7 +67,7 @@ def test_requests_are_counted_by_path_model_and_status_for_all_time(
 
 
 def test_tokens_saved_and_relevance_fallbacks_are_all_time_counters(
-    client, router_config, decisions
+    client, default_config, decisions
 ):
     families = scrape(client)
 
@@ -75,7 +75,7 @@ def test_tokens_saved_and_relevance_fallbacks_are_all_time_counters(
     assert samples(families["router_pinch_relevance_fallbacks"]) == {(): 2.0}
 
 
-def test_upstream_latency_is_a_histogram_in_seconds(client, router_config, decisions):
+def test_upstream_latency_is_a_histogram_in_seconds(client, default_config, decisions):
     family = scrape(client)["router_upstream_latency_seconds"]
 
     assert family.type == "histogram"
@@ -98,9 +98,9 @@ def test_upstream_latency_is_a_histogram_in_seconds(client, router_config, decis
     assert samples(family, "router_upstream_latency_seconds_sum") == {(): 104.0}
 
 
-def test_window_gauges_match_pinch_summary(client, router_config, decisions):
+def test_window_gauges_match_pinch_summary(client, default_config, decisions):
     families = scrape(client)
-    summary = pinch_summary(router_config)
+    summary = pinch_summary(default_config)
 
     # 600 tokens on gpt-4.1 at $2.00/1M + 200 on gpt-4.1-mini at $0.40/1M
     assert summary["dollars_saved_usd_30d"] == 0.00128
@@ -110,14 +110,14 @@ def test_window_gauges_match_pinch_summary(client, router_config, decisions):
 
 
 def test_tool_results_compressed_are_added_up_by_tool_over_the_window(
-    client, router_config, decisions
+    client, default_config, decisions
 ):
     family = scrape(client)["router_pinch_tool_results_compressed_30d"]
 
     assert samples(family) == {(("tool", "bash"),): 1.0, (("tool", "read_file"),): 5.0}
 
 
-def test_odd_pinch_tools_values_are_skipped(client, router_config, db):
+def test_odd_pinch_tools_values_are_skipped(client, default_config, db):
     seed(
         decision(saved=10, pinch_tools={"bash": 2, "weird": "3", "flag": True}),
         decision(saved=10, pinch_tools=["bash"]),
@@ -128,7 +128,7 @@ def test_odd_pinch_tools_values_are_skipped(client, router_config, db):
     assert samples(family) == {(("tool", "bash"),): 2.0}
 
 
-def test_window_families_are_left_out_when_pinch_is_disabled(client, router_config, decisions):
+def test_window_families_are_left_out_when_pinch_is_disabled(client, default_config, decisions):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
     families = scrape(client)
@@ -141,7 +141,7 @@ def test_window_families_are_left_out_when_pinch_is_disabled(client, router_conf
     assert samples(families["router_pinch_tokens_saved"]) == {(): 5800.0}
 
 
-def test_an_empty_database_gives_zeroes(client, router_config, db):
+def test_an_empty_database_gives_zeroes(client, default_config, db):
     families = scrape(client)
 
     assert samples(families["router_requests"]) == {}
@@ -152,7 +152,7 @@ def test_an_empty_database_gives_zeroes(client, router_config, db):
     assert samples(families["router_pinch_share_pruned_30d"]) == {(): 0.0}
 
 
-def test_openmetrics_output_parses_too(client, router_config, decisions):
+def test_openmetrics_output_parses_too(client, default_config, decisions):
     response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
 
     text = response.content.decode()

@@ -9,7 +9,7 @@ import pytest
 
 from metrics.summary import pinch_summary
 from routing.models import RouteDecision
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 
@@ -37,15 +37,15 @@ ROW_COUNTS = pytest.mark.parametrize("rows", [10, 200])
 
 
 @ROW_COUNTS
-def test_pinch_summary_is_one_query(router_config, db, django_assert_num_queries, rows):
+def test_pinch_summary_is_one_query(default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
     with django_assert_num_queries(1):
-        pinch_summary(router_config)
+        pinch_summary(default_config)
 
 
 @ROW_COUNTS
-def test_metrics_json(client, router_config, db, django_assert_num_queries, rows):
+def test_metrics_json(client, default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
     # config (2) + pinch summary + request totals
@@ -59,7 +59,7 @@ def test_metrics_json(client, router_config, db, django_assert_num_queries, rows
     [("/metrics/prometheus", ""), ("/metrics", "text/plain")],
     ids=["/metrics/prometheus", "/metrics as text/plain"],
 )
-def test_prometheus(client, router_config, db, django_assert_num_queries, rows, path, accept):
+def test_prometheus(client, default_config, db, django_assert_num_queries, rows, path, accept):
     seed_varied(rows)
 
     # config (2) + requests + all-time aggregate + pinch summary + pinch tools
@@ -69,7 +69,7 @@ def test_prometheus(client, router_config, db, django_assert_num_queries, rows, 
 
 @ROW_COUNTS
 def test_snapshot_with_a_staff_key(
-    client, router_config, staff_key, django_assert_num_queries, rows
+    client, default_config, staff_key, django_assert_num_queries, rows
 ):
     seed_varied(rows)
 
@@ -82,7 +82,7 @@ def test_snapshot_with_a_staff_key(
 
 @ROW_COUNTS
 def test_snapshot_with_a_staff_session(
-    client, router_config, staff_user, django_assert_num_queries, rows
+    client, default_config, staff_user, django_assert_num_queries, rows
 ):
     seed_varied(rows)
     client.force_login(staff_user)

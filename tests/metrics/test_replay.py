@@ -37,7 +37,7 @@ def paths(corpus_dir):
 
 
 @pytest.fixture
-def run(router_config, paths, tmp_path):
+def run(default_config, paths, tmp_path):
     """run(*options) -> (JSON lines as dicts, stdout, stderr) for the three sessions."""
     runs = iter(range(1000))
 
@@ -219,9 +219,11 @@ def test_a_pinned_model_replays_the_passthrough_path(run):
     assert "model=gpt-4.1-mini" in stdout
 
 
-def test_requests_the_router_refuses_are_counted_and_the_replay_goes_on(write_config, corpus_dir):
+def test_requests_the_router_refuses_are_counted_and_the_replay_goes_on(
+    write_default_config, corpus_dir
+):
     # Every window at 8k tokens and pinch off: the long turns of 001 fit no model.
-    write_config(
+    write_default_config(
         {
             "pinch.enabled": False,
             "models": [
@@ -243,8 +245,8 @@ def test_requests_the_router_refuses_are_counted_and_the_replay_goes_on(write_co
     assert RouteDecision.objects.count() == 0
 
 
-def test_refused_requests_are_reported_on_stderr(write_config, paths):
-    write_config(
+def test_refused_requests_are_reported_on_stderr(write_default_config, paths):
+    write_default_config(
         {
             "pinch.enabled": False,
             "models": [{"id": "tiny", "provider": "local", "tier": "easy", "context_window": 8000}],
@@ -266,7 +268,7 @@ def dollars(amount):
     return f"${amount:.2f}"
 
 
-def test_with_pinch_off_the_cost_with_pinch_is_the_baseline(run, router_config, paths):
+def test_with_pinch_off_the_cost_with_pinch_is_the_baseline(run, default_config, paths):
     _, stdout, _ = run("--no-pinch", "--budget-tokens", BUDGET)
 
     for name in (*FILES, "total"):
@@ -295,7 +297,7 @@ def _hand_replay(session, **options):
     return replay([session], replay_config(cli_overrides(relevance=False, **options)))
 
 
-def test_a_hand_computed_two_turn_session(router_config):
+def test_a_hand_computed_two_turn_session(default_config):
     # Estimated tokens are characters // 3. Turn 2 asks with [S, U]; turn 5 with
     # [S, U, A, X, Y], over the 2,000 budget, and X (older than the last tool
     # result, shorter than max_summarize_chars) becomes "[cat: result omitted]".
@@ -331,7 +333,7 @@ def test_a_hand_computed_two_turn_session(router_config):
     assert total.cost_saved_share(prices) > 0
 
 
-def test_rewriting_a_cached_message_costs_the_cache_of_everything_after_it(router_config):
+def test_rewriting_a_cached_message_costs_the_cache_of_everything_after_it(default_config):
     # The loss DESIGN.md warns about, by hand: X was sent verbatim at turns 4
     # and 6; at turn 8 the request is over the 4,200 budget and X is elided, so
     # [A2, Y, A3] after it, cached until then, are written again.
@@ -374,7 +376,7 @@ def test_rewriting_a_cached_message_costs_the_cache_of_everything_after_it(route
     assert "-36.9%" in render_table(result, prices)
 
 
-def test_cost_totals_are_the_sums_of_the_requests_and_the_sessions(run, router_config, paths):
+def test_cost_totals_are_the_sums_of_the_requests_and_the_sessions(run, default_config, paths):
     _, stdout, _ = run("--budget-tokens", BUDGET)
     result = replay(load_sessions(paths), replay_config(cli_overrides(budget_tokens=BUDGET)))
     prices = CachePrices()

@@ -10,7 +10,7 @@ from metrics.snapshot import build_snapshot
 from metrics.summary import pinch_summary
 from routing.auth import create_api_key, revoke_api_keys
 from routing.models import ApiKey, ConfigOverride
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 URL = "/admin/api/snapshot"
 DECISION_KEYS = [
@@ -44,33 +44,33 @@ def assert_forbidden(response):
     assert error["code"] == "staff_only"
 
 
-def test_anonymous_is_forbidden(client, router_config, db):
+def test_anonymous_is_forbidden(client, default_config, db):
     assert_forbidden(client.get(URL))
 
 
-def test_a_non_staff_key_is_forbidden(client, router_config, plain_key):
+def test_a_non_staff_key_is_forbidden(client, default_config, plain_key):
     assert_forbidden(client.get(URL, **bearer(plain_key)))
 
 
-def test_an_unknown_key_is_forbidden(client, router_config, db):
+def test_an_unknown_key_is_forbidden(client, default_config, db):
     assert_forbidden(client.get(URL, **bearer("rk-not-a-key")))
 
 
-def test_a_revoked_staff_key_is_forbidden(client, router_config, db):
+def test_a_revoked_staff_key_is_forbidden(client, default_config, db):
     key, raw = create_api_key("old dashboard", is_staff=True)
     revoke_api_keys(ApiKey.objects.filter(pk=key.pk))
 
     assert_forbidden(client.get(URL, **bearer(raw)))
 
 
-def test_a_non_staff_session_is_forbidden(client, router_config, django_user_model):
+def test_a_non_staff_session_is_forbidden(client, default_config, django_user_model):
     user = django_user_model.objects.create_user("someone", password="x" * 12)
     client.force_login(user)
 
     assert_forbidden(client.get(URL))
 
 
-def test_a_staff_key_reads_the_snapshot(client, router_config, staff_key):
+def test_a_staff_key_reads_the_snapshot(client, default_config, staff_key):
     response = client.get(URL, **bearer(staff_key))
 
     assert response.status_code == 200
@@ -85,7 +85,7 @@ def test_a_staff_key_reads_the_snapshot(client, router_config, staff_key):
     }
 
 
-def test_a_staff_session_reads_the_snapshot(client, router_config, staff_user):
+def test_a_staff_session_reads_the_snapshot(client, default_config, staff_user):
     client.force_login(staff_user)
 
     response = client.get(URL)
@@ -99,7 +99,7 @@ def test_the_snapshot_path_wins_over_django_admin():
     assert resolve(URL).func is views.admin_snapshot
 
 
-def test_the_body_carries_the_pinch_summary_and_recent_decisions(client, router_config, staff_key):
+def test_the_body_carries_the_pinch_summary_and_recent_decisions(client, default_config, staff_key):
     first, second = seed(
         decision(
             saved=400,
@@ -116,7 +116,7 @@ def test_the_body_carries_the_pinch_summary_and_recent_decisions(client, router_
 
     body = client.get(URL, **bearer(staff_key)).json()
 
-    assert body["pinch"] == pinch_summary(router_config)
+    assert body["pinch"] == pinch_summary(default_config)
     assert body["pinch"]["total_tokens_saved"] == 400
     newest, older = body["recent_decisions"]
     assert list(older) == DECISION_KEYS
@@ -143,10 +143,10 @@ def test_the_body_carries_the_pinch_summary_and_recent_decisions(client, router_
     }
 
 
-def test_recent_decisions_are_the_fifty_newest(router_config, db):
+def test_recent_decisions_are_the_fifty_newest(default_config, db):
     seed(*(decision(age=timedelta(minutes=i)) for i in range(60)))
 
-    recent = build_snapshot(router_config)["recent_decisions"]
+    recent = build_snapshot(default_config)["recent_decisions"]
 
     assert len(recent) == 50
     times = [row["created_at"] for row in recent]
@@ -161,8 +161,8 @@ def test_recent_decisions_are_the_fifty_newest(router_config, db):
         ("pinch.relevance.enabled", "pinch_relevance_enabled"),
     ],
 )
-def test_knobs_follow_config_overrides(client, write_config, staff_key, key, knob):
-    write_config({"pinch.relevance.enabled": True})  # every knob on, then one turned off
+def test_knobs_follow_config_overrides(client, write_default_config, staff_key, key, knob):
+    write_default_config({"pinch.relevance.enabled": True})  # every knob on, then one turned off
     ConfigOverride.objects.create(key=key, value=False)
 
     body = client.get(URL, **bearer(staff_key)).json()
@@ -173,7 +173,7 @@ def test_knobs_follow_config_overrides(client, write_config, staff_key, key, kno
     assert all(value is True for value in others.values())
 
 
-def test_pinch_is_null_when_disabled(client, router_config, staff_key):
+def test_pinch_is_null_when_disabled(client, default_config, staff_key):
     ConfigOverride.objects.create(key="pinch.enabled", value=False)
 
     body = client.get(URL, **bearer(staff_key)).json()
@@ -182,5 +182,5 @@ def test_pinch_is_null_when_disabled(client, router_config, staff_key):
     assert body["knobs"]["pinch_enabled"] is False
 
 
-def test_only_get_is_allowed(client, router_config, staff_key):
+def test_only_get_is_allowed(client, default_config, staff_key):
     assert client.post(URL, **bearer(staff_key)).status_code == 405

@@ -9,7 +9,6 @@ database afterwards.
 """
 
 import asyncio
-import socket
 import time
 
 import pytest
@@ -20,7 +19,8 @@ from metrics.formatting import CARD_KEYS
 from metrics.summary import pinch_summary
 from metrics.tui import RouterTui
 from routing.auth import create_api_key
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
+from tests.support.ports import refused_port
 
 SCREEN = (150, 45)
 
@@ -64,16 +64,10 @@ async def in_db_thread(function, *args):
     return await asyncio.to_thread(run)
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.django_db(transaction=True)
-def test_it_shows_the_pinch_rows_pinch_summary_computes(live_server, router_config, savings_rows):
+def test_it_shows_the_pinch_rows_pinch_summary_computes(live_server, default_config, savings_rows):
     _, token = create_api_key("tui", is_staff=True)
-    summary = pinch_summary(router_config)
+    summary = pinch_summary(default_config)
     app = RouterTui(live_server.url, token, interval=60)
 
     async def scenario():
@@ -93,7 +87,7 @@ def test_it_shows_the_pinch_rows_pinch_summary_computes(live_server, router_conf
 
 
 @pytest.mark.django_db(transaction=True)
-def test_pressing_r_refreshes_the_figures(live_server, router_config, savings_rows):
+def test_pressing_r_refreshes_the_figures(live_server, default_config, savings_rows):
     _, token = create_api_key("tui", is_staff=True)
     app = RouterTui(live_server.url, token, interval=3600)  # only r refreshes
 
@@ -106,7 +100,7 @@ def test_pressing_r_refreshes_the_figures(live_server, router_config, savings_ro
             await pilot.press("r")
             await until(pilot, lambda: app.fetches >= 2)
 
-            summary = await in_db_thread(pinch_summary, router_config)
+            summary = await in_db_thread(pinch_summary, default_config)
             assert shown_pinch_rows(app) == expected_rows(summary)
             assert shown_pinch_rows(app)["total_tokens_saved"] == "16,050"
             assert app.query_one("#decisions", DataTable).row_count == len(savings_rows) + 1
@@ -116,32 +110,33 @@ def test_pressing_r_refreshes_the_figures(live_server, router_config, savings_ro
 
 @pytest.mark.django_db(transaction=True)
 def test_an_unreachable_router_is_explained_and_retried_until_it_answers(
-    live_server, router_config, savings_rows
+    live_server, default_config, savings_rows
 ):
     _, token = create_api_key("tui", is_staff=True)
-    dead_url = f"http://127.0.0.1:{closed_port()}"
-    app = RouterTui(dead_url, token, interval=0.2, timeout=2)
+    with refused_port() as port:
+        dead_url = f"http://127.0.0.1:{port}"
+        app = RouterTui(dead_url, token, interval=0.2, timeout=2)
 
-    async def scenario():
-        async with app.run_test(size=SCREEN) as pilot:
-            await until(pilot, lambda: app.fetches >= 3)  # it keeps trying on the timer
-            assert status_text(app).startswith(
-                f"Cannot reach the router at {dead_url}: Connection refused"
-            )
-            assert "retrying every 0.2 s" in status_text(app)
-            assert app.query_one("#pinch", DataTable).row_count == 0
+        async def scenario():
+            async with app.run_test(size=SCREEN) as pilot:
+                await until(pilot, lambda: app.fetches >= 3)  # it keeps trying on the timer
+                assert status_text(app).startswith(
+                    f"Cannot reach the router at {dead_url}: Connection refused"
+                )
+                assert "retrying every 0.2 s" in status_text(app)
+                assert app.query_one("#pinch", DataTable).row_count == 0
 
-            app.url = live_server.url  # the router comes back
-            await until(pilot, lambda: app.error is None and app.snapshot is not None)
-            assert shown_pinch_rows(app)["total_tokens_saved"] == "6,050"
-            assert status_text(app).startswith("Updated ")
+                app.url = live_server.url  # the router comes back
+                await until(pilot, lambda: app.error is None and app.snapshot is not None)
+                assert shown_pinch_rows(app)["total_tokens_saved"] == "6,050"
+                assert status_text(app).startswith("Updated ")
 
-    asyncio.run(scenario())
+        asyncio.run(scenario())
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("staff", [False, None], ids=["non-staff key", "unknown key"])
-def test_a_refused_token_is_explained(live_server, router_config, savings_rows, staff):
+def test_a_refused_token_is_explained(live_server, default_config, savings_rows, staff):
     token = create_api_key("agent")[1] if staff is False else "rk-not-a-real-key"
     app = RouterTui(live_server.url, token, interval=0.2)
 
@@ -156,8 +151,8 @@ def test_a_refused_token_is_explained(live_server, router_config, savings_rows, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_says_pinch_is_disabled(live_server, write_config, savings_rows):
-    write_config({"pinch.enabled": False})
+def test_it_says_pinch_is_disabled(live_server, write_default_config, savings_rows):
+    write_default_config({"pinch.enabled": False})
     _, token = create_api_key("tui", is_staff=True)
     app = RouterTui(live_server.url, token, interval=60)
 

@@ -1,19 +1,12 @@
 """fetch_snapshot, the TUI's one HTTP seam, against a real router; and the tui command."""
 
-import socket
-
 import pytest
 from django.core.management import CommandError, call_command
 
 from metrics.summary import pinch_summary
 from metrics.tui import SnapshotError, fetch_snapshot, snapshot_url
 from routing.auth import create_api_key
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.ports import refused_port
 
 
 @pytest.mark.parametrize(
@@ -25,17 +18,17 @@ def test_the_snapshot_path_is_added_once(url):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_returns_the_snapshot(live_server, router_config, savings_rows):
+def test_it_returns_the_snapshot(live_server, default_config, savings_rows):
     _, token = create_api_key("tui", is_staff=True)
 
     data = fetch_snapshot(live_server.url, token, timeout=5)
 
-    assert data["pinch"] == pinch_summary(router_config)
+    assert data["pinch"] == pinch_summary(default_config)
     assert len(data["recent_decisions"]) == len(savings_rows)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_refused_token_raises_one_readable_error(live_server, router_config):
+def test_a_refused_token_raises_one_readable_error(live_server, default_config):
     with pytest.raises(SnapshotError) as refused:
         fetch_snapshot(live_server.url, "rk-wrong", timeout=5)
 
@@ -43,12 +36,13 @@ def test_a_refused_token_raises_one_readable_error(live_server, router_config):
 
 
 def test_an_unreachable_router_raises_one_readable_error():
-    url = f"http://127.0.0.1:{closed_port()}"
+    with refused_port() as port:
+        url = f"http://127.0.0.1:{port}"
 
-    with pytest.raises(SnapshotError) as unreachable:
-        fetch_snapshot(url, "rk-any", timeout=2)
+        with pytest.raises(SnapshotError) as unreachable:
+            fetch_snapshot(url, "rk-any", timeout=2)
 
-    assert str(unreachable.value) == f"Cannot reach the router at {url}: Connection refused"
+        assert str(unreachable.value) == f"Cannot reach the router at {url}: Connection refused"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -11,7 +11,7 @@ import pytest
 
 from pinch.embedders import BuiltinEmbedder, Embedder, OpenAIEmbedder
 from pinch.embedding_cache import CachedEmbedder, EmbeddingCache
-from tests.pinch.test_embedders_openai import EmbeddingServer
+from tests.support.embedding_server import EmbeddingServer
 
 TEXTS = [
     "why does test_parse_config fail on an empty yaml file",

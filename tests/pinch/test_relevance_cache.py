@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import uuid
 
 import numpy as np
@@ -26,8 +25,9 @@ from pinch.embedding_cache import (
     cache_key,
 )
 from pinch.relevance import relevance_for, reset_relevance_state
-from tests.pinch.test_embedders_openai import EmbeddingServer
-from tests.pinch.test_relevance_edge import RESULTS, conversation, make_cfg
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.ports import refused_port
+from tests.support.relevance_scenario import RESULTS, conversation, make_cfg
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -67,12 +67,6 @@ def redis_or_skip():
             pytest.fail(f"no Redis at {REDIS_URL}: {type(exc).__name__}")
         pytest.skip(f"no Redis at {REDIS_URL}: {type(exc).__name__}")
     return client
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the process tier -----------------------------------------------------------
@@ -198,22 +192,24 @@ def test_the_edge_uses_redis_when_given_a_url():
 
 
 def test_a_dead_redis_degrades_to_memory_and_logs_once(caplog):
-    url = f"redis://:hunter2@127.0.0.1:{closed_port()}/0"
-    backend = Counting(BuiltinEmbedder())
-    embedder = CachedEmbedder(backend, EmbeddingCache(redis_url=url))
-    with caplog.at_level(logging.WARNING, logger="pinch.relevance.cache"):
-        first = embedder.embed(["q", "a", "b"])
-        second = embedder.embed(["q", "a", "b", "c"])
-    assert first.shape[0] == 3 and second.shape[0] == 4
-    assert backend.calls == [3, 1]  # the memory tier still works
-    warnings = [r for r in caplog.records if "Redis" in r.getMessage()]
-    assert len(warnings) == 1
-    assert "hunter2" not in caplog.text
+    with refused_port() as port:
+        url = f"redis://:hunter2@127.0.0.1:{port}/0"
+        backend = Counting(BuiltinEmbedder())
+        embedder = CachedEmbedder(backend, EmbeddingCache(redis_url=url))
+        with caplog.at_level(logging.WARNING, logger="pinch.relevance.cache"):
+            first = embedder.embed(["q", "a", "b"])
+            second = embedder.embed(["q", "a", "b", "c"])
+        assert first.shape[0] == 3 and second.shape[0] == 4
+        assert backend.calls == [3, 1]  # the memory tier still works
+        warnings = [r for r in caplog.records if "Redis" in r.getMessage()]
+        assert len(warnings) == 1
+        assert "hunter2" not in caplog.text
 
 
 def test_the_edge_still_ranks_when_redis_is_down(caplog):
-    url = f"redis://127.0.0.1:{closed_port()}/0"
-    with caplog.at_level(logging.WARNING):
-        order = relevance_for(conversation(), make_cfg(), 500, 0, redis_url=url).order
-    assert order is not None
-    assert not any(r.getMessage().startswith("relevance_unavailable") for r in caplog.records)
+    with refused_port() as port:
+        url = f"redis://127.0.0.1:{port}/0"
+        with caplog.at_level(logging.WARNING):
+            order = relevance_for(conversation(), make_cfg(), 500, 0, redis_url=url).order
+        assert order is not None
+        assert not any(r.getMessage().startswith("relevance_unavailable") for r in caplog.records)

@@ -7,8 +7,7 @@ in each of the ways an embeddings endpoint can go wrong.
 from __future__ import annotations
 
 import logging
-import time
-from types import SimpleNamespace
+import threading
 
 import pytest
 
@@ -18,73 +17,8 @@ from pinch.relevance import (
     relevance_for,
     reset_relevance_state,
 )
-from tests.pinch.test_embedders_openai import EmbeddingServer
-
-FILLER = "\n".join(f"    line {i}: nothing of note happens here" for i in range(45))
-
-RESULTS = [
-    "$ cat billing/invoice.py\nclass Invoice:\n    def compute_total(self):\n"
-    "        return self.apply_discount(self.subtotal() + self.vat())\n" + FILLER,
-    "$ ls static/img\nlogo.png banner.jpg favicon.ico\n" + FILLER,
-    "$ docker ps\nCONTAINER ID IMAGE STATUS\n3f2a redis:7 Up 2 hours\n" + FILLER,
-    "$ pytest tests/billing\nFAILED test_discount_then_vat: compute_total 97.19 != 97.20\n"
-    + FILLER,
-    "$ df -h\nFilesystem Size Used Avail Use%\n/dev/vda 252G 23G 80G 22%\n" + FILLER,
-]
-
-QUERY = "The invoice total is a cent off with a discount code: fix compute_total."
-
-
-def conversation(results=RESULTS, query=QUERY, later_turns=2):
-    """A user request, one tool round per result, then ``later_turns`` short user turns."""
-    messages = [{"role": "system", "content": "You are a coding agent."}]
-    messages.append({"role": "user", "content": "Earlier: set up the project."})
-    for i, text in enumerate(results):
-        call = f"call_{i}"
-        messages.append(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": call,
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": "{}"},
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": call, "content": text})
-    for k in range(later_turns - 1):
-        messages.append({"role": "user", "content": f"ok, carry on ({k})"})
-        messages.append({"role": "assistant", "content": "carrying on"})
-    messages.append({"role": "user", "content": query})
-    return messages
-
-
-def make_cfg(**relevance_overrides):
-    rel = {
-        "enabled": True,
-        "backend": "builtin",
-        "model": "nomic-embed-text",
-        "base_url": "http://127.0.0.1:9/v1",
-        "api_key_env": None,
-        "timeout_seconds": 5.0,
-        "min_candidates": 2,
-        "max_chars": 2000,
-    }
-    rel.update(relevance_overrides)
-    return SimpleNamespace(
-        enabled=True,
-        budget_tokens=500,
-        keep_last_turns=2,
-        keep_last_tool_results=None,
-        window_step=None,
-        max_summarize_chars=4000,
-        protected_max_chars=20000,
-        prefix_probe=False,
-        relevance=SimpleNamespace(**rel),
-    )
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.relevance_scenario import QUERY, RESULTS, conversation, make_cfg
 
 
 def total_tokens(messages):
@@ -263,14 +197,12 @@ def test_a_bad_endpoint_gives_none_and_one_log_line(server, caplog, mode, reason
 
 
 def test_a_timeout_bounds_the_whole_call(server, caplog):
-    server.mode, server.delay = "slow", 2.0
+    server.mode, server.delay = "slow", 5.0
     cfg = make_cfg(backend="openai", base_url=server.base_url, timeout_seconds=0.3)
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
         result = relevance_for(conversation(), cfg, 500, 0)
-    elapsed = time.monotonic() - started
     assert result.status == "unavailable" and result.order is None
-    assert elapsed < 1.2
+    assert not server.answered.is_set(), "the request waited for the slow embedder"
     assert len(unavailable_records(caplog)) == 1
 
 
@@ -278,17 +210,21 @@ def test_the_time_budget_also_bounds_the_builtin_embedder(monkeypatch, caplog):
     from pinch.embedders import BuiltinEmbedder
 
     real = BuiltinEmbedder.featurize
+    release, finished = threading.Event(), threading.Event()
 
-    def slow_featurize(self, texts):
-        time.sleep(0.5)
+    def stuck_featurize(self, texts):
+        release.wait(10)
+        finished.set()
         return real(self, texts)
 
-    monkeypatch.setattr(BuiltinEmbedder, "featurize", slow_featurize)
-    started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
-        order = relevance_for(conversation(), make_cfg(timeout_seconds=0.1), 500, 0).order
-    assert order is None
-    assert time.monotonic() - started < 0.4
+    monkeypatch.setattr(BuiltinEmbedder, "featurize", stuck_featurize)
+    try:
+        with caplog.at_level(logging.WARNING, logger="pinch.relevance"):
+            order = relevance_for(conversation(), make_cfg(timeout_seconds=0.1), 500, 0).order
+        assert order is None
+        assert not finished.is_set(), "the request waited for the embedder"
+    finally:
+        release.set()
     assert "timeout_seconds=0.1" in unavailable_records(caplog)[0].getMessage()
 
 

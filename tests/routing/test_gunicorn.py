@@ -1,7 +1,6 @@
 """The router as a user serves it: gunicorn, DJANGO_DEBUG=0, plain HTTP on loopback."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,21 +13,18 @@ import yaml
 
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
 from tests.support.openai_upstream import ANSWER
+from tests.support.ports import listening_socket
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def served_router(tmp_path, upstream):
     config = tmp_path / "router.yaml"
     config.write_text(yaml.safe_dump(base_config(upstream.base_url)))
-    port = free_port()
+    listener = listening_socket()
+    sock = listener.__enter__()
+    port = sock.getsockname()[1]
     env = {
         **os.environ,
         # Its own SQLite file: the served process must not touch the test database.
@@ -36,7 +32,8 @@ def served_router(tmp_path, upstream):
         "ROUTER_DATA_DIR": str(tmp_path),
         "ROUTER_CONFIG": str(config),
         "DJANGO_DEBUG": "0",
-        "ROUTER_BIND": f"127.0.0.1:{port}",
+        # The test's own listening socket, handed over: no other process can take the port.
+        "ROUTER_BIND": f"fd://{sock.fileno()}",
         "ROUTER_WORKERS": "2",
         "ROUTER_ACCESS_LOG": "",
         PROVIDER_KEY_ENV: PROVIDER_KEY,
@@ -58,6 +55,7 @@ def served_router(tmp_path, upstream):
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        pass_fds=(sock.fileno(),),
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -67,6 +65,7 @@ def served_router(tmp_path, upstream):
         # Also when start-up failed: a gunicorn left behind would outlive the tests.
         server.terminate()
         server.wait(20)
+        listener.__exit__(None, None, None)
 
 
 def wait_until_serving(server, url, seconds=30):

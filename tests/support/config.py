@@ -28,6 +28,15 @@ def base_config(upstream_url: str) -> dict:
                 "timeout_seconds": 2,
                 "connect_timeout_seconds": 1,
             },
+            # The same upstream with a short read timeout, for the models that hang:
+            # a timeout test then costs two tries of half a second, not of two.
+            "stuck": {
+                "kind": "openai",
+                "base_url": upstream_url,
+                "api_key_env": PROVIDER_KEY_ENV,
+                "timeout_seconds": 0.5,
+                "connect_timeout_seconds": 1,
+            },
             "down": {
                 "kind": "openai",
                 "base_url": "http://127.0.0.1:9/v1",
@@ -42,7 +51,7 @@ def base_config(upstream_url: str) -> dict:
             _model("echo-hard", "hard", 10.0, ("tools", "vision", "json_mode"), window=200000),
             _model("text-only", "medium", 0.5, ()),
             _model("slow-stream", "medium", 1.0),
-            _model("hang-model", "medium", 1.0),
+            _model("hang-model", "medium", 1.0, provider="stuck"),
             _model("garbage-model", "medium", 1.0),
             _model("nousage-model", "medium", 1.0),
             _model("unreachable", "medium", 1.0, provider="down"),

@@ -16,3 +16,15 @@ def refused_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def listening_socket():
+    """Yield a listening loopback socket to hand to a server process (``fd://N``).
+
+    The test keeps the port from the moment it is chosen until the server owns
+    it: pass ``sock.fileno()`` in the child's ``pass_fds``.
+    """
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        sock.set_inheritable(True)
+        yield sock

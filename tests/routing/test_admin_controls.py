@@ -10,9 +10,9 @@ ALL_ON = {"pinch_enabled": "on", "pinch_relevance_enabled": "on", "pinch_prefix_
 
 
 @pytest.fixture
-def router_config(write_config):
+def default_config(write_default_config):
     """The shipped defaults with every knob on, so ALL_ON changes nothing."""
-    return write_config({"pinch.relevance.enabled": True})
+    return write_default_config({"pinch.relevance.enabled": True})
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def stored():
 
 
 def test_it_shows_the_three_knobs_and_flags_prefix_probe_in_both_panels(
-    staff_client, router_config
+    staff_client, default_config
 ):
     response = staff_client.get(CONTROLS)
 
@@ -40,7 +40,7 @@ def test_it_shows_the_three_knobs_and_flags_prefix_probe_in_both_panels(
 
 
 @pytest.mark.parametrize("is_staff, status", [(False, 302), (None, 302)])
-def test_it_is_for_staff_only(client, django_user_model, router_config, is_staff, status):
+def test_it_is_for_staff_only(client, django_user_model, default_config, is_staff, status):
     if is_staff is not None:
         user = django_user_model.objects.create_user("agent", password="x" * 12)
         client.force_login(user)
@@ -51,7 +51,7 @@ def test_it_is_for_staff_only(client, django_user_model, router_config, is_staff
     assert response["Location"].startswith("/admin/login/")
 
 
-def test_the_admin_index_links_to_the_controls_and_the_dashboard(staff_client, router_config):
+def test_the_admin_index_links_to_the_controls_and_the_dashboard(staff_client, default_config):
     body = staff_client.get("/admin/").content.decode()
 
     assert f'href="{CONTROLS}"' in body
@@ -59,7 +59,7 @@ def test_the_admin_index_links_to_the_controls_and_the_dashboard(staff_client, r
 
 
 def test_unticking_a_knob_saves_it_as_an_override_applied_on_the_next_request(
-    staff_client, router_config, savings_rows
+    staff_client, default_config, savings_rows
 ):
     form = dict(ALL_ON)
     del form["pinch_enabled"]
@@ -73,7 +73,7 @@ def test_unticking_a_knob_saves_it_as_an_override_applied_on_the_next_request(
     assert "Pinch is disabled" in dashboard
 
 
-def test_the_prefix_probe_knob_round_trips(staff_client, router_config):
+def test_the_prefix_probe_knob_round_trips(staff_client, default_config):
     form = dict(ALL_ON)
     del form["pinch_prefix_probe"]
     staff_client.post(CONTROLS, {"panel": "knobs", **form})
@@ -102,7 +102,7 @@ def test_the_prefix_probe_knob_round_trips(staff_client, router_config):
     ],
 )
 def test_a_bad_override_is_a_form_error_and_nothing_is_saved(
-    staff_client, router_config, text, message
+    staff_client, default_config, text, message
 ):
     ConfigOverride.objects.create(key="pinch.keep_last_turns", value=6)
 
@@ -116,7 +116,7 @@ def test_a_bad_override_is_a_form_error_and_nothing_is_saved(
     assert stored() == {"pinch.keep_last_turns": 6}
 
 
-def test_overrides_are_set_changed_and_removed_from_the_text_area(staff_client, router_config):
+def test_overrides_are_set_changed_and_removed_from_the_text_area(staff_client, default_config):
     ConfigOverride.objects.create(key="pinch.keep_last_turns", value=6)
     ConfigOverride.objects.create(key="objective.assumed_cache_rate", value=0.5)
 
@@ -144,7 +144,7 @@ def test_overrides_are_set_changed_and_removed_from_the_text_area(staff_client, 
     assert "pinch.relevance.backend: &quot;openai&quot;" in page
 
 
-def test_a_null_override_is_saved(staff_client, router_config):
+def test_a_null_override_is_saved(staff_client, default_config):
     response = staff_client.post(
         CONTROLS, {"panel": "overrides", "overrides": "pinch.protected_max_chars: null"}
     )

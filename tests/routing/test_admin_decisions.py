@@ -6,7 +6,7 @@ import pytest
 
 from routing.auth import create_api_key
 from routing.models import RouteDecision
-from tests.metrics.factories import decision, seed
+from tests.support.decisions import decision, seed
 
 CHANGELIST = "/admin/routing/routedecision/"
 
@@ -99,7 +99,7 @@ def test_decisions_cannot_be_added_changed_or_deleted(staff_client, savings_rows
 
 
 def test_the_list_costs_the_same_queries_for_few_or_many_keys(
-    staff_client, router_config, django_assert_max_num_queries
+    staff_client, default_config, django_assert_max_num_queries
 ):
     # list_select_related joins the API key: one more row, or one more key, no more queries.
     seed(

@@ -39,7 +39,7 @@ def model_form(**changes):
 # --- model registry -------------------------------------------------------------------
 
 
-def test_a_valid_model_is_saved_and_joins_the_effective_config(staff_client, router_config):
+def test_a_valid_model_is_saved_and_joins_the_effective_config(staff_client, default_config):
     response = staff_client.post(f"{MODELS}add/", model_form())
 
     assert response.status_code == 302
@@ -57,7 +57,7 @@ def test_a_valid_model_is_saved_and_joins_the_effective_config(staff_client, rou
     ],
 )
 def test_a_model_the_schema_refuses_is_a_form_error_and_nothing_is_saved(
-    staff_client, router_config, changes, field, message
+    staff_client, default_config, changes, field, message
 ):
     response = staff_client.post(f"{MODELS}add/", model_form(**changes))
 
@@ -68,7 +68,7 @@ def test_a_model_the_schema_refuses_is_a_form_error_and_nothing_is_saved(
     assert RegisteredModel.objects.count() == 0
 
 
-def test_an_edit_that_breaks_the_config_leaves_the_row_as_it_was(staff_client, router_config):
+def test_an_edit_that_breaks_the_config_leaves_the_row_as_it_was(staff_client, default_config):
     staff_client.post(f"{MODELS}add/", model_form())
     row = RegisteredModel.objects.get()
 
@@ -80,7 +80,7 @@ def test_an_edit_that_breaks_the_config_leaves_the_row_as_it_was(staff_client, r
     assert row.tier == "medium"
 
 
-def test_a_registered_model_replaces_the_file_model_of_the_same_id(staff_client, router_config):
+def test_a_registered_model_replaces_the_file_model_of_the_same_id(staff_client, default_config):
     response = staff_client.post(
         f"{MODELS}add/", model_form(model_id="gpt-4.1-mini", provider="openai", prompt_price="9")
     )
