@@ -9,11 +9,10 @@ import time
 
 from django.conf import settings
 from django.http import JsonResponse
-from django.utils import timezone
 from rest_framework.views import APIView
 
 from routing import dispatch
-from routing.auth import key_for_request
+from routing.auth import key_for_request, touch_api_key
 from routing.chat_request import parse_chat_request
 from routing.config.store import current_config
 from routing.errors import RouterError, router_error_response
@@ -33,13 +32,6 @@ def _authenticated_key(request) -> ApiKey:
             "invalid_api_key",
         )
     return key
-
-
-def _touch(key: ApiKey):
-    # At most once a minute per key: a write per request would contend for nothing.
-    now = timezone.now()
-    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
-        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
 
 
 def _read_json_body(request):
@@ -125,7 +117,7 @@ class ChatCompletionsView(APIView):
             decision = open_decision(plan, key)
         except RouterError as error:
             return router_error_response(error)
-        _touch(key)
+        touch_api_key(key)
         headers = explain_headers(plan, decision.pk)
         headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
         if chat.stream:

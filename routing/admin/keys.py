@@ -3,7 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from routing.auth import create_api_key, revoke_api_keys
+from routing.auth import issue_api_key, revoke_api_keys, update_api_key
 from routing.models import ApiKey
 
 
@@ -36,19 +36,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            super().save_model(request, obj, form, change)
+            update_api_key(obj)
             return
-        key, raw = create_api_key(obj.name, is_staff=obj.is_staff)
-        # The admin's add view goes on with ``obj`` (log entry, redirect): make it the saved row.
-        obj.pk = key.pk
-        obj.prefix = key.prefix
-        obj.key_hash = key.key_hash
-        obj.created_at = key.created_at
-        obj._state.adding = False
-        obj._state.db = key._state.db
+        raw = issue_api_key(obj)
         messages.success(
             request,
-            f"The new key for “{key.name}” is {raw} — copy it now: it is shown only this "
+            f"The new key for “{obj.name}” is {raw} — copy it now: it is shown only this "
             "once and only its hash is stored.",
         )
 

@@ -6,7 +6,14 @@ from django import forms
 from django.contrib import admin
 
 from routing.config import ConfigError, apply_overrides
-from routing.config.store import check_overrides, config_source, stored_overrides
+from routing.config.store import (
+    check_deletion,
+    check_overrides,
+    config_source,
+    delete_registered_models,
+    save_registered_model,
+    stored_overrides,
+)
 from routing.models import RegisteredModel
 
 _MODEL_FIELD_FOR = {
@@ -89,3 +96,23 @@ class RegisteredModelAdmin(admin.ModelAdmin):
     )
     list_filter = ("provider", "tier")
     search_fields = ("model_id", "upstream_model")
+
+    def save_model(self, request, obj, form, change):
+        save_registered_model(obj)
+
+    def get_deleted_objects(self, objs, request):
+        # The confirmation page refuses to delete "protected" objects: a model the
+        # rest of the config still needs is one, and the reason is shown.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        pks = [obj.pk for obj in objs]
+        try:
+            check_deletion(RegisteredModel.objects.filter(pk__in=pks))
+        except ConfigError as error:
+            protected = [*protected, f"the config would be invalid without it: {error}"]
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request, obj):
+        delete_registered_models(RegisteredModel.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        delete_registered_models(queryset)

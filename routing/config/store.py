@@ -52,7 +52,9 @@ def current_config() -> RouterConfig:
 def check_overrides(overrides: dict, models: list[dict] | None = None) -> RouterConfig:
     """Validate a would-be set of overrides against the file; raises ConfigError."""
     data = config_source().data()
-    return validate_config(apply_overrides(data, overrides, models or stored_models()))
+    if models is None:
+        models = stored_models()
+    return validate_config(apply_overrides(data, overrides, models))
 
 
 def set_overrides(changes: dict, removals=()) -> RouterConfig:
@@ -67,3 +69,34 @@ def set_overrides(changes: dict, removals=()) -> RouterConfig:
             ConfigOverride.objects.update_or_create(key=key, defaults={"value": value})
         ConfigOverride.objects.filter(key__in=list(removals)).delete()
     return config
+
+
+def save_registered_model(model: RegisteredModel) -> RouterConfig:
+    """Add or change a model of the registry, if the effective config stays valid."""
+    with transaction.atomic():
+        others = (
+            RegisteredModel.objects.exclude(pk=model.pk) if model.pk else RegisteredModel.objects
+        )
+        config = check_overrides(
+            stored_overrides(), [m.as_config() for m in others.all()] + [model.as_config()]
+        )
+        model.save()
+    return config
+
+
+def check_deletion(queryset) -> RouterConfig:
+    """The effective config without these registry models; raises ConfigError if invalid.
+
+    A model still named elsewhere in the config (``classifier.llm.model``) cannot
+    go: the ConfigError says where it is used.
+    """
+    remaining = RegisteredModel.objects.exclude(pk__in=queryset.values("pk"))
+    return check_overrides(stored_overrides(), [m.as_config() for m in remaining])
+
+
+def delete_registered_models(queryset) -> int:
+    """Remove models from the registry, if the effective config stays valid without them."""
+    with transaction.atomic():
+        check_deletion(queryset)
+        deleted, _ = RegisteredModel.objects.filter(pk__in=queryset.values("pk")).delete()
+    return deleted

@@ -1,11 +1,12 @@
 """Django admin: the model registry validates through the config schema; API keys are shown once."""
 
+import html
 import re
 
 import pytest
 
 from routing.auth import create_api_key
-from routing.config.store import current_config
+from routing.config.store import current_config, set_overrides
 from routing.models import ApiKey, RegisteredModel, hash_key
 
 MODELS = "/admin/routing/registeredmodel/"
@@ -89,6 +90,33 @@ def test_a_registered_model_replaces_the_file_model_of_the_same_id(staff_client,
     assert current_config().model("gpt-4.1-mini").prompt_price == 9.0
 
 
+def test_a_model_the_config_still_uses_cannot_be_deleted(staff_client, default_config):
+    staff_client.post(f"{MODELS}add/", model_form())
+    row = RegisteredModel.objects.get()
+    set_overrides({"classifier.backend": "llm", "classifier.llm": {"model": "local-coder"}})
+
+    page = staff_client.get(f"{MODELS}{row.pk}/delete/")
+    confirmed = staff_client.post(f"{MODELS}{row.pk}/delete/", {"post": "yes"})
+
+    shown = html.unescape(page.content.decode())
+    assert "the config would be invalid without it" in shown
+    assert "unknown model 'local-coder'" in shown
+    assert confirmed.status_code == 200  # the "cannot delete" page again, not a redirect
+    assert RegisteredModel.objects.filter(pk=row.pk).exists()
+    assert current_config().classifier.llm.model == "local-coder"
+
+
+def test_a_model_nothing_else_uses_is_deleted(staff_client, default_config):
+    staff_client.post(f"{MODELS}add/", model_form())
+    row = RegisteredModel.objects.get()
+
+    response = staff_client.post(f"{MODELS}{row.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not RegisteredModel.objects.exists()
+    assert current_config().model("local-coder") is None
+
+
 # --- API keys -------------------------------------------------------------------------
 
 
@@ -113,6 +141,19 @@ def test_adding_a_key_shows_the_raw_key_once_and_stores_only_its_hash(staff_clie
     # Shown once: the next page no longer carries it.
     again = staff_client.get(KEYS)
     assert raw not in again.content.decode()
+
+
+def test_editing_a_key_keeps_its_secret(staff_client, db):
+    key, raw = create_api_key("laptop")
+
+    response = staff_client.post(
+        f"{KEYS}{key.pk}/change/", {"name": "old laptop", "is_staff": "on"}, follow=True
+    )
+
+    assert response.status_code == 200
+    key.refresh_from_db()
+    assert (key.name, key.is_staff) == ("old laptop", True)
+    assert key.key_hash == hash_key(raw)
 
 
 def test_the_key_hash_is_never_displayed(staff_client, db):
