@@ -2,19 +2,20 @@
 
 Threaded workers (gthread): a streamed answer holds its thread until the
 upstream finishes, so threads, not processes, carry the concurrency. Each
-value can be overridden from the environment.
+value can be overridden from the environment (README, "Settings"), read by the
+same typed helpers as Django's settings: a bad value stops gunicorn naming it.
 """
 
-import os
+from router_project.env import env_int, env_str
 
-bind = os.environ.get("ROUTER_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("ROUTER_WORKERS", "2"))
+bind = env_str("ROUTER_BIND", "127.0.0.1:8000")
+workers = env_int("ROUTER_WORKERS", 2)
 worker_class = "gthread"
-threads = int(os.environ.get("ROUTER_THREADS", "16"))
+threads = env_int("ROUTER_THREADS", 16)
 # Upstream answers of long generations can take minutes; the worker timeout only
 # guards against a wedged worker, not a slow upstream (threads keep heartbeating).
-timeout = int(os.environ.get("ROUTER_WORKER_TIMEOUT", "300"))
+timeout = env_int("ROUTER_WORKER_TIMEOUT", 300)
 graceful_timeout = 30
 keepalive = 5
-accesslog = os.environ.get("ROUTER_ACCESS_LOG", "-") or None  # empty: no access log
+accesslog = env_str("ROUTER_ACCESS_LOG", "-") or None  # empty: no access log
 wsgi_app = "router_project.wsgi:application"
