@@ -3,8 +3,8 @@
 A router is worth its hop only if the hop is cheap next to what it saves. This
 serves the router as a user does (gunicorn, gthread workers, DJANGO_DEBUG=0,
 its own temp SQLite file, a temp config whose every model points at
-bench/fast_upstream.py, one API key, pinch on at the shipped defaults with
-builtin relevance), then drives the same request bodies with ``wrk`` straight
+bench/fast_upstream.py, one API key, pinch on at the shipped defaults,
+relevance ordering off as shipped), then drives the same request bodies with ``wrk`` straight
 at the upstream and through the router, at concurrency 1 and 16:
 
 * requests/s and latency p50/p99, and the added latency (through - direct,
@@ -15,7 +15,7 @@ at the upstream and through the router, at concurrency 1 and 16:
 
 Bodies, both from the corpus (bench/corpus.py): the 2 KB first request of
 026.json (one user message) and its last request, 368 KB of agent history that
-pinch prunes (relevance ordering included) before it goes upstream.
+pinch prunes before it goes upstream.
 
 ``--profile`` instead runs the router in process (the WSGI app through Django's
 test client, same temp DB and config) under pyinstrument and prints where a
