@@ -1,0 +1,152 @@
+"""One contract, held by every provider, whatever protocol its upstream speaks.
+
+The dispatcher (retries, fallback, relaying) relies on exactly these promises:
+an answer is chat-completions JSON, a stream is chat-completions SSE events
+ending with ``[DONE]``, and every failure is a ``ProviderError`` whose kind and
+``retryable`` say what happened. A new provider earns its place by passing
+this class unchanged against a test server that speaks its protocol
+(django.contrib.sessions' ``SessionTestsMixin`` shape).
+"""
+
+import json
+
+import pytest
+
+from routing.config import ProviderConfig
+from routing.providers import PROVIDER_CLASSES, Provider, ProviderError
+from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV
+from tests.support.openai_upstream import UpstreamServer
+from tests.support.ports import refused_port
+
+HELLO = [{"role": "user", "content": "hello"}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "read_file", "parameters": {"type": "object", "properties": {}}},
+    }
+]
+
+
+def chunks_of(reply) -> list[dict]:
+    """The JSON chunks of a stream, and a check that it ends with [DONE]."""
+    events = list(reply.events)
+    reply.close()
+    assert events[-1] == b"data: [DONE]"
+    return [json.loads(e[len(b"data:") :]) for e in events[:-1] if e.startswith(b"data:")]
+
+
+class ProviderContract:
+    """Mixed into one test class per provider kind.
+
+    A subclass names its ``kind``, gives an ``upstream`` fixture (a started test
+    server for that protocol, with ``base_url``) and ``model(scenario)``: the
+    model name that makes its server play ``echo``, ``tools``, ``fail-500``,
+    ``fail-400`` or ``hang``.
+    """
+
+    kind = ""
+    timeout_seconds = 0.5  # the ``hang`` scenario waits this long, twice at most
+
+    def model(self, scenario: str) -> str:
+        raise NotImplementedError
+
+    def provider(self, base_url: str) -> Provider:
+        config = ProviderConfig(
+            kind=self.kind,
+            base_url=base_url,
+            api_key_env=PROVIDER_KEY_ENV,
+            timeout_seconds=self.timeout_seconds,
+            connect_timeout_seconds=1,
+        )
+        return PROVIDER_CLASSES[self.kind]("contract", config)
+
+    @pytest.fixture(autouse=True)
+    def _provider_key(self, monkeypatch):
+        monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+
+    def test_an_answer_is_a_chat_completion(self, upstream):
+        answer = self.provider(upstream.base_url).chat(
+            {"model": self.model("echo"), "messages": HELLO}
+        )
+        message = answer["choices"][0]["message"]
+        assert message["role"] == "assistant" and isinstance(message["content"], str)
+        assert answer["choices"][0]["finish_reason"] == "stop"
+        assert isinstance(answer["usage"]["prompt_tokens"], int)
+
+    def test_a_tool_call_comes_back_as_tool_calls(self, upstream):
+        answer = self.provider(upstream.base_url).chat(
+            {"model": self.model("tools"), "messages": HELLO, "tools": TOOLS}
+        )
+        choice = answer["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        call = choice["message"]["tool_calls"][0]
+        assert call["function"]["name"] == "read_file" and call["id"]
+        json.loads(call["function"]["arguments"])
+
+    def test_a_stream_is_chat_completion_chunks_ending_with_done(self, upstream):
+        reply = self.provider(upstream.base_url).chat_stream(
+            {
+                "model": self.model("echo"),
+                "messages": HELLO,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+        )
+        chunks = chunks_of(reply)
+        text = "".join(
+            c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]
+        )
+        assert text.strip()
+        assert any(c["choices"] and c["choices"][0]["finish_reason"] == "stop" for c in chunks)
+        assert any(c.get("usage") for c in chunks)
+
+    def test_a_refused_connection_is_a_retryable_connect_error(self):
+        with refused_port() as port:
+            provider = self.provider(f"http://127.0.0.1:{port}/v1")
+            with pytest.raises(ProviderError) as failed:
+                provider.chat({"model": self.model("echo"), "messages": HELLO})
+        assert failed.value.kind == "connect" and failed.value.retryable
+
+    def test_a_server_error_is_retryable_and_a_client_error_is_not(self, upstream):
+        provider = self.provider(upstream.base_url)
+        with pytest.raises(ProviderError) as server_error:
+            provider.chat({"model": self.model("fail-500"), "messages": HELLO})
+        with pytest.raises(ProviderError) as client_error:
+            provider.chat({"model": self.model("fail-400"), "messages": HELLO})
+        assert (server_error.value.kind, server_error.value.status) == ("status", 500)
+        assert server_error.value.retryable
+        assert (client_error.value.kind, client_error.value.status) == ("status", 400)
+        assert not client_error.value.retryable
+
+    def test_an_upstream_that_never_answers_is_a_timeout(self, upstream):
+        with pytest.raises(ProviderError) as failed:
+            self.provider(upstream.base_url).chat({"model": self.model("hang"), "messages": HELLO})
+        assert failed.value.kind == "timeout" and failed.value.retryable
+
+    def test_the_key_goes_upstream_and_never_into_an_error(self, upstream):
+        with pytest.raises(ProviderError) as failed:
+            self.provider(upstream.base_url).chat(
+                {"model": self.model("fail-400"), "messages": HELLO}
+            )
+        assert PROVIDER_KEY not in failed.value.message
+        assert PROVIDER_KEY in json.dumps(upstream.received[-1]["headers"])
+
+
+class TestOpenAICompatibleProvider(ProviderContract):
+    kind = "openai"
+    SCENARIOS = {
+        "echo": "echo-contract",
+        "tools": "echo-contract",  # the OpenAI test upstream calls the first tool offered
+        "fail-500": "fail-500-99-contract",
+        "fail-400": "fail-400-99-contract",
+        "hang": "hang-contract",
+    }
+
+    def model(self, scenario: str) -> str:
+        return self.SCENARIOS[scenario]
+
+    @pytest.fixture
+    def upstream(self):
+        server = UpstreamServer().start()
+        yield server
+        server.stop()
