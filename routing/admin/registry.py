@@ -81,17 +81,9 @@ class RegisteredModelForm(forms.ModelForm):
 @admin.register(RegisteredModel)
 class RegisteredModelAdmin(admin.ModelAdmin):
     form = RegisteredModelForm
+    # Every editable field but the upstream name, which the detail page shows.
     list_display = (
-        "model_id",
-        "provider",
-        "tier",
-        "context_window",
-        "prompt_price",
-        "cached_prompt_price",
-        "completion_price",
-        "supports_tools",
-        "supports_vision",
-        "supports_json_mode",
+        *(name for name in RegisteredModelForm.Meta.fields if name != "upstream_model"),
         "updated_at",
     )
     list_filter = ("provider", "tier")
