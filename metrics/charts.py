@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 TICKS = 4  # intervals on each vertical axis: 0, 1/4, 1/2, 3/4, max
 MAX_DAY_LABELS = 8  # more than this and the date labels under the bars overlap
@@ -24,24 +24,56 @@ BAR_FILL = 0.7  # share of a day's slot the bar covers, leaving a gap between da
 
 @dataclass(frozen=True)
 class DayPoint:
-    day: date
-    tokens: int
-    dollars: float
-
-
-@dataclass(frozen=True)
-class Bar:
-    day: date
-    x: float
-    y: float
-    width: float
-    height: float
+    day: date | datetime  # a day, or the start of an hour on an hourly chart
     tokens: int
     dollars: float
 
     @property
+    def hourly(self) -> bool:
+        return isinstance(self.day, datetime)
+
+    @property
+    def name(self) -> str:
+        """``2026-11-30`` or ``2026-11-30 14:00``: the bar's hover title."""
+        return f"{self.day:%Y-%m-%d %H:%M}" if self.hourly else self.day.isoformat()
+
+    @property
+    def label(self) -> str:
+        """Under the bar: ``Nov 30``, or ``14:00`` (``Nov 30 00:00`` at midnight)."""
+        if not self.hourly:
+            return f"{self.day:%b} {self.day.day}"
+        if self.day.hour == 0:
+            return f"{self.day:%b} {self.day.day} 00:00"
+        return f"{self.day:%H}:00"
+
+
+@dataclass(frozen=True)
+class Bar:
+    point: DayPoint
+    x: float
+    y: float
+    width: float
+    height: float
+
+    @property
+    def day(self) -> date:
+        return self.point.day.date() if self.point.hourly else self.point.day
+
+    @property
+    def hour(self) -> int | None:
+        return self.point.day.hour if self.point.hourly else None
+
+    @property
+    def tokens(self) -> int:
+        return self.point.tokens
+
+    @property
+    def dollars(self) -> float:
+        return self.point.dollars
+
+    @property
     def title(self) -> str:
-        return f"{self.day.isoformat()}: {self.tokens:,} tokens, ${self.dollars:.6f} saved"
+        return f"{self.point.name}: {self.tokens:,} tokens, ${self.dollars:.6f} saved"
 
 
 @dataclass(frozen=True)
@@ -79,6 +111,10 @@ class SavingsChart:
     @property
     def empty(self) -> bool:
         return self.total_tokens == 0
+
+    @property
+    def hourly(self) -> bool:
+        return bool(self.bars) and self.bars[0].point.hourly
 
     @property
     def plot_width(self) -> float:
@@ -182,18 +218,16 @@ def savings_chart(
         bar_top = _y(point.tokens, token_max, top, bottom)
         bars.append(
             Bar(
-                day=point.day,
+                point=point,
                 x=round(center - bar_width / 2, 2),
                 y=round(bar_top, 2),
                 width=round(bar_width, 2),
                 height=round(bottom - bar_top, 2),
-                tokens=point.tokens,
-                dollars=point.dollars,
             )
         )
         line_y = round(_y(point.dollars, dollar_max, top, bottom), 2)
         vertices.append(f"{center:.2f},{line_y:.2f}")
-        dots.append(Dot(round(center, 2), line_y, f"{point.day.isoformat()}: ${point.dollars:.6f}"))
+        dots.append(Dot(round(center, 2), line_y, f"{point.name}: ${point.dollars:.6f}"))
 
     token_step = token_max / TICKS
     dollar_step = dollar_max / TICKS
@@ -214,8 +248,7 @@ def savings_chart(
     if last > 0 and last not in labelled and last % every > every / 2:
         labelled.add(last)  # today, unless it would crowd the label before it
     day_labels = tuple(
-        Tick(round(left + slot * (i + 0.5), 2), f"{points[i].day:%b} {points[i].day.day}")
-        for i in sorted(labelled)
+        Tick(round(left + slot * (i + 0.5), 2), points[i].label) for i in sorted(labelled)
     )
     return SavingsChart(
         width=width,

@@ -8,7 +8,10 @@ decisions (one query, with their API key joined in).
 Savings per day cover the same window as the card (``summary_window``) and are
 priced the same way: each day's saved tokens at the blended prompt rate of the
 model that row went to (``routing.pricing``); a model no longer configured adds
-$0, as in ``pinch_summary``.
+$0, as in ``pinch_summary``. The chart starts at the first saving in the window
+(a week at least), so a router that ran for two days is not one bar at the
+right edge of thirty; when every saving is younger than ``HOURLY_SPAN`` it is
+drawn by the hour.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.db.models import Count, Sum
-from django.db.models.functions import TruncDate
+from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from metrics.charts import DayPoint, savings_chart
@@ -28,31 +31,62 @@ from routing.knobs import knob_values
 from routing.models import RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
 from routing.pricing import prompt_cost_usd
 
+HOURLY_SPAN = timedelta(hours=48)  # savings all younger than this are charted by the hour
+MIN_DAYS = 7  # a daily chart shows a week at least, so one day is not one fat bar
+MIN_HOURS = 12  # likewise for an hourly chart
+HOUR = timedelta(hours=1)
+
+
+def _hour_of(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
 
 def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
-    """Tokens and dollars saved per day over ``window``, every day present (zeros included)."""
+    """Tokens and dollars saved per day (or hour) over ``window``, zeros included.
+
+    One query, grouped by hour and chosen model; days are summed from hours here.
+    """
     rows = (
         window.decisions()
         .pruned()
-        .annotate(day=TruncDate("created_at"))
-        .values("day", "chosen_model")
+        .annotate(hour=TruncHour("created_at"))
+        .values("hour", "chosen_model")
         .annotate(saved=Sum(TOKENS_SAVED), calls=Count("id"))
         # An explicit order replaces Meta.ordering, which would add created_at to the GROUP BY.
-        .order_by("day", "chosen_model")
+        .order_by("hour", "chosen_model")
     )
     cache_rate = config.objective.assumed_cache_rate
+    saved = []  # (hour, tokens, dollars)
+    for row in rows:
+        model = config.model(row["chosen_model"])
+        dollars = prompt_cost_usd(model, row["saved"], cache_rate) if model is not None else 0.0
+        saved.append((row["hour"], row["saved"], dollars))
+
+    end_hour = _hour_of(window.end)
+    first_hour = saved[0][0] if saved else None
+    if first_hour is not None and first_hour > window.end - HOURLY_SPAN:
+        start = min(first_hour, end_hour - (MIN_HOURS - 1) * HOUR)
+        start = max(start, _hour_of(window.start))
+        buckets = [start + timedelta(hours=i) for i in range(int((end_hour - start) / HOUR) + 1)]
+
+        def bucket(hour):
+            return hour
+    else:
+        first = timezone.localdate(window.start)
+        last = timezone.localdate(window.end)
+        if first_hour is not None:
+            first = max(first, min(timezone.localdate(first_hour), last - timedelta(MIN_DAYS - 1)))
+        buckets = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+        def bucket(hour):
+            return timezone.localdate(hour)
+
     tokens = defaultdict(int)
     dollars = defaultdict(float)
-    for row in rows:
-        tokens[row["day"]] += row["saved"]
-        model = config.model(row["chosen_model"])
-        if model is not None:
-            dollars[row["day"]] += prompt_cost_usd(model, row["saved"], cache_rate)
-
-    first = timezone.localdate(window.start)
-    last = timezone.localdate(window.end)
-    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    return [DayPoint(day, tokens[day], dollars[day]) for day in days]
+    for hour, hour_tokens, hour_dollars in saved:
+        tokens[bucket(hour)] += hour_tokens
+        dollars[bucket(hour)] += hour_dollars
+    return [DayPoint(b, tokens[b], dollars[b]) for b in buckets]
 
 
 def dashboard_context(

@@ -39,7 +39,7 @@ from routing.config.store import check_overrides, stored_overrides
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
-from routing.selection import tools_overhead_tokens
+from routing.selection import estimated_tokens, tools_overhead_tokens
 
 REPLAY_KEYS = (
     "conversation",
@@ -417,7 +417,8 @@ def _replay_turn(
 
     pinch = plan.pinch
     if pinch is None:
-        original = final = plan.measured_tokens
+        # pinch's own estimate, so a no-pinch run is comparable with a pinch run.
+        original = final = estimated_tokens(plan.send_messages, request.tools)
         compressed: list[int] = []
         capped: list[int] = []
         relevance_used = False

@@ -24,7 +24,12 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
-from metrics.formatting import CARD_KEYS, format_pinch_value
+from metrics.formatting import (
+    CARD_KEYS,
+    format_count_or_missing,
+    format_latency,
+    format_pinch_value,
+)
 
 SNAPSHOT_PATH = "/admin/api/snapshot"
 DEFAULT_INTERVAL = 5.0  # seconds: the snapshot is 3 small queries, cheap enough to poll
@@ -112,15 +117,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
 
 
 # ---------------------------------------------------------------------------
-# Formatting: the figures as the dashboard card shows them (metrics.formatting).
-
-
-def _number(value, suffix="") -> str:
-    return "—" if value is None else f"{value:,.0f}{suffix}"
-
-
-def _seconds(milliseconds) -> str:
-    return "—" if milliseconds is None else f"{milliseconds / 1000:.1f} s"
+# Formatting: the figures as the dashboard and admin show them (metrics.formatting).
 
 
 def decision_cells(row: dict) -> tuple[str, ...]:
@@ -138,9 +135,9 @@ def decision_cells(row: dict) -> tuple[str, ...]:
         row.get("tier") or "—",
         "—" if row.get("status_code") is None else str(row["status_code"]),
         "off" if original is None else f"{original:,}→{final:,}",
-        _number(row.get("tokens_saved")),
+        format_count_or_missing(row.get("tokens_saved")),
         "yes" if row.get("relevance_used") else "—",
-        _seconds(row.get("upstream_latency_ms")),
+        format_latency(row.get("upstream_latency_ms")),
     )
 
 
@@ -176,7 +173,10 @@ class RouterTui(App):
     #knobs { height: auto; padding: 0 1; color: $text-muted; }
     .section { padding: 1 1 0 1; text-style: bold; }
     #pinch { height: auto; max-height: 8; margin: 0 1; }
-    #decisions { height: 1fr; }
+    /* No scrollbars: in a captured or plain terminal their thumb is a stray glyph
+       mid-screen; the cursor keys still scroll. */
+    #decisions { height: 1fr; scrollbar-size: 0 0; }
+    #pinch { scrollbar-size: 0 0; }
     """
 
     def __init__(

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from metrics import views
-from metrics.views_dashboard import dashboard
+from metrics.views_dashboard import dashboard, home
 
 urlpatterns = [
     path("metrics", views.metrics, name="metrics"),
@@ -12,4 +12,5 @@ urlpatterns = [
     # path wins over admin's own URLs; keep that order.
     path("admin/api/snapshot", views.admin_snapshot, name="admin-snapshot"),
     path("dashboard/", dashboard, name="dashboard"),
+    path("", home, name="home"),
 ]

@@ -19,3 +19,26 @@ graceful_timeout = 30
 keepalive = 5
 accesslog = env_str("ROUTER_ACCESS_LOG", "-") or None  # empty: no access log
 wsgi_app = "router_project.wsgi:application"
+
+
+def on_starting(server):
+    """Check the config file once, in the master, before any worker starts.
+
+    A missing or invalid file stops gunicorn with one line naming the path or
+    the key (gunicorn prints a RuntimeError as ``Error: ...`` and exits 1),
+    instead of every worker failing to boot with a traceback; a provider whose
+    key variable is unset is logged as a warning.
+    """
+    import os
+
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
+    django.setup()
+    from routing.config.checks import startup_report
+
+    error, warnings = startup_report()
+    if error is not None:
+        raise RuntimeError(error)
+    for warning in warnings:
+        server.log.warning(warning)

@@ -2,9 +2,16 @@
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.decorators.csrf import csrf_exempt
+
+from routing.views import unknown_endpoint
 
 urlpatterns = [
     path("v1/", include("routing.urls")),
+    path("v1", csrf_exempt(unknown_endpoint)),
     path("", include("metrics.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# A crash under /v1 answers JSON in the OpenAI shape (routing.errors.server_error).
+handler500 = "routing.errors.server_error"

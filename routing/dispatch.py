@@ -54,7 +54,12 @@ class UpstreamFailed(Exception):
 
 
 def _call_with_fallback(plan, outcome: Outcome, send):
-    """Run ``send(provider, body)`` down the candidate chain; return (model, result, start_ms)."""
+    """Run ``send(provider, body)`` down the candidate chain; return (model, result, start_ms).
+
+    A retryable failure is tried once more on the same model, then the next
+    candidate; an unset key variable skips to the next candidate at once; any
+    other failure (a 400 from the upstream, a malformed answer) ends the chain.
+    """
     last_error = None
     for model in plan.candidates:
         provider = provider_for(model.provider, plan.config.providers[model.provider])
@@ -70,12 +75,18 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                         "result": error.kind,
                         "status": error.status,
                         "ms": round(monotonic_ms() - started, 1),
+                        "reason": error.message[:200],
                     }
                 )
-                log.warning("upstream_failed model=%s reason=%s", model.id, error.message)
+                log.debug("upstream_attempt_failed model=%s reason=%s", model.id, error.message)
                 last_error = error
-                if not error.retryable:
+                # The answer and the row name the model whose failure is relayed.
+                outcome.model = model
+                outcome.cost_usd = plan.cost_on(model)
+                if not error.next_model_may_help:
                     raise UpstreamFailed(error) from None
+                if not error.retryable:
+                    break
                 continue
             outcome.attempts.append(
                 {
@@ -85,14 +96,33 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                     "ms": round(monotonic_ms() - started, 1),
                 }
             )
+            if len(outcome.attempts) > 1:
+                log.info("upstream_recovered model=%s after: %s", model.id, tried(outcome.attempts))
             outcome.model = model
             outcome.cost_usd = plan.cost_on(model)
             return model, result, started
     raise UpstreamFailed(last_error)
 
 
-def failure_response(error: ProviderError):
-    """The client's answer when every try failed: relay a status, else 502/504."""
+def tried(attempts: list) -> str:
+    """The failed attempts in a sentence: each model once, with its reason and its tries."""
+    groups = []  # [model, reason, tries]
+    for attempt in attempts:
+        if attempt["result"] == "ok":
+            continue
+        reason = attempt.get("reason") or attempt["result"]
+        if groups and groups[-1][:2] == [attempt["model"], reason]:
+            groups[-1][2] += 1
+        else:
+            groups.append([attempt["model"], reason, 1])
+    return "; ".join(
+        f"{model}: {reason}" + (f" ({tries} tries)" if tries > 1 else "")
+        for model, reason, tries in groups
+    )
+
+
+def failure_response(error: ProviderError, attempts: list = ()):
+    """The client's answer when every try failed: relay a status, else 502/504 saying why."""
     if error.kind == "status":
         body = error.body
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -101,15 +131,26 @@ def failure_response(error: ProviderError):
             )
             return response
         return error_response(error.status, error.message, "upstream_error")
+    message = error.message
+    if attempts:
+        message = f"No upstream answered. Tried {tried(attempts)}."
     if error.kind == "timeout":
-        return error_response(504, error.message, "upstream_timeout")
-    return error_response(502, error.message, "upstream_unavailable")
+        return error_response(504, message, "upstream_timeout")
+    if all(a["result"] in ("ok", "unconfigured") for a in attempts):
+        return error_response(502, message, "provider_key_missing")
+    return error_response(502, message, "upstream_unavailable")
 
 
 def _fail(decision_id, outcome: Outcome, failure: UpstreamFailed, headers: dict):
-    response = failure_response(failure.error)
+    response = failure_response(failure.error, outcome.attempts)
     outcome.status = response.status_code
-    outcome.error = failure.error.message
+    outcome.error = tried(outcome.attempts)
+    log.warning(
+        "upstream_failed decision=%s status=%s tried: %s",
+        decision_id,
+        response.status_code,
+        outcome.error,
+    )
     finish_decision(decision_id, outcome)
     _set_headers(response, headers, outcome.model)
     return response

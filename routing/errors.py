@@ -85,3 +85,13 @@ class ConfigErrorMiddleware:
             message = f"The router's configuration is invalid: {exception}"
             return error_response(500, message, "bad_config")
         return None
+
+
+def server_error(request):
+    """handler500: an API path answers a crash in the OpenAI shape too, never Django's HTML page."""
+    from django.views.defaults import server_error as html_server_error
+
+    if request.path.startswith("/v1"):
+        message = "The router failed on this request; the server log has the details."
+        return error_response(500, message, "internal_error")
+    return html_server_error(request)

@@ -95,10 +95,7 @@ def plan_request(
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
 
     send_messages, pinch = pinch_messages(request.messages, config.pinch, extra_tokens)
-    if pinch is not None:
-        measured = pinch.final_tokens
-    else:
-        measured = measure_prompt_tokens(send_messages, request.tools)
+    measured = measure_prompt_tokens(send_messages, request.tools)
 
     if path == RouteDecision.PATH_ROUTED:
         candidates = candidates_for(

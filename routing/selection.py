@@ -19,8 +19,30 @@ def tools_overhead_tokens(tools) -> int:
     return len(json.dumps(tools)) // CHARS_PER_TOKEN if tools else 0
 
 
-def measure_prompt_tokens(messages, tools) -> int:
+# What a chat API adds around the text, as OpenAI documents for its chat models:
+# a few tokens of role and separators per message, and the primed reply.
+MESSAGE_OVERHEAD_TOKENS = 3
+REPLY_PRIMING_TOKENS = 3
+
+
+def estimated_tokens(messages, tools) -> int:
+    """pinch's estimate (characters / 3, the core's contract) plus the tool definitions."""
     return sum(estimate_tokens(extract_text(m)) for m in messages) + tools_overhead_tokens(tools)
+
+
+def measure_prompt_tokens(messages, tools) -> int:
+    """The prompt the router fits into a context window and prices.
+
+    pinch's estimate, but a non-empty message counts at least one token (``"hi"``
+    is 0 by characters / 3) and every message carries the API's overhead. The
+    pinch core keeps its plain characters / 3, so pinch's figures stay comparable
+    across versions; only this measure, the one the window and the price see, differs.
+    """
+    total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
+    for message in messages:
+        text = extract_text(message)
+        total += MESSAGE_OVERHEAD_TOKENS + (max(1, estimate_tokens(text)) if text else 0)
+    return total
 
 
 def candidates_for(
@@ -35,7 +57,8 @@ def candidates_for(
         fitting = [
             m
             for m in config.models
-            if m.tier == tier_name
+            if m.routable
+            and m.tier == tier_name
             and m.context_window >= needed_window
             and needed.issubset(m.capabilities)
         ]
@@ -43,6 +66,13 @@ def candidates_for(
         ordered.extend(fitting)
     if ordered:
         return ordered
+    if not any(m.routable for m in config.models):
+        raise RouterError(
+            400,
+            f"No configured model may be chosen for {config.routing.auto_model!r} (every model "
+            "has routable: false); name a model in the request.",
+            "no_routable_model",
+        )
     if not any(needed.issubset(m.capabilities) for m in config.models):
         raise RouterError(
             422,

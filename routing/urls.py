@@ -1,10 +1,27 @@
-"""The OpenAI-compatible API under /v1/."""
+"""The OpenAI-compatible API under /v1/; anything else under /v1/ answers a JSON 404."""
 
-from django.urls import path
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
-from routing.views import ChatCompletionsView, ModelsView
+from routing.views import ChatCompletionsView, ModelsView, ModelView, unknown_endpoint
 
 urlpatterns = [
     path("chat/completions", ChatCompletionsView.as_view(), name="chat-completions"),
     path("models", ModelsView.as_view(), name="models"),
+    path("models/<path:model_id>", ModelView.as_view(), name="model"),
+    # Last: every other path, whatever the method (no CSRF: API clients send no cookie).
+    re_path(r"^(?P<rest>.*)$", csrf_exempt(unknown_endpoint), name="unknown-endpoint"),
 ]
+
+
+def served_endpoints() -> list[str]:
+    """``POST /v1/chat/completions``, ... read from the patterns above, so the list stays true."""
+    served = []
+    for pattern in urlpatterns:
+        view = getattr(pattern.callback, "cls", None)
+        if view is None:
+            continue
+        route = "/v1/" + str(pattern.pattern).replace("<path:model_id>", "{id}")
+        methods = [m.upper() for m in view.http_method_names if m != "options" and hasattr(view, m)]
+        served += [f"{method} {route}" for method in methods]
+    return served

@@ -1,7 +1,9 @@
-"""The OpenAI-compatible API: POST /v1/chat/completions and GET /v1/models.
+"""The OpenAI-compatible API: POST /v1/chat/completions, GET /v1/models[/{id}].
 
 Views are thin: authenticate, parse the body with the one schema, call the
-pipeline, render. Errors leave in the OpenAI shape through routing.errors.
+pipeline, render. Errors leave in the OpenAI shape through routing.errors, and
+so does any other path under /v1 (``unknown_endpoint``): an SDK calling an
+endpoint the router does not serve gets a JSON 404 that lists the ones it does.
 """
 
 import json
@@ -17,7 +19,7 @@ from routing.chat_request import parse_chat_request
 from routing.config.store import current_config
 from routing.errors import RouterError, router_error_response
 from routing.models import ApiKey
-from routing.pipeline import open_decision, plan_request
+from routing.pipeline import open_decision, plan_request, unknown_model_error
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 
@@ -71,7 +73,13 @@ def explain_headers(plan, decision_id=None) -> dict:
         headers["X-Router-Pinch"] = "disabled"
     if decision_id is not None:
         headers["X-Router-Decision-Id"] = str(decision_id)
+        # The SDKs read x-request-id into ``request_id``: quoting it finds the row.
+        headers["X-Request-Id"] = request_id(decision_id)
     return headers
+
+
+def request_id(decision_id) -> str:
+    return f"decision-{decision_id}"
 
 
 def dry_run_body(plan) -> dict:
@@ -125,6 +133,24 @@ class ChatCompletionsView(APIView):
         return dispatch.complete(plan, decision.pk, headers)
 
 
+def _model_object(config, model_id: str, created: int) -> dict | None:
+    """One entry of GET /v1/models, in the OpenAI shape plus the router's own fields."""
+    if model_id == config.routing.auto_model:
+        return {"id": model_id, "object": "model", "created": created, "owned_by": "router"}
+    model = config.model(model_id)
+    if model is None:
+        return None
+    return {
+        "id": model.id,
+        "object": "model",
+        "created": created,
+        "owned_by": model.provider,
+        "tier": model.tier,
+        "context_window": model.context_window,
+        "capabilities": list(model.capabilities),
+    }
+
+
 class ModelsView(APIView):
     def get(self, request):
         try:
@@ -133,24 +159,33 @@ class ModelsView(APIView):
         except RouterError as error:
             return router_error_response(error)
         created = int(time.time())
-        data = [
-            {
-                "id": config.routing.auto_model,
-                "object": "model",
-                "created": created,
-                "owned_by": "router",
-            }
-        ]
-        data += [
-            {
-                "id": m.id,
-                "object": "model",
-                "created": created,
-                "owned_by": m.provider,
-                "tier": m.tier,
-                "context_window": m.context_window,
-                "capabilities": list(m.capabilities),
-            }
-            for m in config.models
-        ]
+        ids = [config.routing.auto_model, *(m.id for m in config.models)]
+        data = [_model_object(config, model_id, created) for model_id in ids]
         return JsonResponse({"object": "list", "data": data})
+
+
+class ModelView(APIView):
+    """GET /v1/models/{id}: what the SDKs' ``models.retrieve`` calls."""
+
+    def get(self, request, model_id):
+        try:
+            _authenticated_key(request)
+            config = current_config()
+            found = _model_object(config, model_id, int(time.time()))
+            if found is None:
+                raise unknown_model_error(config, model_id)
+        except RouterError as error:
+            return router_error_response(error)
+        return JsonResponse(found)
+
+
+def unknown_endpoint(request, rest=""):
+    """Any other path under /v1: a JSON 404 in the OpenAI shape naming what is served."""
+    from routing.urls import served_endpoints
+
+    served = ", ".join(served_endpoints())
+    message = (
+        f"This router does not serve {request.method} {request.path}. "
+        f"It serves: {served}. See the README's 'The API'."
+    )
+    return router_error_response(RouterError(404, message, "unknown_endpoint"))

@@ -1,8 +1,41 @@
-"""Admin for the decision log: read-only, filterable by what pinch did."""
+"""Admin for the decision log: read-only, filterable by what pinch did.
+
+The list shows what an operator looks for first (time, model, status, tokens
+in -> out, saved, cost, latency), formatted by ``metrics.formatting`` like the
+dashboard and the TUI; everything else is on the decision's page.
+"""
 
 from django.contrib import admin
+from django.utils import timezone
+from django.utils.html import format_html
 
+from metrics.formatting import (
+    format_cost,
+    format_count_or_missing,
+    format_latency,
+    format_tokens_in_out,
+)
 from routing.models import RouteDecision
+
+
+def _count(field: str, label: str):
+    """A read-only token count with thousands separators (the detail page's integers)."""
+
+    @admin.display(description=label, ordering=field)
+    def show(self, obj):
+        return format_count_or_missing(getattr(obj, field))
+
+    return show
+
+
+def _yes_no(field: str, label: str):
+    """A flag as a word: admin's red ✖ icon for "not streamed" reads as a failure."""
+
+    @admin.display(description=label, ordering=field)
+    def show(self, obj):
+        return "yes" if getattr(obj, field) else "no"
+
+    return show
 
 
 class PrunedFilter(admin.SimpleListFilter):
@@ -27,20 +60,16 @@ class RouteDecisionAdmin(admin.ModelAdmin):
     """Rows are written by the dispatcher only: the admin can look, not touch."""
 
     list_display = (
-        "created_at",
-        "path",
-        "requested_model",
-        "chosen_model",
-        "tier",
-        "status_code",
-        "stream",
-        "pinch_original_tokens",
-        "pinch_final_tokens",
+        "time",
+        "routed_to",
+        "status",
+        "tokens_in_out",
         "tokens_saved",
-        "relevance_used",
-        "upstream_latency_ms",
-        "api_key",
+        "cost",
+        "latency",
+        "key",
     )
+    list_display_links = ("time",)
     list_filter = ("path", "chosen_model", "tier", "status_code", PrunedFilter, "relevance_used")
     list_select_related = ("api_key",)
     date_hierarchy = "created_at"
@@ -59,9 +88,9 @@ class RouteDecisionAdmin(admin.ModelAdmin):
                     "upstream_model",
                     "tier",
                     "classifier",
-                    "measured_tokens",
-                    "estimated_cost_usd",
-                    "stream",
+                    "measured",
+                    "cost",
+                    "streamed",
                 ]
             },
         ),
@@ -69,13 +98,13 @@ class RouteDecisionAdmin(admin.ModelAdmin):
             "Pinch",
             {
                 "fields": [
-                    "pinch_original_tokens",
-                    "pinch_final_tokens",
+                    "pinch_original",
+                    "pinch_final",
                     "tokens_saved",
                     "pinch_summarized",
                     "pinch_tools",
-                    "relevance_used",
-                    "relevance_fallback",
+                    "relevance",
+                    "relevance_failed",
                 ]
             },
         ),
@@ -90,11 +119,11 @@ class RouteDecisionAdmin(admin.ModelAdmin):
                     "status_code",
                     "error",
                     "attempts",
-                    "upstream_latency_ms",
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "cached_tokens",
-                    "usage_estimated",
+                    "latency",
+                    "prompt",
+                    "completion",
+                    "cached",
+                    "usage_is_estimate",
                 ]
             },
         ),
@@ -107,9 +136,55 @@ class RouteDecisionAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [name for _, options in self.fieldsets for name in options["fields"]]
 
+    measured = _count("measured_tokens", "measured tokens")
+    pinch_original = _count("pinch_original_tokens", "pinch original tokens")
+    pinch_final = _count("pinch_final_tokens", "pinch final tokens")
+    prompt = _count("prompt_tokens", "prompt tokens")
+    completion = _count("completion_tokens", "completion tokens")
+    cached = _count("cached_tokens", "cached tokens")
+    streamed = _yes_no("stream", "streamed")
+    relevance = _yes_no("relevance_used", "relevance ordering used")
+    relevance_failed = _yes_no("relevance_fallback", "relevance failed (uniform pruning)")
+    usage_is_estimate = _yes_no("usage_estimated", "usage estimated by the router")
+
     @admin.display(description="tokens saved", ordering="tokens_saved")
     def tokens_saved(self, obj):
-        return obj.pinch_tokens_saved
+        saved = obj.pinch_tokens_saved
+        return "pinch off" if saved is None else format_count_or_missing(saved)
+
+    @admin.display(description="time (UTC)", ordering="created_at")
+    def time(self, obj):
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="model", ordering="chosen_model")
+    def routed_to(self, obj):
+        if obj.requested_model == obj.chosen_model:
+            return obj.chosen_model
+        return f"{obj.requested_model} → {obj.chosen_model}"
+
+    @admin.display(description="status", ordering="status_code")
+    def status(self, obj):
+        if obj.status_code is None:
+            return "—"
+        if obj.status_code >= 400:
+            return format_html('<span class="failed">{}</span>', obj.status_code)
+        return obj.status_code
+
+    @admin.display(description="tokens in → out", ordering="prompt_tokens")
+    def tokens_in_out(self, obj):
+        return format_tokens_in_out(obj.prompt_tokens, obj.completion_tokens, obj.usage_estimated)
+
+    @admin.display(description="est. prompt cost", ordering="estimated_cost_usd")
+    def cost(self, obj):
+        return format_cost(obj.estimated_cost_usd)
+
+    @admin.display(description="key", ordering="api_key__name")
+    def key(self, obj):
+        return "—" if obj.api_key is None else obj.api_key.name
+
+    @admin.display(description="latency", ordering="upstream_latency_ms")
+    def latency(self, obj):
+        return format_latency(obj.upstream_latency_ms)
 
     def has_add_permission(self, request):
         return False

@@ -1,16 +1,65 @@
-"""`manage.py check` (and migrate) validate the config file, naming a bad key."""
+"""What ``manage.py check`` and gunicorn's start-up say about the config file.
 
-from django.core.checks import Error, register
+An invalid or missing file is an error (one line naming the path or the key);
+a provider whose key variable is unset is a warning naming the variable and the
+models that cannot answer until it is set. gunicorn runs ``startup_report`` once,
+in its master, before any worker starts (router_project/gunicorn.conf.py).
+"""
 
-from routing.config import ConfigError
+from django.core.checks import Error, Warning, register
+
+from routing.config import ConfigError, RouterConfig
 
 
-@register()
-def config_file_is_valid(app_configs, **kwargs):
+def unset_key_warnings(config: RouterConfig) -> list[str]:
+    """One sentence per provider whose ``api_key_env`` names an unset variable."""
+    warnings = []
+    for name, provider in config.providers.items():
+        if not provider.api_key_env or provider.api_key():
+            continue
+        models = [m.id for m in config.models if m.provider == name]
+        warnings.append(
+            f"provider {name!r}: the environment variable {provider.api_key_env} is not set, "
+            f"so its models ({', '.join(models) or 'none'}) are skipped until it is "
+            "(set it before starting the router)"
+        )
+    return warnings
+
+
+def config_file_error() -> str | None:
+    """The config file's problem in one line, or None when it is valid."""
     from routing.config.store import check_config_file, config_path
 
     try:
         check_config_file()
     except ConfigError as error:
-        return [Error(f"{config_path()}: {error}", id="routing.E001")]
-    return []
+        message, path = str(error), str(config_path())
+        return message if path in message else f"{path}: {message}"
+    return None
+
+
+def startup_report() -> tuple[str | None, list[str]]:
+    """(the error that must stop the router, warnings to log) for the config file."""
+    from routing.config.store import check_config_file
+
+    error = config_file_error()
+    if error is not None:
+        return f"the router's config is invalid: {error}", []
+    return None, unset_key_warnings(check_config_file())
+
+
+@register()
+def config_file_is_valid(app_configs, **kwargs):
+    error = config_file_error()
+    return [] if error is None else [Error(error, id="routing.E001")]
+
+
+@register()
+def provider_keys_are_set(app_configs, **kwargs):
+    from routing.config.store import check_config_file
+
+    try:
+        config = check_config_file()
+    except ConfigError:
+        return []  # routing.E001 says why
+    return [Warning(text, id="routing.W001") for text in unset_key_warnings(config)]

@@ -25,8 +25,9 @@ class Strict(BaseModel):
 
 
 class ProviderConfig(Strict):
-    kind: Literal["openai"] = "openai"
-    base_url: str
+    # openai: any chat-completions API; demo: the built-in demo, which calls nothing
+    kind: Literal["openai", "demo"] = "openai"
+    base_url: str | None = None
     api_key_env: str | None = None
     timeout_seconds: float = Field(120.0, gt=0)
     connect_timeout_seconds: float = Field(5.0, gt=0)
@@ -34,6 +35,8 @@ class ProviderConfig(Strict):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value):
+        if value is None:
+            return value
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
@@ -46,12 +49,20 @@ class ProviderConfig(Strict):
             raise ValueError("must be the NAME of an environment variable, e.g. OPENAI_API_KEY")
         return value
 
+    @model_validator(mode="after")
+    def _url_unless_demo(self):
+        if self.kind != "demo" and not self.base_url:
+            raise ValueError("base_url: required for a provider of kind " + repr(self.kind))
+        return self
+
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     @property
     def shown_url(self) -> str:
         """base_url for messages and logs: a user:password@ in it is left out."""
+        if not self.base_url:
+            return ""
         parts = urlsplit(self.base_url)
         host = parts.hostname or ""
         if parts.port:
@@ -69,6 +80,8 @@ class ModelConfig(Strict):
     cached_prompt_price: float | None = Field(None, ge=0)
     completion_price: float = Field(0.0, ge=0)
     capabilities: tuple[Literal["tools", "vision", "json_mode"], ...] = ()
+    # false: served only when a request names it, never chosen for the auto model
+    routable: bool = True
 
     @property
     def send_as(self) -> str:

@@ -76,7 +76,11 @@ class ConfigSource:
         self._validated = {}
 
     def data(self) -> dict:
-        mtime = self.path.stat().st_mtime_ns
+        try:
+            mtime = self.path.stat().st_mtime_ns
+        except OSError as error:
+            # One line naming the path (ROUTER_CONFIG), not a traceback from stat().
+            raise ConfigError(f"cannot read config file {self.path}: {error.strerror}") from None
         with self._lock:
             if mtime != self._mtime:
                 self._data = read_config_file(self.path)

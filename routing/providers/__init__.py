@@ -8,11 +8,15 @@ import threading
 
 from routing.config import ProviderConfig
 from routing.providers.base import Provider, ProviderError, StreamReply, monotonic_ms
+from routing.providers.demo import DemoProvider
 from routing.providers.openai import OpenAICompatibleProvider
 
 __all__ = ["Provider", "ProviderError", "StreamReply", "monotonic_ms", "provider_for"]
 
-PROVIDER_CLASSES: dict[str, type[Provider]] = {"openai": OpenAICompatibleProvider}
+PROVIDER_CLASSES: dict[str, type[Provider]] = {
+    "openai": OpenAICompatibleProvider,
+    "demo": DemoProvider,
+}
 
 
 _lock = threading.Lock()

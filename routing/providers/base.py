@@ -18,7 +18,11 @@ RETRYABLE_STATUSES = {429, 500, 502, 503, 504}
 
 
 class ProviderError(Exception):
-    """An upstream call failed. ``kind``: connect, timeout, status or malformed."""
+    """An upstream call failed. ``kind``: connect, timeout, status, malformed or unconfigured.
+
+    ``unconfigured``: the provider's key variable is unset, so nothing was sent;
+    trying the same model again cannot help, the next candidate may.
+    """
 
     def __init__(self, kind: str, message: str, status: int | None = None, body=None):
         super().__init__(message)
@@ -32,6 +36,11 @@ class ProviderError(Exception):
         if self.kind in ("connect", "timeout"):
             return True
         return self.kind == "status" and self.status in RETRYABLE_STATUSES
+
+    @property
+    def next_model_may_help(self) -> bool:
+        """Whether a fallback candidate (another model, maybe another provider) is worth a try."""
+        return self.retryable or self.kind == "unconfigured"
 
 
 @dataclass
@@ -51,6 +60,17 @@ class Provider:
     def __init__(self, name: str, config: ProviderConfig):
         self.name = name
         self.config = config
+
+    def api_key(self) -> str | None:
+        """The key from the variable the config names; ``unconfigured`` when it is unset."""
+        key = self.config.api_key()
+        if self.config.api_key_env and not key:
+            raise ProviderError(
+                "unconfigured",
+                f"provider {self.name!r}: the environment variable "
+                f"{self.config.api_key_env} is not set",
+            )
+        return key
 
     def chat(self, body: dict, timeout: float | None = None) -> dict:
         raise NotImplementedError

@@ -27,7 +27,7 @@ class OpenAICompatibleProvider(Provider):
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
-        key = self.config.api_key()
+        key = self.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return headers

@@ -99,7 +99,9 @@ def test_daily_savings_is_one_query_and_agrees_with_pinch_summary(
         points = daily_savings(window, default_config)
 
     by_day = {p.day: p for p in points}
-    assert len(points) == 31 and points[-1].day == date(2026, 11, 30)
+    # The first saving is 3 days old: the chart shows a week, ending today.
+    assert len(points) == 7 and points[0].day == date(2026, 11, 24)
+    assert points[-1].day == date(2026, 11, 30)
     assert by_day[date(2026, 11, 30)].tokens == 1500
     # gpt-4.1 at $2/M and gpt-4.1-mini at $0.40/M (cache rate 0): the blended prompt price.
     assert by_day[date(2026, 11, 30)].dollars == pytest.approx(1000 * 2e-6 + 500 * 0.4e-6)
@@ -118,3 +120,43 @@ def test_daily_dollars_use_the_assumed_cache_rate(write_default_config, db):
 
     # gpt-4.1: half at $2.00, half at the cached $0.50 per 1M.
     assert points[-1].dollars == pytest.approx(1.25)
+
+
+def test_a_month_of_savings_starts_the_chart_at_the_first_saving(default_config, db):
+    seed(
+        decision(now=NOW, age=timedelta(days=12), saved=100),
+        decision(now=NOW, age=timedelta(days=1), saved=200),
+    )
+    points = daily_savings(summary_window(default_config, NOW), default_config)
+
+    assert [p.day for p in points][:1] == [date(2026, 11, 18)]
+    assert len(points) == 13 and points[-1].day == date(2026, 11, 30)
+    assert [p.tokens for p in points if p.tokens] == [100, 200]
+
+
+def test_savings_all_within_two_days_are_charted_by_the_hour(default_config, db):
+    seed(
+        decision(now=NOW, age=timedelta(minutes=10), saved=300),
+        decision(now=NOW, age=timedelta(hours=20, minutes=5), saved=100),
+    )
+    points = daily_savings(summary_window(default_config, NOW), default_config)
+
+    # From the first saving's hour (NOW - 21 h, 15:00 the day before) to NOW's hour.
+    assert points[0].day == datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
+    assert points[-1].day == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    assert len(points) == 22
+    assert (points[0].tokens, points[-1].tokens) == (100, 0)
+    assert points[-2].tokens == 300  # 11:50 is in the 11:00 hour
+    chart = savings_chart(points)
+    assert chart.hourly
+    assert chart.bars[0].title.startswith("2026-11-29 15:00: 100 tokens")
+    assert {t.label for t in chart.day_labels} >= {"15:00", "Nov 30 00:00"}
+
+
+def test_one_hour_of_savings_shows_half_a_day_of_hours(default_config, db):
+    seed(decision(now=NOW, age=timedelta(minutes=30), saved=500))
+    points = daily_savings(summary_window(default_config, NOW), default_config)
+
+    assert len(points) == 12  # not one bar at the right edge of thirty days
+    assert points[-1].day == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    assert points[-2].tokens == 500

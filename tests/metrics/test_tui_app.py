@@ -9,7 +9,9 @@ database afterwards.
 """
 
 import asyncio
+import re
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -17,7 +19,7 @@ from textual.widgets import DataTable, Static
 
 from metrics.formatting import CARD_KEYS
 from metrics.summary import pinch_summary
-from metrics.tui import RouterTui
+from metrics.tui import DECISION_COLUMNS, RouterTui
 from routing.auth import create_api_key
 from tests.support.decisions import decision, seed
 from tests.support.ports import refused_port
@@ -174,5 +176,50 @@ def test_q_quits():
             await pilot.press("q")
             await pilot.pause()
             assert not app.is_running
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_latency_reads_as_on_the_dashboard(live_server, router_config, client, staff_user):
+    fast, slow = seed(
+        decision(upstream_latency_ms=46.4, age=timedelta(minutes=1)),
+        decision(upstream_latency_ms=4_520.0, age=timedelta(minutes=2)),
+    )
+    _, token = create_api_key("tui", is_staff=True)
+    app = RouterTui(live_server.url, token, interval=60)
+    latency = DECISION_COLUMNS.index("latency")
+
+    async def scenario():
+        async with app.run_test(size=SCREEN) as pilot:
+            await until(pilot, lambda: app.fetches >= 1)
+            table = app.query_one("#decisions", DataTable)
+            return [table.get_row(str(row.pk))[latency] for row in (fast, slow)]
+
+    assert asyncio.run(scenario()) == ["46 ms", "4.5 s"]
+    client.force_login(staff_user)
+    dashboard = client.get("/dashboard/").content.decode()
+    assert re.findall(r'data-testid="latency">([^<]+)<', dashboard) == ["46 ms", "4.5 s"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_decision_list_scrolls_with_the_keys_and_draws_no_scrollbar(
+    live_server, router_config
+):
+    seed(*(decision(age=timedelta(minutes=i)) for i in range(50)))
+    _, token = create_api_key("tui", is_staff=True)
+    app = RouterTui(live_server.url, token, interval=60)
+
+    async def scenario():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.fetches >= 1)
+            table = app.query_one("#decisions", DataTable)
+            await until(pilot, lambda: table.max_scroll_y > 0)  # more rows than the screen holds
+            # No scrollbar: its thumb alone showed as a stray glyph mid-screen.
+            assert table.scrollbar_size_vertical == 0
+            table.focus()
+            for _ in range(45):
+                await pilot.press("down")
+            assert table.scroll_y > 0
 
     asyncio.run(scenario())

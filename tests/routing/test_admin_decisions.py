@@ -1,5 +1,6 @@
 """Django admin's route-decision log: read-only, with the pinch columns and filters."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -27,13 +28,84 @@ def test_the_list_shows_tokens_saved_and_the_useful_columns(staff_client, saving
     response = staff_client.get(CHANGELIST)
 
     assert response.status_code == 200
-    columns = response.context["cl"].list_display
-    for name in ("path", "chosen_model", "tier", "status_code", "tokens_saved"):
-        assert name in columns
     body = response.content.decode()
+    heads = re.findall(r'<th scope="col"[^>]*>(.*?)</th>', body, re.S)
+    labels = [" ".join(re.sub(r"<[^>]+>", " ", h).split()) for h in heads]
+    # What an operator looks for first, in this order; the rest is on a decision's page.
+    assert [label for label in labels if label] == [
+        "Time (UTC)",
+        "Model",
+        "Status",
+        "Tokens in → out",
+        "Tokens saved",
+        "Est. prompt cost",
+        "Latency",
+        "Key",
+    ]
     assert "tokens saved" in body.lower()
-    assert ">4500<" in body  # the 4,500-token saving, computed from original - final
+    assert ">4,500<" in body  # the 4,500-token saving, computed from original - final
     assert len(shown(response)) == len(savings_rows)
+
+
+def test_the_list_formats_numbers_money_and_latency(staff_client, db):
+    seed(
+        decision(
+            requested_model="auto",
+            chosen_model="gpt-4.1-mini",
+            prompt_tokens=123_456,
+            completion_tokens=7_890,
+            pinch_original_tokens=150_000,
+            pinch_final_tokens=123_000,
+            estimated_cost_usd=0.00000040000000000000003,
+            upstream_latency_ms=46.4,
+            stream=False,
+        ),
+        decision(
+            prompt_tokens=5,
+            completion_tokens=2,
+            usage_estimated=True,
+            upstream_latency_ms=4_520.0,
+            estimated_cost_usd=0.0493827,
+        ),
+    )
+    body = staff_client.get(CHANGELIST).content.decode()
+
+    for text in (
+        "auto → gpt-4.1-mini",
+        "123,456 → 7,890",
+        ">27,000<",
+        "$0.0000004",
+        "46 ms",
+        "≈ 5 → 2",
+        "4.5 s",
+        "$0.0494",
+    ):
+        assert text in body, text
+    assert "icon-no.svg" not in body  # no red ✖ for "not streamed" in the list
+    assert '<span class="failed">502</span>' not in body  # both rows answered 200
+
+
+def test_a_failed_status_stands_out_in_the_list(staff_client, db):
+    seed(decision(status_code=502), decision(status_code=200))
+    body = staff_client.get(CHANGELIST).content.decode()
+    assert '<td class="field-status"><span class="failed">502</span></td>' in body
+    assert '<td class="field-status">200</td>' in body
+
+
+def test_the_detail_page_shows_the_cost_and_counts_formatted(staff_client, db):
+    (row,) = seed(
+        decision(
+            estimated_cost_usd=0.00000040000000000000003,
+            measured_tokens=40_050,
+            upstream_latency_ms=46.4,
+            stream=False,
+        )
+    )
+    body = staff_client.get(f"{CHANGELIST}{row.pk}/change/").content.decode()
+
+    assert "$0.0000004" in body and "0.00000040000000000000003" not in body
+    assert "40,050" in body and "46 ms" in body
+    assert "icon-no.svg" not in body
 
 
 @pytest.mark.parametrize(

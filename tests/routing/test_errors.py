@@ -235,3 +235,78 @@ def test_a_config_file_broken_while_running_answers_500_naming_the_key(
         response = requests.get(live_server.url + path, headers=headers, timeout=10)
     error = assert_error(response, 500, "bad_config")
     assert "pinch.budget_tokens" in error["message"]
+
+
+def two_model_chain(router_config, first_provider, second_provider):
+    """auto's easy tier: ``first`` (cheaper) then ``second``, on the given providers."""
+    router_config["providers"]["keyless"] = {
+        **router_config["providers"]["up"],
+        "api_key_env": "ROUTER_TEST_UNSET_KEY",
+    }
+    router_config["models"] = [
+        {
+            "id": "first",
+            "provider": first_provider,
+            "upstream_model": "echo-1",
+            "tier": "easy",
+            "context_window": 32768,
+            "prompt_price": 0.1,
+        },
+        {
+            "id": "second",
+            "provider": second_provider,
+            "upstream_model": "echo-2",
+            "tier": "easy",
+            "context_window": 32768,
+            "prompt_price": 0.2,
+        },
+    ]
+    return router_config
+
+
+def test_when_every_candidate_fails_the_answer_says_what_was_tried_and_why(
+    post, router_config, write_config, upstream, monkeypatch, caplog
+):
+    monkeypatch.delenv("ROUTER_TEST_UNSET_KEY", raising=False)
+    write_config(two_model_chain(router_config, "down", "keyless"))
+
+    response = post({"model": "auto", "messages": HI})
+
+    error = assert_error(response, 502, "upstream_unavailable")
+    assert error["message"] == (
+        "No upstream answered. Tried first: cannot connect to provider 'down' at "
+        "http://127.0.0.1:9/v1 (2 tries); second: provider 'keyless': the environment "
+        "variable ROUTER_TEST_UNSET_KEY is not set."
+    )
+    assert upstream.received == []  # nothing is sent without the key
+    decision = RouteDecision.objects.get()
+    assert response.headers["X-Router-Model"] == decision.chosen_model == "second"
+    assert [a["result"] for a in decision.attempts] == ["connect", "connect", "unconfigured"]
+    assert "ROUTER_TEST_UNSET_KEY is not set" in decision.error
+    failures = [r for r in caplog.records if r.levelname == "WARNING" and "upstream" in r.msg]
+    assert len(failures) == 1  # one line per request, not one per attempt
+
+
+def test_a_provider_whose_key_is_unset_is_skipped_for_the_next_candidate(
+    post, router_config, write_config, upstream, monkeypatch
+):
+    monkeypatch.delenv("ROUTER_TEST_UNSET_KEY", raising=False)
+    write_config(two_model_chain(router_config, "keyless", "up"))
+
+    response = post({"model": "auto", "messages": HI})
+
+    assert response.status_code == 200, response.text
+    assert response.headers["X-Router-Model"] == "second"
+    assert [r["headers"]["Authorization"] for r in upstream.received] == [f"Bearer {PROVIDER_KEY}"]
+    decision = RouteDecision.objects.get()
+    assert [a["result"] for a in decision.attempts] == ["unconfigured", "ok"]
+
+
+def test_only_unset_keys_answer_provider_key_missing(
+    post, router_config, write_config, monkeypatch
+):
+    monkeypatch.delenv("ROUTER_TEST_UNSET_KEY", raising=False)
+    write_config(two_model_chain(router_config, "keyless", "keyless"))
+
+    error = assert_error(post({"model": "auto", "messages": HI}), 502, "provider_key_missing")
+    assert error["message"].count("ROUTER_TEST_UNSET_KEY is not set") == 2

@@ -40,7 +40,9 @@ def test_with_pinch_off_one_header_says_so_and_no_pinch_figures_are_sent(
     assert "X-Router-Pinch-Original-Tokens" not in reply.headers
     assert "X-Router-Pinch-Final-Tokens" not in reply.headers
     assert reply.headers["X-Router-Relevance"] == "no"
-    assert reply.headers["X-Router-Measured-Tokens"] == "0"
+    # "hi" is 0 tokens at characters / 3: the router counts 1, plus 3 for the
+    # message and 3 for the primed reply.
+    assert reply.headers["X-Router-Measured-Tokens"] == "7"
 
 
 def test_streamed_answers_carry_the_explain_headers(sdk, router_config):
@@ -93,7 +95,7 @@ def test_the_dry_run_and_the_replay_report_the_same_pinch_figures(
         record.capped,
         record.relevance_used,
     )
-    assert response.headers["X-Router-Measured-Tokens"] == str(record.final_tokens)
+    assert response.headers["X-Router-Pinch-Final-Tokens"] == str(record.final_tokens)
     # The two counts say which results changed where: before the window, and capped inside it.
     assert response.headers["X-Router-Pinch-Compressed"] == str(len(dry["compressed"]))
     assert response.headers["X-Router-Pinch-Capped"] == str(len(dry["capped"]))

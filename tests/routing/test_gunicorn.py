@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import openai
@@ -12,6 +11,7 @@ import requests
 import yaml
 
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
+from tests.support.gunicorn import wait_until_serving
 from tests.support.openai_upstream import ANSWER
 from tests.support.ports import listening_socket
 
@@ -66,19 +66,6 @@ def served_router(tmp_path, upstream):
         server.terminate()
         server.wait(20)
         listener.__exit__(None, None, None)
-
-
-def wait_until_serving(server, url, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            requests.get(url + "/v1/models", timeout=5)
-            return
-        except requests.RequestException:
-            if server.poll() is not None:
-                pytest.fail("gunicorn exited: " + server.stdout.read().decode())
-            time.sleep(0.2)
-    pytest.fail(f"gunicorn did not answer on {url} within {seconds}s")
 
 
 def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_router):

@@ -7,6 +7,7 @@ import pytest
 import requests
 
 from routing.models import RouteDecision
+from routing.selection import measure_prompt_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,7 +53,9 @@ def test_long_agent_conversation_arrives_upstream_pruned_with_other_messages_int
     assert decision.pinch_summarized == len(changed)
     sent_tokens = sum(len(m["content"]) // 3 for m in sent)
     assert decision.pinch_final_tokens == sent_tokens
-    assert decision.measured_tokens == sent_tokens
+    # The router's measure adds each message's overhead to pinch's characters / 3.
+    assert decision.measured_tokens == measure_prompt_tokens(sent, None)
+    assert decision.measured_tokens == sent_tokens + 3 * len(sent) + 3
     assert sum(decision.pinch_tools.values()) == len(changed)
 
 
@@ -77,7 +80,7 @@ def test_routed_window_choice_sees_the_pruned_size(
     assert reply.headers["X-Router-Tier"] == "medium"
     assert reply.headers["X-Router-Model"] == "text-only"
     decision = RouteDecision.objects.get()
-    assert decision.measured_tokens == decision.pinch_final_tokens <= 32768
+    assert decision.pinch_final_tokens < decision.measured_tokens <= 32768
     assert decision.pinch_original_tokens > 32768
 
 

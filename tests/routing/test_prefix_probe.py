@@ -7,7 +7,7 @@ import pytest
 from routing.classifier import classify
 from routing.config import validate_config
 from routing.prefix_probe import MemoryPrefixStore, PrefixProbe, conversation_key
-from tests.support.config import base_config
+from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
 
 
 def msgs(*texts):
@@ -83,7 +83,8 @@ def test_redis_down_degrades_to_memory_and_logs(caplog):
     assert "prefix_probe_redis_unavailable" in caplog.text
 
 
-def test_llm_classifier_uses_the_models_tier_word(upstream):
+def test_llm_classifier_uses_the_models_tier_word(upstream, monkeypatch):
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
     data = base_config(upstream.base_url)
     data["models"].append(
         {

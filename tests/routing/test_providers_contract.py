@@ -131,6 +131,18 @@ class ProviderContract:
         assert PROVIDER_KEY not in failed.value.message
         assert PROVIDER_KEY in json.dumps(upstream.received[-1]["headers"])
 
+    def test_an_unset_key_variable_is_unconfigured_and_nothing_is_sent(self, upstream, monkeypatch):
+        monkeypatch.delenv(PROVIDER_KEY_ENV)
+        provider = self.provider(upstream.base_url)
+        for call in (provider.chat, provider.chat_stream):
+            with pytest.raises(ProviderError) as failed:
+                call({"model": self.model("echo"), "messages": HELLO, "stream": True})
+            # Not worth a second try on the same model; the next candidate may answer.
+            assert failed.value.kind == "unconfigured" and not failed.value.retryable
+            assert failed.value.next_model_may_help
+            assert PROVIDER_KEY_ENV in failed.value.message
+        assert upstream.received == []
+
 
 class TestOpenAICompatibleProvider(ProviderContract):
     kind = "openai"

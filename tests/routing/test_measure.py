@@ -1,0 +1,40 @@
+"""The router's prompt measure: at least one token a non-empty message, plus the API's overhead.
+
+pinch's own estimate stays characters / 3 (its contract); only the measure the
+context window and the price see adds the floor and the overhead.
+"""
+
+import pytest
+
+from pinch import estimate_tokens
+from routing.selection import measure_prompt_tokens
+
+
+def user(content):
+    return {"role": "user", "content": content}
+
+
+@pytest.mark.parametrize(
+    "messages, tools, measured",
+    [
+        ([user("hi")], None, 1 + 3 + 3),  # "hi" is 0 at characters / 3
+        ([user("h")], None, 1 + 3 + 3),
+        ([user("")], None, 0 + 3 + 3),  # nothing to count but the message itself
+        ([user("x" * 300)], None, 100 + 3 + 3),
+        ([user("hi"), {"role": "assistant", "content": "ok"}, user("hi")], None, 3 * 4 + 3),
+        (
+            [{"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}],
+            None,
+            0 + 3 + 3,
+        ),
+        ([user([{"type": "text", "text": "abcdef"}])], None, 2 + 3 + 3),
+        ([user("hi")], [{"type": "function", "function": {"name": "f"}}], 7 + 16),
+    ],
+)
+def test_the_measure_counts_every_message(messages, tools, measured):
+    assert measure_prompt_tokens(messages, tools) == measured
+
+
+def test_pinchs_estimate_is_unchanged():
+    assert estimate_tokens("hi") == 0
+    assert estimate_tokens("x" * 300) == 100

@@ -1,0 +1,60 @@
+"""scripts/setup installs only when the dependencies changed, so a restart reinstalls nothing.
+
+Run in a copy of the project whose .venv/bin/python is a stand-in that records
+how it was called: the test sees exactly when pip would run, without running it.
+"""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def project_copy(tmp_path) -> Path:
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "setup", tmp_path / "scripts" / "setup")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "calls.log"}\n')
+    python.chmod(0o755)
+    return tmp_path
+
+
+def setup(project: Path, *args) -> list[str]:
+    """Run scripts/setup; return the pip commands it ran."""
+    log = project / "calls.log"
+    log.unlink(missing_ok=True)
+    result = subprocess.run(
+        ["bash", "scripts/setup", *args],
+        cwd=project,
+        check=True,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    )
+    assert result.stderr == ""  # nothing to alarm an operator on a plain restart
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_setup_installs_once_then_only_when_pyproject_changes(tmp_path):
+    project = project_copy(tmp_path)
+
+    first = setup(project)
+    assert first[-1] == "-m pip install --quiet -e ."
+    assert setup(project) == []  # a restart: nothing to install
+
+    with (project / "pyproject.toml").open("a") as file:
+        file.write("\n# a changed dependency list\n")
+    assert setup(project)[-1] == "-m pip install --quiet -e ."
+    assert setup(project) == []
+
+
+def test_the_test_tools_are_installed_when_first_asked_for(tmp_path):
+    project = project_copy(tmp_path)
+    setup(project)
+
+    assert setup(project, "--test")[-1] == "-m pip install --quiet -e .[test]"
+    assert setup(project, "--test") == []
+    assert setup(project) == []  # the test install holds the plain one
