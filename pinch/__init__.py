@@ -6,7 +6,7 @@ fail-closed call) lives in its own modules and is imported by full name where
 the request pipeline needs it.
 """
 
-from pinch.core import prune_context, trim_candidates
+from pinch.core import next_step_start, prune_context, trim_candidates
 from pinch.ranking import order_by_relevance
 from pinch.tokens import CHARS_PER_TOKEN, estimate_tokens, extract_text, last_user_text
 
@@ -15,6 +15,7 @@ __all__ = [
     "estimate_tokens",
     "extract_text",
     "last_user_text",
+    "next_step_start",
     "order_by_relevance",
     "prune_context",
     "trim_candidates",

@@ -89,6 +89,36 @@ def trim_candidates(
     return _tool_results(messages, 0, start)
 
 
+def next_step_start(
+    messages: Sequence[Any],
+    keep_last_turns: int = 4,
+    keep_last_tool_results: int | None = None,
+    window_step: int | None = None,
+    settled: bool = True,
+) -> int:
+    """Return the index of the first message a later prune step may rewrite.
+
+    Everything before it reaches the upstream the same way on the next turn
+    as on this one, whatever the agent appends, so it is the prefix worth a
+    prompt-cache breakpoint. ``len(messages)`` when no message can change.
+
+    Turn to turn the protected window only moves forward, and a step
+    compresses the tool results it leaves behind: the first one it can touch
+    is the first tool result at or after this turn's window start. That holds
+    when every candidate before the window already has its final form
+    (``settled``: this turn went over budget and the uniform pass compressed
+    them all). Otherwise (under budget, or a relevance order that left some
+    verbatim) the first step may start at the first candidate.
+    """
+    start = _protected_start(messages, keep_last_turns, keep_last_tool_results, window_step)
+    if not settled:
+        candidates = _tool_results(messages, 0, start)
+        if candidates:
+            return candidates[0]
+    later = _tool_results(messages, start, len(messages))
+    return later[0] if later else len(messages)
+
+
 def prune_context(
     messages: list[Any],
     budget_tokens: int = 50000,

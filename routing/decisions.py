@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from routing.models import RouteDecision
+from routing.pricing import billed_prompt_cost_usd
 
 
 def record_decision(plan, api_key=None) -> RouteDecision:
@@ -51,8 +52,18 @@ def finish_decision(decision_id: int, outcome) -> None:
         "prompt_tokens": outcome.prompt_tokens,
         "completion_tokens": outcome.completion_tokens,
         "cached_tokens": outcome.cached_tokens,
+        "cache_read_tokens": outcome.cache_read_tokens,
+        "cache_write_tokens": outcome.cache_write_tokens,
         "usage_estimated": outcome.usage_estimated,
     }
+    billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
+    if outcome.model is not None and billed:
+        fields["billed_prompt_cost_usd"] = billed_prompt_cost_usd(
+            outcome.model,
+            outcome.prompt_tokens,
+            outcome.cache_read_tokens,
+            outcome.cache_write_tokens,
+        )
     if outcome.model is not None:
         fields.update(
             chosen_model=outcome.model.id,

@@ -2,7 +2,9 @@
 
 On a connect error, a timeout before the first byte, or a 429/5xx, the same
 model is tried once more; on the routed path the next candidate follows (same
-tier by price, then the tiers above). A stream can be retried only while
+tier by price, then the tiers above). An upstream that says when to come back
+(``retry-after``) is waited for once when that is soon, and skipped for the
+next candidate when it is not. A stream can be retried only while
 nothing has reached the client, so the first event is read before the
 response starts. After that, events are relayed as they arrive, never
 buffered whole.
@@ -10,6 +12,7 @@ buffered whole.
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
 from django.http import HttpResponse, StreamingHttpResponse
@@ -22,6 +25,9 @@ from routing.providers import ProviderError, monotonic_ms, provider_for
 log = logging.getLogger(__name__)
 
 TRIES_PER_MODEL = 2  # the first try and one retry on the same model
+# A retry-after up to this is waited out before the retry on the same model;
+# a longer one would hold the client: the next candidate is tried instead.
+MAX_RETRY_AFTER_SECONDS = 5.0
 DONE_EVENT = b"data: [DONE]"
 
 
@@ -34,6 +40,8 @@ class Outcome:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
     usage_estimated: bool = False
     model: object = None
     cost_usd: float | None = None
@@ -43,8 +51,13 @@ class Outcome:
             return
         self.prompt_tokens = usage.get("prompt_tokens")
         self.completion_tokens = usage.get("completion_tokens")
-        details = usage.get("prompt_tokens_details") or {}
-        self.cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
+        details = usage.get("prompt_tokens_details")
+        details = details if isinstance(details, dict) else {}
+        self.cached_tokens = details.get("cached_tokens")
+        # Reads and writes of the provider's prompt cache, both inside prompt_tokens
+        # (OpenAI reports writes as cache_write_tokens; the Anthropic provider too).
+        self.cache_read_tokens = details.get("cached_tokens")
+        self.cache_write_tokens = details.get("cache_write_tokens")
 
 
 class UpstreamFailed(Exception):
@@ -54,20 +67,22 @@ class UpstreamFailed(Exception):
 
 
 def _call_with_fallback(plan, outcome: Outcome, send):
-    """Run ``send(provider, body)`` down the candidate chain; return (model, result, start_ms).
+    """Run ``send(provider, body, context)`` down the chain; return (model, result, start_ms).
 
-    A retryable failure is tried once more on the same model, then the next
-    candidate; an unset key variable skips to the next candidate at once; any
-    other failure (a 400 from the upstream, a malformed answer) ends the chain.
+    A retryable failure is tried once more on the same model (after waiting
+    out a short retry-after), then the next candidate; a long retry-after or
+    an unset key variable skips to the next candidate at once; any other
+    failure (a 400 from the upstream, a malformed answer) ends the chain.
     """
     last_error = None
     for model in plan.candidates:
         provider = provider_for(model.provider, plan.config.providers[model.provider])
         body = plan.upstream_body(model)
-        for _ in range(TRIES_PER_MODEL):
+        context = plan.call_context(model)
+        for attempt in range(TRIES_PER_MODEL):
             started = monotonic_ms()
             try:
-                result = send(provider, body)
+                result = send(provider, body, context)
             except ProviderError as error:
                 outcome.attempts.append(
                     {
@@ -86,6 +101,8 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                 if not error.next_model_may_help:
                     raise UpstreamFailed(error) from None
                 if not error.retryable:
+                    break
+                if attempt + 1 < TRIES_PER_MODEL and not _wait_to_retry(error):
                     break
                 continue
             outcome.attempts.append(
@@ -119,6 +136,16 @@ def tried(attempts: list) -> str:
         f"{model}: {reason}" + (f" ({tries} tries)" if tries > 1 else "")
         for model, reason, tries in groups
     )
+
+
+def _wait_to_retry(error: ProviderError) -> bool:
+    """Wait out a short retry-after and say True; False when the wait asked for is too long."""
+    if error.retry_after is None:
+        return True
+    if error.retry_after > MAX_RETRY_AFTER_SECONDS:
+        return False
+    time.sleep(error.retry_after)
+    return True
 
 
 def failure_response(error: ProviderError, attempts: list = ()):
@@ -161,7 +188,7 @@ def complete(plan, decision_id: int, headers: dict):
     outcome = Outcome()
     try:
         model, data, started = _call_with_fallback(
-            plan, outcome, lambda provider, body: provider.chat(body)
+            plan, outcome, lambda provider, body, context: provider.chat(body, context=context)
         )
     except UpstreamFailed as failure:
         return _fail(decision_id, outcome, failure, headers)
@@ -180,8 +207,8 @@ def stream(plan, decision_id: int, headers: dict):
     """Streamed answer: SSE events relayed as they arrive."""
     outcome = Outcome()
 
-    def open_stream(provider, body):
-        reply = provider.chat_stream(body)
+    def open_stream(provider, body, context):
+        reply = provider.chat_stream(body, context=context)
         try:
             first = next(reply.events)
         except StopIteration:

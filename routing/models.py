@@ -139,6 +139,18 @@ class RouteDecision(models.Model):
     prompt_tokens = models.IntegerField(null=True, blank=True)
     completion_tokens = models.IntegerField(null=True, blank=True)
     cached_tokens = models.IntegerField(null=True, blank=True)
+    cache_read_tokens = models.IntegerField(
+        null=True, blank=True, help_text="Prompt tokens read from the provider's cache."
+    )
+    cache_write_tokens = models.IntegerField(
+        null=True, blank=True, help_text="Prompt tokens written to the provider's cache."
+    )
+    billed_prompt_cost_usd = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The prompt as billed: uncached, cache-read and cache-written tokens "
+        "at the model's prices (NULL when usage was estimated).",
+    )
     usage_estimated = models.BooleanField(
         default=False, help_text="Usage is the router's estimate: the upstream reported none."
     )

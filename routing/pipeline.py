@@ -10,7 +10,7 @@ the dry run report is what the router does. Its order is a contract:
   the capability check follow in ``open_decision``, in one transaction.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
@@ -23,7 +23,8 @@ from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import prompt_cost_usd
-from routing.pruning import PinchOutcome, pinch_messages
+from routing.providers import CallContext
+from routing.pruning import PinchOutcome, pinch_messages, stable_prefixes
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 
@@ -39,6 +40,7 @@ class Plan:
     pinch: PinchOutcome | None
     measured_tokens: int
     prefix: tuple[int, int, int] | None
+    _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
     def model(self) -> ModelConfig:
@@ -63,6 +65,20 @@ class Plan:
             # usage chunk is only relayed if the caller asked for it too.
             body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         return body
+
+    def call_context(self, model: ModelConfig) -> CallContext:
+        return CallContext(model=model, stable_prefixes=self.stable_prefixes)
+
+    def stable_prefixes(self) -> tuple[int, int]:
+        """This turn's and the last turn's stable prefix (routing.pruning.stable_prefixes)."""
+        if self._stable_prefixes is None:
+            self._stable_prefixes = stable_prefixes(
+                self.request.messages,
+                self.config.pinch,
+                self.pinch,
+                tools_overhead_tokens(self.request.tools),
+            )
+        return self._stable_prefixes
 
 
 def unknown_model_error(config: RouterConfig, name: str) -> RouterError:

@@ -18,7 +18,15 @@ from bench.corpus import corpus_dir as corpus_dir_path
 from routing.auth import create_api_key
 from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
 from routing.config.source import set_dotted
-from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
+from tests.support.anthropic_upstream import AnthropicServer
+from tests.support.config import (
+    ANTHROPIC_KEY,
+    ANTHROPIC_KEY_ENV,
+    PROVIDER_KEY,
+    PROVIDER_KEY_ENV,
+    anthropic_config,
+    base_config,
+)
 from tests.support.decisions import decision, seed
 from tests.support.openai_upstream import UpstreamServer
 
@@ -30,6 +38,15 @@ def upstream():
     server = UpstreamServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def anthropic_upstream():
+    """The Anthropic Messages test server; every test ends with it having seen no protocol error."""
+    server = AnthropicServer().start()
+    yield server
+    server.stop()
+    assert server.protocol_errors == []
 
 
 @pytest.fixture
@@ -54,6 +71,15 @@ def router_config(upstream, write_config, monkeypatch):
     data = base_config(upstream.base_url)
     write_config(data)
     return copy.deepcopy(data)
+
+
+@pytest.fixture
+def claude_config(anthropic_upstream, upstream, write_config, monkeypatch, router_config):
+    """The standard config plus Claude models on the Anthropic test upstream; returns its data."""
+    monkeypatch.setenv(ANTHROPIC_KEY_ENV, ANTHROPIC_KEY)
+    data = anthropic_config(anthropic_upstream.base_url, upstream.base_url)
+    write_config(data)
+    return data
 
 
 @pytest.fixture

@@ -25,12 +25,17 @@ class Strict(BaseModel):
 
 
 class ProviderConfig(Strict):
-    # openai: any chat-completions API; demo: the built-in demo, which calls nothing
-    kind: Literal["openai", "demo"] = "openai"
+    # openai: any chat-completions API; anthropic: the Messages API (docs/anthropic.md);
+    # demo: the built-in demo, which calls nothing
+    kind: Literal["openai", "anthropic", "demo"] = "openai"
     base_url: str | None = None
     api_key_env: str | None = None
     timeout_seconds: float = Field(120.0, gt=0)
     connect_timeout_seconds: float = Field(5.0, gt=0)
+    # kind anthropic: the anthropic-version header (from 2026-10-21 the API takes
+    # no temperature/top_p: they are not sent), and anthropic-beta flags to send.
+    anthropic_version: str = "2026-10-21"
+    anthropic_beta: tuple[str, ...] = ()
 
     @field_validator("base_url")
     @classmethod
@@ -70,6 +75,19 @@ class ProviderConfig(Strict):
         return parts._replace(netloc=host).geturl()
 
 
+class ModelCacheConfig(Strict):
+    """The prompt cache of a model whose provider caches at explicit breakpoints (Anthropic)."""
+
+    # Shorter prefixes are not cached upstream: 1,024 to 4,096 tokens by model.
+    min_tokens: int = Field(1024, gt=0)
+    # "1h" keeps entries an hour instead of five minutes; writes cost 2x instead of 1.25x.
+    ttl: Literal["5m", "1h"] = "5m"
+
+    @property
+    def write_multiplier(self) -> float:
+        return 2.0 if self.ttl == "1h" else 1.25
+
+
 class ModelConfig(Strict):
     id: str = Field(min_length=1)
     provider: str
@@ -82,6 +100,9 @@ class ModelConfig(Strict):
     capabilities: tuple[Literal["tools", "vision", "json_mode"], ...] = ()
     # false: served only when a request names it, never chosen for the auto model
     routable: bool = True
+    # Sent as max_tokens when the client names none (Anthropic requires one).
+    default_max_tokens: int | None = Field(None, gt=0)
+    cache: ModelCacheConfig | None = None
 
     @property
     def send_as(self) -> str:

@@ -7,15 +7,24 @@ classes are registered by the ``kind`` a provider's config names.
 import threading
 
 from routing.config import ProviderConfig
-from routing.providers.base import Provider, ProviderError, StreamReply, monotonic_ms
+from routing.providers.anthropic import AnthropicProvider
+from routing.providers.base import CallContext, Provider, ProviderError, StreamReply, monotonic_ms
 from routing.providers.demo import DemoProvider
 from routing.providers.openai import OpenAICompatibleProvider
 
-__all__ = ["Provider", "ProviderError", "StreamReply", "monotonic_ms", "provider_for"]
+__all__ = [
+    "CallContext",
+    "Provider",
+    "ProviderError",
+    "StreamReply",
+    "monotonic_ms",
+    "provider_for",
+]
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
     "openai": OpenAICompatibleProvider,
     "demo": DemoProvider,
+    "anthropic": AnthropicProvider,
 }
 
 

@@ -9,12 +9,14 @@ whether trying again may help.
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from routing.config import ProviderConfig
+from routing.config import ModelConfig, ProviderConfig
 
-# Statuses worth a second try: rate limits and server-side failures.
-RETRYABLE_STATUSES = {429, 500, 502, 503, 504}
+# Statuses worth a second try: rate limits and server-side failures (529:
+# Anthropic's "overloaded").
+RETRYABLE_STATUSES = {429, 500, 502, 503, 504, 529}
 
 
 class ProviderError(Exception):
@@ -22,14 +24,25 @@ class ProviderError(Exception):
 
     ``unconfigured``: the provider's key variable is unset, so nothing was sent;
     trying the same model again cannot help, the next candidate may.
+
+    ``retry_after``: the seconds the upstream asked us to wait (its
+    ``retry-after`` header), None when it said nothing.
     """
 
-    def __init__(self, kind: str, message: str, status: int | None = None, body=None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        status: int | None = None,
+        body=None,
+        retry_after: float | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.status = status
         self.body = body
+        self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:
@@ -54,6 +67,21 @@ class StreamReply:
         self.response.close()
 
 
+@dataclass(frozen=True)
+class CallContext:
+    """What a provider may need beside the body: the model's config, pinch's stable prefixes.
+
+    ``stable_prefixes()``: (how many leading messages of the body the next
+    turn's pruning will send unchanged, the same figure for the previous
+    turn), all of them when pinch is off. A provider whose cache needs
+    explicit breakpoints puts them there (routing.pruning.stable_prefixes).
+    A call, computed once a request and only for a provider that asks.
+    """
+
+    model: ModelConfig
+    stable_prefixes: Callable[[], tuple[int, int]]
+
+
 class Provider:
     """Base: send a chat-completions body, get JSON back or a stream of SSE events."""
 
@@ -72,10 +100,12 @@ class Provider:
             )
         return key
 
-    def chat(self, body: dict, timeout: float | None = None) -> dict:
+    def chat(
+        self, body: dict, timeout: float | None = None, context: CallContext | None = None
+    ) -> dict:
         raise NotImplementedError
 
-    def chat_stream(self, body: dict) -> StreamReply:
+    def chat_stream(self, body: dict, context: CallContext | None = None) -> StreamReply:
         raise NotImplementedError
 
 
@@ -93,7 +123,19 @@ def error_from_response(response, provider_name, api_key=None) -> ProviderError:
         detail = body["error"].get("message")
         if detail:
             message += f": {detail}"
-    return ProviderError("status", message, response.status_code, body)
+    return ProviderError(
+        "status", message, response.status_code, body, retry_after_seconds(response)
+    )
+
+
+def retry_after_seconds(response) -> float | None:
+    """The upstream's ``retry-after`` in seconds (the HTTP-date form is not used by APIs)."""
+    value = response.headers.get("retry-after")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None
 
 
 def monotonic_ms() -> float:

@@ -61,7 +61,7 @@ class DemoProvider(Provider):
             "system_fingerprint": "router-demo",
         }
 
-    def chat(self, body: dict, timeout: float | None = None) -> dict:
+    def chat(self, body: dict, timeout: float | None = None, context=None) -> dict:
         answer = demo_answer(body)
         return {
             **self._envelope(body, "chat.completion"),
@@ -75,7 +75,7 @@ class DemoProvider(Provider):
             "usage": self._usage(body, answer),
         }
 
-    def chat_stream(self, body: dict) -> StreamReply:
+    def chat_stream(self, body: dict, context=None) -> StreamReply:
         answer = demo_answer(body)
         envelope = self._envelope(body, "chat.completion.chunk")
 

@@ -4,27 +4,19 @@ import json
 import threading
 import time
 
-import openai
 import pytest
 
 from routing.models import RouteDecision
 from tests.support.config import PROVIDER_KEY
 from tests.support.openai_upstream import ANSWER
+from tests.support.router import only_decision, openai_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def sdk(live_server, router_config, api_key):
-    return openai.OpenAI(
-        base_url=live_server.url + "/v1", api_key=api_key, max_retries=0, timeout=20
-    )
-
-
-def only_decision():
-    rows = list(RouteDecision.objects.all())
-    assert len(rows) == 1, rows
-    return rows[0]
+    return openai_client(live_server, api_key)
 
 
 def test_plain_answer_comes_back_and_is_recorded(sdk, upstream):
@@ -200,7 +192,7 @@ def test_a_retryable_failure_is_retried_once_on_the_same_model(
         }
     )
     write_config(router_config)
-    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
+    sdk = openai_client(live_server, api_key)
     reply = sdk.chat.completions.create(model="flaky", messages=[{"role": "user", "content": "x"}])
     assert reply.choices[0].message.content == ANSWER
     decision = only_decision()
@@ -227,7 +219,7 @@ def test_routed_request_falls_back_to_the_next_candidate(
         },
     )
     write_config(router_config)
-    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
+    sdk = openai_client(live_server, api_key)
     reply = sdk.chat.completions.create(model="auto", messages=[{"role": "user", "content": "hi"}])
     assert reply.choices[0].message.content == ANSWER
     decision = only_decision()
@@ -252,7 +244,7 @@ def test_a_stream_is_retried_while_nothing_reached_the_client(
         }
     )
     write_config(router_config)
-    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
+    sdk = openai_client(live_server, api_key)
     chunks = list(
         sdk.chat.completions.create(
             model="flaky", messages=[{"role": "user", "content": "x"}], stream=True

@@ -14,6 +14,7 @@ import pytest
 
 from routing.config import ProviderConfig
 from routing.providers import PROVIDER_CLASSES, Provider, ProviderError
+from tests.support.anthropic_upstream import AnthropicServer
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV
 from tests.support.openai_upstream import UpstreamServer
 from tests.support.ports import refused_port
@@ -162,3 +163,24 @@ class TestOpenAICompatibleProvider(ProviderContract):
         server = UpstreamServer().start()
         yield server
         server.stop()
+
+
+class TestAnthropicProvider(ProviderContract):
+    kind = "anthropic"
+    SCENARIOS = {
+        "echo": "claude-contract",
+        "tools": "claude-contract",  # the Anthropic fake calls the first tool offered
+        "fail-500": "claude-fail-500-99-contract",
+        "fail-400": "claude-fail-400-99-contract",
+        "hang": "claude-hang-contract",
+    }
+
+    def model(self, scenario: str) -> str:
+        return self.SCENARIOS[scenario]
+
+    @pytest.fixture
+    def upstream(self):
+        server = AnthropicServer().start()
+        yield server
+        server.stop()
+        assert server.protocol_errors == []

@@ -73,3 +73,46 @@ def base_config(upstream_url: str) -> dict:
         },
         "objective": {"assumed_cache_rate": 0.0, "billing_reset_day": None},
     }
+
+
+ANTHROPIC_KEY_ENV = "TEST_ANTHROPIC_KEY"
+ANTHROPIC_KEY = "sk-ant-test-secret-456"
+
+
+def claude_model(model_id, tier="medium", price=3.0, upstream=None, **extra):
+    """A Claude model on the Anthropic test upstream (provider ``claude``)."""
+    return {
+        "id": model_id,
+        "provider": "claude",
+        "upstream_model": upstream or model_id,
+        "tier": tier,
+        "context_window": 200000,
+        "prompt_price": price,
+        "cached_prompt_price": price / 10,
+        "completion_price": price * 5,
+        "capabilities": ["tools", "vision", "json_mode"],
+        "cache": {"min_tokens": 1024},
+        **extra,
+    }
+
+
+def anthropic_config(anthropic_url: str, openai_url: str) -> dict:
+    """The standard config plus provider ``claude`` (kind anthropic) and its models."""
+    data = base_config(openai_url)
+    data["providers"]["claude"] = {
+        "kind": "anthropic",
+        "base_url": anthropic_url,
+        "api_key_env": ANTHROPIC_KEY_ENV,
+        "anthropic_beta": ["test-beta-2026-01-01"],
+        "timeout_seconds": 5,
+        "connect_timeout_seconds": 1,
+    }
+    data["models"] += [
+        claude_model("claude-echo"),
+        claude_model("claude-parallel"),
+        claude_model("claude-slow"),
+        claude_model("claude-streamerror"),
+        claude_model("claude-refuse"),
+        claude_model("claude-text-only", capabilities=[]),
+    ]
+    return data

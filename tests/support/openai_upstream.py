@@ -20,30 +20,20 @@ Every request is kept in ``server.received`` (path, headers, raw body bytes).
 
 import json
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.local_server import LocalHandler, LocalServer
 
 ANSWER = "Hello from the test upstream."
 
 
-class UpstreamHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class UpstreamHandler(LocalHandler):
     def do_GET(self):
         self._json(200, {"object": "list", "data": []})
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        raw = self._read_request()
         server = self.server
-        with server.lock:
-            server.received.append(
-                {"path": self.path, "headers": dict(self.headers.items()), "body": raw}
-            )
         try:
             body = json.loads(raw)
         except ValueError:
@@ -52,10 +42,7 @@ class UpstreamHandler(BaseHTTPRequestHandler):
         failing = re.match(r"fail-(\d+)-(\d+)", model)
         if failing:
             status, times = int(failing.group(1)), int(failing.group(2))
-            with server.lock:
-                seen = server.counts.get(model, 0)
-                server.counts[model] = seen + 1
-            if seen < times:
+            if server.within_first(model, times):
                 return self._json(
                     status, {"error": {"message": f"scripted {status}", "type": "x", "code": None}}
                 )
@@ -182,55 +169,24 @@ class UpstreamHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _write_chunk(self, data: bytes):
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
     def _json(self, status, payload):
         self._raw(status, json.dumps(payload).encode(), "application/json")
 
-    def _raw(self, status, data, content_type):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-
-class UpstreamServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class UpstreamServer(LocalServer):
     def __init__(self, address=("127.0.0.1", 0)):
         super().__init__(address, UpstreamHandler)
-        self.lock = threading.Lock()
-        self.received = []
-        self.counts = {}
-        self.release = threading.Event()
-        self.stopping = threading.Event()
-        self.stream_finished = threading.Event()
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
     def base_url(self):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self.stopping.set()
-        self.release.set()
-        self.shutdown()
-        self.server_close()
-
     def bodies(self):
         return [json.loads(r["body"]) for r in self.received]
 
 
-if __name__ == "__main__":  # python tests/support/openai_upstream.py PORT — for benchmarks by hand
+if __name__ == "__main__":  # python -m tests.support.openai_upstream PORT — for benchmarks by hand
     import sys
 
     server = UpstreamServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 9099))

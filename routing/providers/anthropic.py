@@ -1,0 +1,126 @@
+"""The Anthropic Messages provider: Claude models behind the chat-completions front.
+
+It takes the chat-completions body the dispatcher sends every provider,
+translates it (routing.protocols.anthropic), places prompt-cache breakpoints
+on the prefix pinch will not rewrite, POSTs ``{base_url}/v1/messages``, and
+answers chat-completions JSON or chat-completions SSE events, so the
+dispatcher's retries, fallback and relay work as for any provider.
+
+The key (``x-api-key``) comes from the environment variable the config
+names; it is never logged, and a key quoted in an error is redacted before
+the error is relayed.
+"""
+
+import json
+
+from routing.protocols.anthropic import errors as anthropic_errors
+from routing.protocols.anthropic.cache import place_breakpoints
+from routing.protocols.anthropic.request import TranslationError, to_messages_request
+from routing.protocols.anthropic.response import to_chat_completion
+from routing.protocols.anthropic.stream import chat_chunks
+from routing.providers.base import CallContext, ProviderError, StreamReply, error_from_response
+from routing.providers.http import HttpProvider
+from routing.providers.sse import split_sse_events
+
+# Without a model config (no cache block) a prefix under this is not worth a breakpoint.
+DEFAULT_MIN_CACHE_TOKENS = 1024
+
+
+class AnthropicProvider(HttpProvider):
+    def _headers(self) -> dict:
+        headers = {
+            "Content-Type": "application/json",
+            "anthropic-version": self.config.anthropic_version,
+        }
+        if self.config.anthropic_beta:
+            headers["anthropic-beta"] = ",".join(self.config.anthropic_beta)
+        key = self.api_key()
+        if key:
+            headers["x-api-key"] = key
+        return headers
+
+    def messages_body(self, body: dict, context: CallContext | None) -> dict:
+        """The Messages request for a chat-completions body, breakpoints placed."""
+        model = context.model if context else None
+        try:
+            request = to_messages_request(
+                body,
+                model.default_max_tokens if model else None,
+                self.config.anthropic_version,
+            )
+        except TranslationError as error:
+            raise ProviderError(
+                "status",
+                f"provider {self.name!r}: {error.message}",
+                400,
+                anthropic_errors.openai_error_body(
+                    "invalid_request_error", error.message, error.param
+                ),
+            ) from None
+        cache = model.cache if model else None
+        everything = len(body["messages"])
+        stable, previous = context.stable_prefixes() if context else (everything, everything)
+        place_breakpoints(
+            request,
+            stable,
+            previous,
+            cache.min_tokens if cache else DEFAULT_MIN_CACHE_TOKENS,
+            cache.ttl if cache else "5m",
+        )
+        return request.body
+
+    def _post(self, body: dict, context, stream: bool, read_timeout: float):
+        data = json.dumps(self.messages_body(body, context), ensure_ascii=False).encode()
+        url = f"{self.config.base_url}/v1/messages"
+        response = self._send(url, data, self._headers(), stream, read_timeout)
+        if response.status_code != 200:
+            try:
+                raise self._status_error(response)
+            finally:
+                response.close()
+        return response
+
+    def chat(
+        self, body: dict, timeout: float | None = None, context: CallContext | None = None
+    ) -> dict:
+        response = self._post(
+            body, context, stream=False, read_timeout=timeout or self.config.timeout_seconds
+        )
+        try:
+            message = self._json_body(response)
+        finally:
+            response.close()
+        if message.get("type") != "message" or not isinstance(message.get("content"), list):
+            raise ProviderError("malformed", f"provider {self.name!r} answered without a message")
+        return to_chat_completion(message)
+
+    def chat_stream(self, body: dict, context: CallContext | None = None) -> StreamReply:
+        response = self._post(body, context, stream=True, read_timeout=self.config.timeout_seconds)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = split_sse_events(self._read_chunks(response))
+        return StreamReply(response, self._chunks(events, include_usage))
+
+    def _chunks(self, events, include_usage: bool):
+        try:
+            done = False
+            for event in chat_chunks(events, include_usage):
+                done = event == b"data: [DONE]"
+                yield event
+        except anthropic_errors.StreamError as error:
+            # Before anything reached the client (an error as the first event),
+            # the dispatcher may still retry it, by its status.
+            raise ProviderError(
+                "status",
+                f"provider {self.name!r} stream error: {error}",
+                anthropic_errors.STATUSES.get(error.error_type, 500),
+                anthropic_errors.openai_error_body(error.error_type, error.message),
+            ) from None
+        if not done:
+            raise ProviderError("connect", f"provider {self.name!r} stream ended mid-answer")
+
+    def _status_error(self, response) -> ProviderError:
+        error = error_from_response(response, self.name, self.config.api_key())
+        # The same failure, in the error shape our chat-completions clients read.
+        error_type, detail = anthropic_errors.error_parts(error.body)
+        error.body = anthropic_errors.openai_error_body(error_type, detail or error.message)
+        return error

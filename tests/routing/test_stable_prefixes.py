@@ -1,0 +1,45 @@
+"""stable_prefixes: where this turn's and the last turn's stable prefixes end, as dispatch asks.
+
+pinch.next_step_start is property-tested in tests/pinch; this pins what the
+request edge feeds it: pinch off, over or under the budget, and the previous
+request being the conversation before the model's latest answer.
+"""
+
+from routing.config import PinchConfig
+from routing.pruning import pinch_messages, stable_prefixes
+
+PINCH = PinchConfig(
+    budget_tokens=3000, keep_last_turns=4, keep_last_tool_results=2, window_step=None
+)
+
+
+def session(results, size=3000):
+    messages = [{"role": "user", "content": "fix it"}]
+    for i in range(results):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "sh"}}],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "x" * size})
+    return messages
+
+
+def test_with_pinch_off_every_message_is_stable():
+    messages = session(5)
+    assert stable_prefixes(messages, PINCH, None, 0) == (11, 11)
+
+
+def test_over_budget_the_prefix_ends_at_the_window_and_the_last_turns_one_step_back():
+    messages = session(5)  # results at 2, 4, 6, 8, 10; the window keeps 8 and 10
+    _, outcome = pinch_messages(messages, PINCH, 0)
+    # The last request ended before the latest answer (message 9): its window kept 6 and 8.
+    assert stable_prefixes(messages, PINCH, outcome, 0) == (8, 6)
+
+
+def test_under_budget_the_first_step_may_land_on_the_first_candidate():
+    messages = session(5, size=30)
+    _, outcome = pinch_messages(messages, PINCH, 0)
+    assert stable_prefixes(messages, PINCH, outcome, 0) == (2, 2)
