@@ -254,6 +254,25 @@ def test_breakpoints_never_touch_the_callers_messages():
     ]
 
 
+def test_our_breakpoints_before_a_clients_one_hour_breakpoint_last_an_hour_too():
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    messages = [
+        {"role": "system", "content": "s" * 5000},
+        {"role": "user", "content": "u" * 5000},
+        {"role": "assistant", "content": [{"type": "text", "text": "a", "cache_control": hour}]},
+        {"role": "user", "content": "v" * 5000},
+    ]
+    request = to_messages_request({"model": "c", "messages": messages})
+    marked = place_breakpoints(request, 2, 2, min_tokens=1024, ttl="5m")
+    assert [b["cache_control"] for b in marked] == [
+        hour,  # system: ours, before the client's hour
+        hour,  # the stable prefix (the first user message): ours, before it too
+        hour,  # the client's
+        {"type": "ephemeral"},  # the latest message: ours, after it, the model's 5 minutes
+    ]
+    check_request(request.body)
+
+
 STOP_REASONS = [
     ("end_turn", "stop"),
     ("stop_sequence", "stop"),
@@ -475,6 +494,21 @@ def test_the_fake_refuses_what_the_api_refuses():
     # The fake is what the translation is checked against: it must be able to say no.
     with pytest.raises(RequestRejected):
         check_request({"model": "c", "max_tokens": 5, "messages": [], "temperature": 1})
+    short, long = {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}
+    with pytest.raises(RequestRejected):
+        check_request(
+            {
+                "model": "c",
+                "max_tokens": 5,
+                "system": [{"type": "text", "text": "s", "cache_control": short}],
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "u", "cache_control": long}],
+                    }
+                ],
+            }
+        )
     with pytest.raises(RequestRejected):
         check_request(
             {

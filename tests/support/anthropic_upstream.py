@@ -8,7 +8,8 @@ held to the protocol from both sides with the official ``anthropic`` SDK:
   rules the SDK cannot express (alternating turns, every ``tool_use``
   answered by a ``tool_result`` at the start of the next user turn, tools
   defined when the history has tool blocks, at most 4
-  ``cache_control`` breakpoints, a thinking budget of at least 1,024 below
+  ``cache_control`` breakpoints with no 1-hour one after a 5-minute one, a
+  thinking budget of at least 1,024 below
   ``max_tokens``); a request that breaks one gets the API's 400;
 - every answer, event and error it sends is first parsed with the SDK's
   response types (``Message``, ``RawMessageStreamEvent``, ``ErrorResponse``).
@@ -209,6 +210,16 @@ def check_request(body, version: str = SAMPLING_REMOVED_IN) -> None:
             "Expected `thinking` or `redacted_thinking`, but found "
             f"`{last[0].get('type')}`. When `thinking` is enabled, a final `assistant` "
             "message must start with a thinking block."
+        )
+    ttls = [
+        block["cache_control"].get("ttl", "5m")
+        for _, block in prefix_blocks(body)
+        if "cache_control" in block
+    ]
+    last_long = max((i for i, ttl in enumerate(ttls) if ttl == "1h"), default=-1)
+    if last_long > 0 and "5m" in ttls[:last_long]:
+        raise RequestRejected(
+            "A cache_control block with ttl='1h' must not come after one with ttl='5m'."
         )
     if len(cache_blocks(body)) > MAX_BREAKPOINTS:
         raise RequestRejected(

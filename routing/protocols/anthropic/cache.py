@@ -21,7 +21,8 @@ In that order of worth, as many as the 4 allow after the client's own
 breakpoints (kept, and counted). A breakpoint whose prefix is shorter than
 the model's minimum cacheable length would be ignored upstream and is not
 placed. A 1-hour TTL is used when the model's config asks for it, except
-after a client's 5-minute breakpoint: longer TTLs must come first.
+after a client's 5-minute breakpoint, and before a client's 1-hour one
+whatever the config says: longer TTLs must come first.
 """
 
 from __future__ import annotations
@@ -77,21 +78,28 @@ def place_breakpoints(
         if len(chosen) == room:
             break
 
+    marked = [b for b in blocks if "cache_control" in b or any(b is c for c in chosen)]
+    # TTLs may only shorten along the prefix: ours before a client's 1-hour
+    # breakpoint last an hour too, ours after a client's 5-minute one cannot.
+    client_long = [i for i, b in enumerate(marked) if _ttl(b) == TTL_1H]
     long_ttl_allowed = ttl == TTL_1H
-    marked = []
-    for block in blocks:
-        own = any(block is b for b in chosen)
-        if not own and "cache_control" not in block:
-            continue
-        if not own:
-            if block["cache_control"].get("ttl") != TTL_1H:
+    for i, block in enumerate(marked):
+        if "cache_control" in block:
+            if _ttl(block) != TTL_1H:
                 long_ttl_allowed = False
-        else:
-            block["cache_control"] = (
-                {"type": "ephemeral", "ttl": TTL_1H} if long_ttl_allowed else {"type": "ephemeral"}
-            )
-        marked.append(block)
+            continue
+        long = long_ttl_allowed or (client_long and i < client_long[-1])
+        block["cache_control"] = (
+            {"type": "ephemeral", "ttl": TTL_1H} if long else {"type": "ephemeral"}
+        )
     return marked
+
+
+def _ttl(block: dict) -> str | None:
+    control = block.get("cache_control")
+    if not isinstance(control, dict):
+        return None
+    return control.get("ttl", "5m")
 
 
 def _message_block(body: dict, block_of: list, index: int):
