@@ -252,7 +252,7 @@ def _tool_result(message: dict, where: str) -> dict:
     if isinstance(content, list):
         # A breakpoint the client set on a part of the result marks the result.
         for part in content:
-            if isinstance(part, dict) and part.get("cache_control"):
+            if isinstance(part, dict) and isinstance(part.get("cache_control"), dict):
                 block["cache_control"] = dict(part["cache_control"])
                 for inner in block["content"]:
                     inner.pop("cache_control", None)
