@@ -539,6 +539,11 @@ json_values = st.recursive(
 parts = st.lists(
     st.one_of(
         st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=5)),
+        st.builds(
+            lambda t, c: {"type": "text", "text": t, "cache_control": c},
+            st.text(min_size=1, max_size=5),
+            st.one_of(st.just({"type": "ephemeral"}), json_values),
+        ),
         st.just({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
         st.just({"type": "image_url", "image_url": {"url": "https://x/y.png"}}),
         json_values,
@@ -623,3 +628,17 @@ def test_every_request_of_every_corpus_session_is_one_the_messages_api_takes(cor
             check_request(request.body)
             checked += 1
     assert checked > 2000
+
+
+@pytest.mark.parametrize("marker", ["yes", True, 5, ["type", "ephemeral"]])
+def test_a_client_cache_control_that_is_not_an_object_is_left_out(marker):
+    part = {"type": "text", "text": "r", "cache_control": marker}
+    body = translate(
+        [
+            {"role": "user", "content": [part]},
+            {"role": "assistant", "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "toolu_1", "content": [part]},
+        ],
+        tools=[TOOL],
+    )
+    assert "cache_control" not in json.dumps(body)
