@@ -156,8 +156,12 @@ def failure_response(error: ProviderError, attempts: list = ()):
             response = HttpResponse(
                 json.dumps(body), status=error.status, content_type="application/json"
             )
-            return response
-        return error_response(error.status, error.message, "upstream_error")
+        else:
+            response = error_response(error.status, error.message, "upstream_error")
+        if error.retry_after is not None:
+            # The client may wait as the upstream asked (the SDKs honour it).
+            response["Retry-After"] = f"{error.retry_after:g}"
+        return response
     message = error.message
     if attempts:
         message = f"No upstream answered. Tried {tried(attempts)}."

@@ -460,6 +460,18 @@ def test_a_short_retry_after_is_waited_out_before_the_retry(
     assert time.monotonic() - started >= 1.0
 
 
+def test_the_upstreams_retry_after_reaches_the_client_when_every_try_failed(
+    live_server, claude_config, write_config, api_key, anthropic_upstream
+):
+    claude_config["models"].append(claude_model("limited", upstream="claude-fail-429-9-ra60-x"))
+    write_config(claude_config)
+    with pytest.raises(openai.RateLimitError) as caught:
+        openai_client(live_server, api_key).chat.completions.create(model="limited", messages=HI)
+    assert caught.value.response.headers["retry-after"] == "60"
+    # A minute is too long to hold the client: one try, no retry on the same model.
+    assert [a["status"] for a in only_decision().attempts] == [429]
+
+
 def routed_claude_first(claude_config, upstream_model):
     """A cheapest easy-tier Claude model that fails, ahead of the OpenAI-compatible echo-small."""
     claude_config["models"].insert(
