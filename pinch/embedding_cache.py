@@ -18,25 +18,22 @@ or two versions of one, never read each other's features.
 Two tiers. The process tier is an LRU bounded by bytes. With a Redis URL, a
 second tier is shared by every worker and host, so a conversation that moves
 between workers is still warm. Redis is an optimisation, never a dependency:
-any Redis error is logged once, the process tier carries on alone, and Redis
-is tried again after a pause.
+it is reached through the process's shared breaker (pinch/shared_redis.py), so
+a Redis error is logged once, the process tier carries on alone, and Redis is
+tried again after a pause, by one caller.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from pinch.embedders.base import Embedder, EmbeddingError
-
-logger = logging.getLogger("pinch.relevance.cache")
+from pinch.shared_redis import RedisUnavailable, SharedRedis, shared_redis
 
 # Process tier budget: ~19,000 builtin features (3.4 KB each) or ~20,000
 # 768-dimension vectors, far more than the live sessions of one worker.
@@ -49,14 +46,6 @@ ENTRY_OVERHEAD_BYTES = 160
 # Redis keys live a day: long enough for a session resumed after lunch,
 # short enough that an abandoned one does not hold memory for long.
 REDIS_TTL_SECONDS = 24 * 3600
-
-# Redis answers in well under a millisecond on a LAN; a quarter second means
-# it is in trouble, and the request must not wait on it.
-REDIS_TIMEOUT_SECONDS = 0.25
-
-# After a Redis failure, how long the process tier works alone before Redis
-# is tried again, so an outage costs one timeout per pause, not per request.
-REDIS_RETRY_SECONDS = 30.0
 
 # Prefix of every key this module writes to Redis, with a format version.
 REDIS_PREFIX = "pinch:emb:1:"
@@ -111,71 +100,36 @@ class MemoryLRU:
                 self.bytes -= len(evicted) + ENTRY_OVERHEAD_BYTES
 
 
-def _safe_location(url: str) -> str:
-    """host:port/db of a Redis URL, without the password a URL may carry."""
-    try:
-        parts = urlsplit(url)
-        return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"
-    except ValueError:
-        return "redis (unparseable URL)"
-
-
 class RedisTier:
-    """The shared tier. Every method swallows Redis errors and reports absence."""
+    """The shared tier. Every method reports a Redis failure as absence."""
 
     def __init__(self, url: str, client=None):
-        self.location = _safe_location(url)
-        self._url = url
-        self._client = client
-        self._down_until = 0.0
-        self._lock = threading.Lock()
-
-    def _connect(self):
-        if self._client is None:
-            import redis
-
-            self._client = redis.Redis.from_url(
-                self._url,
-                socket_timeout=REDIS_TIMEOUT_SECONDS,
-                socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
-            )
-        return self._client
-
-    def available(self) -> bool:
-        return time.monotonic() >= self._down_until
-
-    def _failed(self, exc: Exception) -> None:
-        with self._lock:
-            if self.available():
-                logger.warning(
-                    "embedding cache: Redis at %s failed (%s); using the process cache "
-                    "alone for %.0f s",
-                    self.location,
-                    type(exc).__name__,
-                    REDIS_RETRY_SECONDS,
-                )
-            self._down_until = time.monotonic() + REDIS_RETRY_SECONDS
+        # A client given (tests) gets a breaker of its own; a URL, the process's shared one.
+        self.redis = SharedRedis(url, client=client) if client is not None else shared_redis(url)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
-        if not keys or not self.available():
+        if not keys or not self.redis.available:
             return {}
         try:
-            values = self._connect().mget([REDIS_PREFIX + k for k in keys])
-        except Exception as exc:  # noqa: BLE001 - RedisError, OSError, a bad URL: all "absent"
-            self._failed(exc)
+            values = self.redis.call(lambda client: client.mget([REDIS_PREFIX + k for k in keys]))
+        except RedisUnavailable:
             return {}
         return {k: v for k, v in zip(keys, values) if isinstance(v, bytes)}
 
     def put_many(self, items: dict[str, bytes]) -> None:
-        if not items or not self.available():
+        if not items or not self.redis.available:
             return
-        try:
-            pipe = self._connect().pipeline(transaction=False)
+
+        def write(client):
+            pipe = client.pipeline(transaction=False)
             for key, value in items.items():
                 pipe.set(REDIS_PREFIX + key, value, ex=REDIS_TTL_SECONDS)
             pipe.execute()
-        except Exception as exc:  # noqa: BLE001 - a cache write must never fail a request
-            self._failed(exc)
+
+        try:
+            self.redis.call(write)
+        except RedisUnavailable:
+            pass  # a cache write must never fail a request
 
 
 class EmbeddingCache:

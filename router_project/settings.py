@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from router_project.env import database_from_url, env_bool, env_int, env_list, env_str
+from router_project.security import DEFAULT_POLICY
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("ROUTER_DATA_DIR", str(BASE_DIR / "data")))
@@ -32,6 +33,8 @@ SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+# Only for a domain submitted to the browsers' HSTS preload list.
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
 if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -49,6 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "router_project.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -120,6 +124,9 @@ ROUTER_MAX_BODY_BYTES = env_int("ROUTER_MAX_BODY_BYTES", 20 * 1024 * 1024)
 ROUTER_CONFIG = env_str("ROUTER_CONFIG", "")
 REDIS_URL = env_str("REDIS_URL", "")
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+
+# On every HTML page (router_project/security.py); empty sends none.
+CONTENT_SECURITY_POLICY = env_str("DJANGO_CONTENT_SECURITY_POLICY", DEFAULT_POLICY)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

@@ -13,5 +13,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-# A crash under /v1 answers JSON in the OpenAI shape (routing.errors.server_error).
+# A crash under /v1 answers JSON in the OpenAI shape (routing.errors.server_error), and so
+# does a request Django refuses before any view, e.g. a Host not in ALLOWED_HOSTS.
 handler500 = "routing.errors.server_error"
+handler400 = "routing.errors.bad_request"

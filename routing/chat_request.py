@@ -1,15 +1,125 @@
-"""The one schema a chat-completions body is checked against.
+"""The one schema a chat-completions body is checked against, before any other code sees it.
 
-Only what the router relies on is checked (model, messages and their roles,
-stream flags, max tokens); every other field is kept as sent and passed
-through untouched, so new provider parameters work without a router release.
+Hostile or broken bodies (a role that is a list, text that is not UTF-8, ``[``
+nested 100,000 deep, a million messages) must end as a 400 in the OpenAI error
+shape, never as a crash further down the pipeline. So the raw bytes go through
+one step: pydantic-core's JSON parser (which refuses lone surrogates, invalid
+UTF-8 and nesting deeper than its recursion limit) and then one pydantic model,
+written in the config's style (routing/config/schema.py), strict types.
+
+Only what the router or an upstream relies on is checked: model, messages
+(role, content types, tool calls, tool results), stream flags, max tokens,
+tools. Every other field, at any level, is left out of the model and kept in
+the caller's dict as sent: the dict, not the model, goes upstream, so new
+provider parameters pass through untouched and key order is preserved.
+
+Measured with ``bench/bench_parse.py --baseline ae267c8`` on the 368 KB agent
+body of corpus session 026 (2 busy cores, medians of 31 interleaved rounds):
+0.78 ms for json.loads and the hand-written checks this replaced, 0.60 ms for
+this (0.76x): pydantic-core's parser is faster than json.loads, and the
+schema's checks run in Rust.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from routing.config.schema import describe_errors
 from routing.errors import RouterError
 
-ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+# Far above any agent session seen (the longest corpus session sends ~1,000);
+# a bound keeps one request from holding a thread for seconds of validation.
+MAX_MESSAGES = 20_000
+
+
+class Open(BaseModel):
+    """Strict types for the keys named; every other key is ignored here and passes through."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+class ContentPart(Open):
+    type: str
+    text: str | None = None
+
+
+Content = str | list[ContentPart] | None
+
+
+class FunctionCall(Open):
+    name: str
+    arguments: str
+
+
+class ToolCall(Open):
+    id: str
+    type: str = "function"
+    function: FunctionCall | None = None
+
+
+class SystemMessage(Open):
+    role: Literal["system", "developer"]
+    content: Content = None
+    name: str | None = None
+
+
+class UserMessage(Open):
+    role: Literal["user"]
+    content: Content = None
+    name: str | None = None
+
+
+class AssistantMessage(Open):
+    role: Literal["assistant"]
+    content: Content = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+
+
+class ToolMessage(Open):
+    role: Literal["tool"]
+    content: Content = None
+    tool_call_id: str
+
+
+class FunctionMessage(Open):
+    role: Literal["function"]
+    content: Content = None
+    name: str | None = None
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage,
+    Field(discriminator="role"),
+]
+
+
+class ToolFunction(Open):
+    name: str
+
+
+class Tool(Open):
+    type: str = "function"
+    function: ToolFunction | None = None
+
+
+class StreamOptions(Open):
+    include_usage: bool = False
+
+
+class ChatBody(Open):
+    model: str = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    tools: list[Tool] | None = None
+    max_tokens: int | None = Field(None, gt=0)
+    max_completion_tokens: int | None = Field(None, gt=0)
 
 
 @dataclass(frozen=True)
@@ -52,65 +162,52 @@ class ChatRequest:
         return needed
 
 
-def _bad(message, param=None, code="invalid_request"):
-    return RouterError(400, message, code, param)
+def _param(location: tuple) -> str:
+    """('messages', 3, 'role') -> 'messages[3].role', as OpenAI names a parameter."""
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
 
 
-def _check_message(index, message):
-    where = f"messages[{index}]"
-    if not isinstance(message, dict):
-        raise _bad(f"{where} must be an object", where)
-    role = message.get("role")
-    if role not in ROLES:
-        raise _bad(
-            f"{where}.role must be one of {', '.join(sorted(ROLES))}; got {role!r}",
-            f"{where}.role",
-            "invalid_role",
-        )
-    content = message.get("content")
-    if content is not None and not isinstance(content, str | list):
-        raise _bad(f"{where}.content must be a string, a list of parts or null", f"{where}.content")
-    if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-        raise _bad(f"{where} is a tool result without a tool_call_id", f"{where}.tool_call_id")
-
-
-def _positive_int(body, name):
-    value = body.get(name)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _bad(f"{name} must be a positive integer", name)
-    return value
+def _code(error: ValidationError) -> str:
+    first = error.errors()[0]
+    location = first["loc"]
+    if first["type"] == "union_tag_invalid" or (location and location[-1] == "role"):
+        return "invalid_role"
+    return "invalid_request"
 
 
 def parse_chat_request(body) -> ChatRequest:
-    """Check a parsed JSON body; raise RouterError(400) naming the first problem."""
+    """Check a parsed JSON body against the schema; raise RouterError(400) naming the problems."""
     if not isinstance(body, dict):
-        raise _bad("The body must be a JSON object")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("'model' is required and must be a string", "model")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise _bad("'messages' is required and must be a non-empty list", "messages")
-    for index, message in enumerate(messages):
-        _check_message(index, message)
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise _bad("'stream' must be true or false", "stream")
-    stream_options = body.get("stream_options")
-    if stream_options is not None and not isinstance(stream_options, dict):
-        raise _bad("'stream_options' must be an object", "stream_options")
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise _bad("'tools' must be a list", "tools")
-    max_tokens = _positive_int(body, "max_completion_tokens") or _positive_int(body, "max_tokens")
+        raise RouterError(400, "The body must be a JSON object", "invalid_request")
+    try:
+        checked = ChatBody.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise RouterError(
+            400, describe_errors(error), _code(error), _param(first["loc"]) or None
+        ) from None
+    max_tokens = checked.max_completion_tokens or checked.max_tokens or 0
     return ChatRequest(
         body=body,
-        model=model,
-        messages=messages,
-        stream=stream,
-        include_usage=bool((stream_options or {}).get("include_usage")),
+        model=checked.model,
+        messages=body["messages"],
+        stream=checked.stream,
+        include_usage=bool(checked.stream_options and checked.stream_options.include_usage),
         max_tokens=max_tokens,
-        tools=tools or None,
+        tools=body.get("tools") or None,
     )
+
+
+def parse_chat_body(raw: bytes) -> ChatRequest:
+    """Raw request bytes -> ChatRequest, or RouterError(400); the one step before the pipeline."""
+    try:
+        body = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as error:
+        raise RouterError(400, f"The body is not valid JSON: {error}", "invalid_json") from None
+    return parse_chat_request(body)

@@ -38,6 +38,7 @@ def record_decision(plan, api_key=None) -> RouteDecision:
         prefix_match=prefix[0],
         prefix_previous_length=prefix[1],
         prefix_current_length=prefix[2],
+        prefix_fallback=plan.prefix_fallback,
         stream=plan.request.stream,
     )
 

@@ -1,17 +1,19 @@
 """The upstream call: retries, fallback, relaying the answer, recording the outcome.
 
-On a connect error, a timeout before the first byte, or a 429/5xx, the same
-model is tried once more; on the routed path the next candidate follows (same
-tier by price, then the tiers above). An upstream that says when to come back
-(``retry-after``) is waited for once when that is soon, and skipped for the
-next candidate when it is not. A stream can be retried only while
-nothing has reached the client, so the first event is read before the
-response starts. After that, events are relayed as they arrive, never
-buffered whole.
+On a connect error, a timeout, or a 429/5xx, the same model is tried once
+more after a short jittered pause; an upstream that says when to come back
+(``retry-after``) is waited for instead when that is soon, and skipped for
+the next candidate when it is not. On the routed path the next candidate
+follows (same tier by price, then the tiers above). A stream can be retried
+only while nothing has reached the client, so the first event is read before
+the response starts. After that, events are relayed as they arrive, never
+buffered whole; anything that is not a chat-completions SSE event ends the
+stream with a clean SSE error event, and the row records the failure.
 """
 
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -28,6 +30,12 @@ TRIES_PER_MODEL = 2  # the first try and one retry on the same model
 # A retry-after up to this is waited out before the retry on the same model;
 # a longer one would hold the client: the next candidate is tried instead.
 MAX_RETRY_AFTER_SECONDS = 5.0
+# Without a retry-after, the pause before a retry on the same model: full
+# jitter up to BACKOFF_BASE_SECONDS * 2**retry, so retries of many requests
+# failing together spread out instead of reaching the upstream in one burst.
+BACKOFF_BASE_SECONDS = 0.25
+# Rows of streams the client walked away from (nginx's code for it).
+CLIENT_CLOSED_STATUS = 499
 DONE_EVENT = b"data: [DONE]"
 
 
@@ -102,7 +110,7 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                     raise UpstreamFailed(error) from None
                 if not error.retryable:
                     break
-                if attempt + 1 < TRIES_PER_MODEL and not _wait_to_retry(error):
+                if attempt + 1 < TRIES_PER_MODEL and not _wait_to_retry(error, attempt + 1):
                     break
                 continue
             outcome.attempts.append(
@@ -138,13 +146,19 @@ def tried(attempts: list) -> str:
     )
 
 
-def _wait_to_retry(error: ProviderError) -> bool:
-    """Wait out a short retry-after and say True; False when the wait asked for is too long."""
-    if error.retry_after is None:
-        return True
-    if error.retry_after > MAX_RETRY_AFTER_SECONDS:
+def retry_pause(error: ProviderError, retry: int) -> float | None:
+    """Seconds to wait before retry number ``retry`` (1, 2, ...) on the same model; None: don't."""
+    if error.retry_after is not None:
+        return error.retry_after if error.retry_after <= MAX_RETRY_AFTER_SECONDS else None
+    return random.uniform(0, BACKOFF_BASE_SECONDS * 2 ** (retry - 1))
+
+
+def _wait_to_retry(error: ProviderError, retry: int) -> bool:
+    """Wait before the retry and say True; False when the wait asked for is too long."""
+    pause = retry_pause(error, retry)
+    if pause is None:
         return False
-    time.sleep(error.retry_after)
+    time.sleep(pause)
     return True
 
 
@@ -215,6 +229,7 @@ def stream(plan, decision_id: int, headers: dict):
         reply = provider.chat_stream(body, context=context)
         try:
             first = next(reply.events)
+            parse_event(first)
         except StopIteration:
             reply.close()
             raise ProviderError(
@@ -242,6 +257,7 @@ def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
     caller_wants_usage = plan.request.include_usage
     answer_chars = 0
     finished = False
+    completed = False  # [DONE], or a finish_reason: the upstream said it was done
 
     def finish():
         nonlocal finished
@@ -259,9 +275,10 @@ def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
         events = reply.events
         while event is not None:
             if event == DONE_EVENT:
+                completed = True
                 # Clients stop reading at [DONE]: record the row before they can look for it.
                 finish()
-            chunk = _parse_event(event)
+            chunk = parse_event(event)
             send = True
             if chunk is not None:
                 if chunk.get("usage"):
@@ -269,32 +286,73 @@ def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
                     # We asked for usage on the caller's behalf: hide the extra chunk.
                     if not caller_wants_usage and not chunk.get("choices"):
                         send = False
+                if isinstance(chunk.get("error"), dict):
+                    _upstream_error_event(outcome, chunk["error"])
+                completed = completed or _finished(chunk.get("choices"))
                 answer_chars += _answer_chars(chunk.get("choices"))
             if send:
                 yield event + b"\n\n"
             event = None if finished else next(events, None)
+        if not completed and not outcome.error:
+            raise ProviderError("connect", "the upstream stream ended before it was finished")
     except ProviderError as error:
-        outcome.error = error.message
-        body = error_body(502, error.message, "upstream_stream_broken")
-        yield b"data: " + json.dumps(body).encode() + b"\n\n"
+        yield _stream_failed(outcome, error)
     except GeneratorExit:
+        outcome.status = CLIENT_CLOSED_STATUS
         outcome.error = "client disconnected"
         raise
     finally:
         finish()
 
 
-def _parse_event(event: bytes):
-    if not event.startswith(b"data:"):
-        return None
-    payload = event[5:].strip()
-    if payload == b"[DONE]":
+def _stream_failed(outcome: Outcome, error: ProviderError) -> bytes:
+    """Record a stream that failed after it started; the SSE error event that tells the client."""
+    status = 504 if error.kind == "timeout" else 502
+    outcome.status = status
+    outcome.error = error.message
+    log.warning("upstream_stream_failed reason=%s", error.message)
+    body = error_body(status, error.message, "upstream_stream_broken")
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _upstream_error_event(outcome: Outcome, error: dict):
+    # The upstream reported a failure inside the stream: relayed, and the row says so.
+    outcome.status = 502
+    outcome.error = f"upstream error event: {error.get('message') or error.get('type') or ''}"
+
+
+def parse_event(event: bytes):
+    """The JSON chunk of a chat-completions SSE event (None for [DONE] or comments).
+
+    Anything else (a line that is no SSE field, data that is not a JSON object)
+    raises ProviderError("malformed"): the upstream is not speaking the protocol.
+    """
+    if event.startswith(b"data:") and b"\n" not in event:
+        data = event[5:].strip()
+    else:
+        parts = []
+        for line in event.split(b"\n"):
+            name = line.split(b":", 1)[0]
+            if name == b"data":
+                parts.append(line[5:].removeprefix(b" "))
+            elif name not in (b"", b"event", b"id", b"retry"):
+                raise ProviderError("malformed", "the upstream sent a stream that is not SSE")
+        if not parts:
+            return None
+        data = b"\n".join(parts).strip()
+    if data == b"[DONE]":
         return None
     try:
-        chunk = json.loads(payload)
+        chunk = json.loads(data)
     except ValueError:
-        return None
-    return chunk if isinstance(chunk, dict) else None
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise ProviderError("malformed", "the upstream sent an SSE event that is not JSON")
+    return chunk
+
+
+def _finished(choices) -> bool:
+    return any(isinstance(c, dict) and c.get("finish_reason") for c in choices or ())
 
 
 def _answer_chars(choices) -> int:

@@ -95,3 +95,13 @@ def server_error(request):
         message = "The router failed on this request; the server log has the details."
         return error_response(500, message, "internal_error")
     return html_server_error(request)
+
+
+def bad_request(request, exception):
+    """handler400: a request Django refuses before any view (a Host not in ALLOWED_HOSTS, a
+    suspicious header) answers in the OpenAI shape on an API path."""
+    from django.views.defaults import bad_request as html_bad_request
+
+    if request.path.startswith("/v1"):
+        return error_response(400, "The request was refused: bad Host or headers.", "bad_request")
+    return html_bad_request(request, exception)

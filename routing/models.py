@@ -130,6 +130,11 @@ class RouteDecision(models.Model):
     prefix_match = models.IntegerField(null=True, blank=True)
     prefix_previous_length = models.IntegerField(null=True, blank=True)
     prefix_current_length = models.IntegerField(null=True, blank=True)
+    prefix_fallback = models.BooleanField(
+        default=False,
+        help_text="Prefix figures taken in this process alone: Redis was configured but "
+        "unavailable, so the previous turn may have been served elsewhere.",
+    )
 
     stream = models.BooleanField(default=False)
     status_code = models.IntegerField(null=True, blank=True)
@@ -182,6 +187,9 @@ class ConfigOverride(models.Model):
 
     class Meta:
         ordering = ["key"]
+        # Staff is not enough: the controls page and every override need this
+        # permission (superusers hold every permission).
+        permissions = [("change_router_config", "Can change the router's knobs and overrides")]
 
     def __str__(self):
         return f"{self.key} = {self.value!r}"

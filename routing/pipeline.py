@@ -40,6 +40,7 @@ class Plan:
     pinch: PinchOutcome | None
     measured_tokens: int
     prefix: tuple[int, int, int] | None
+    prefix_fallback: bool = False  # see routing.prefix_probe
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -120,11 +121,12 @@ def plan_request(
     else:
         candidates = [pinned]
 
-    prefix = None
+    prefix, prefix_fallback = None, False
     if measure_prefix and config.pinch.enabled and config.pinch.prefix_probe:
         probe = probe or prefix_probe(settings.REDIS_URL)
         key = conversation_key(api_key_id, request.model, request.messages)
-        prefix = probe.measure(key, send_messages)
+        figures = probe.figures(key, send_messages)
+        prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
 
     return Plan(
         request=request,
@@ -137,6 +139,7 @@ def plan_request(
         pinch=pinch,
         measured_tokens=measured,
         prefix=prefix,
+        prefix_fallback=prefix_fallback,
     )
 
 

@@ -14,7 +14,15 @@ editing the first user message starts a new conversation.
 Per-message fingerprints of the previous payload are kept for one turn only:
 in process memory (bounded, expiring), or in Redis when REDIS_URL is set so
 that every worker and host sees the previous turn. They never reach the
-database. A Redis failure falls back to memory and is logged.
+database.
+
+With Redis configured, the process's memory does not know the previous turn
+(another worker or host may have served it), so figures taken while Redis is
+unavailable (down, slow, or its shared breaker open: pinch/shared_redis.py)
+are measured against this process's memory of the outage only and marked
+``fallback``; the decision row says so (``prefix_fallback``) and they can be
+left out. That memory is forgotten when Redis answers again, so a later
+outage never compares against a turn from an earlier one.
 """
 
 import hashlib
@@ -23,9 +31,11 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from typing import NamedTuple
 
 from pinch import extract_text
 from pinch.prefix import common_prefix_length, message_fingerprints
+from pinch.shared_redis import RedisUnavailable, shared_redis
 
 log = logging.getLogger(__name__)
 
@@ -67,42 +77,67 @@ class MemoryPrefixStore:
             return None
         return previous[1]
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 class RedisPrefixStore:
     def __init__(self, url: str, ttl=TTL_SECONDS):
-        import redis
-
         self.ttl = ttl
-        self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        self.redis = shared_redis(url)
 
     def swap(self, key: str, fingerprints: list[str]) -> list[str] | None:
+        """Like MemoryPrefixStore.swap; RedisUnavailable when Redis cannot say."""
         # GETSET-with-expiry in one round trip: SET ... GET EX returns the old value.
-        old = self._client.set(REDIS_PREFIX + key, ",".join(fingerprints), ex=self.ttl, get=True)
+        value = ",".join(fingerprints)
+        old = self.redis.call(
+            lambda client: client.set(REDIS_PREFIX + key, value, ex=self.ttl, get=True)
+        )
         if old is None:
             return None
         return old.decode().split(",") if old else []
+
+
+class PrefixFigures(NamedTuple):
+    match: int  # leading messages equal to the previous turn's payload
+    previous: int  # the previous payload's length (0: no previous turn known)
+    current: int  # this payload's length
+    fallback: bool = False  # Redis configured but unavailable: this process's memory only
 
 
 class PrefixProbe:
     def __init__(self, redis_url: str = ""):
         self.memory = MemoryPrefixStore()
         self.redis = RedisPrefixStore(redis_url) if redis_url else None
+        self._on_memory = False  # Redis failed and memory holds the outage's turns
+
+    def figures(self, key: str, payload_messages) -> PrefixFigures:
+        current = message_fingerprints(payload_messages)
+        fallback = False
+        if self.redis is None:
+            previous = self.memory.swap(key, current)
+        else:
+            try:
+                previous = self.redis.swap(key, current)
+            except RedisUnavailable as error:  # degrade, never fail the request
+                if not self._on_memory:
+                    log.warning("prefix_probe_redis_unavailable reason=%s", error)
+                self._on_memory = fallback = True
+                previous = self.memory.swap(key, current)
+            else:
+                if self._on_memory:
+                    self._on_memory = False
+                    self.memory.clear()
+        if previous is None:
+            return PrefixFigures(0, 0, len(current), fallback)
+        return PrefixFigures(
+            common_prefix_length(previous, current), len(previous), len(current), fallback
+        )
 
     def measure(self, key: str, payload_messages) -> tuple[int, int, int]:
         """(matching leading messages, previous payload length, this payload's length)."""
-        current = message_fingerprints(payload_messages)
-        previous = None
-        if self.redis is not None:
-            try:
-                previous = self.redis.swap(key, current)
-            except Exception as error:  # any Redis failure: degrade, never fail the request
-                log.warning("prefix_probe_redis_unavailable reason=%s", type(error).__name__)
-                previous = self.memory.swap(key, current)
-        else:
-            previous = self.memory.swap(key, current)
-        if previous is None:
-            return 0, 0, len(current)
-        return common_prefix_length(previous, current), len(previous), len(current)
+        return tuple(self.figures(key, payload_messages)[:3])
 
 
 _probe_lock = threading.Lock()

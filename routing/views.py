@@ -6,7 +6,6 @@ so does any other path under /v1 (``unknown_endpoint``): an SDK calling an
 endpoint the router does not serve gets a JSON 404 that lists the ones it does.
 """
 
-import json
 import time
 
 from django.conf import settings
@@ -15,7 +14,7 @@ from rest_framework.views import APIView
 
 from routing import dispatch
 from routing.auth import key_for_request, touch_api_key
-from routing.chat_request import parse_chat_request
+from routing.chat_request import parse_chat_body
 from routing.config.store import current_config
 from routing.errors import RouterError, router_error_response
 from routing.models import ApiKey
@@ -36,7 +35,7 @@ def _authenticated_key(request) -> ApiKey:
     return key
 
 
-def _read_json_body(request):
+def _read_body(request) -> bytes:
     limit = settings.ROUTER_MAX_BODY_BYTES
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -49,10 +48,7 @@ def _read_json_body(request):
     raw = request.body
     if len(raw) > limit:
         raise RouterError(413, f"The body is over the limit of {limit} bytes.", "body_too_large")
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise RouterError(400, f"The body is not valid JSON: {error}", "invalid_json") from None
+    return raw
 
 
 def explain_headers(plan, decision_id=None) -> dict:
@@ -116,7 +112,7 @@ class ChatCompletionsView(APIView):
         started = time.monotonic()
         try:
             key = _authenticated_key(request)
-            chat = parse_chat_request(_read_json_body(request))
+            chat = parse_chat_body(_read_body(request))
             config = current_config()
             dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
             plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)

@@ -4,8 +4,10 @@ It is added to the DEFAULT admin site by wrapping ``admin.site.get_urls``: a
 custom AdminSite would need the project's INSTALLED_APPS changed to swap
 ``django.contrib.admin`` for an AdminConfig, for one extra URL.
 ``admin.site.admin_view`` gives it the same staff check, login redirect and
-CSRF/no-cache handling as every other admin page. Changes are saved through
-``routing.config.store.set_overrides``.
+CSRF/no-cache handling as every other admin page; on top, staff needs the
+``routing.change_router_config`` permission (superusers hold every permission).
+Changes are saved through ``routing.config.store.set_overrides``, which refuses
+provider settings and writes the admin log entry.
 """
 
 import json
@@ -14,6 +16,7 @@ import re
 import yaml
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -21,6 +24,8 @@ from django.urls import path, reverse
 from routing.config import ConfigError
 from routing.config.store import current_config, set_overrides, stored_overrides
 from routing.knobs import KNOB_KEYS, KNOBS, MEASUREMENT_ONLY_KEYS, MEASUREMENT_ONLY_NOTE
+
+CONFIG_PERMISSION = "routing.change_router_config"
 
 _DOTTED_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
 
@@ -88,7 +93,7 @@ class OverridesForm(forms.Form):
 def _apply(form, changes, removals, request, what):
     """Save through set_overrides; a ConfigError becomes the form's error and nothing is saved."""
     try:
-        set_overrides(changes, removals)
+        set_overrides(changes, removals, actor=request.user)
     except ConfigError as error:
         form.add_error(None, str(error))
         return False
@@ -101,6 +106,8 @@ def _apply(form, changes, removals, request, what):
 
 
 def controls_view(request):
+    if not request.user.has_perm(CONFIG_PERMISSION):
+        raise PermissionDenied("Changing the router's controls needs the router config permission.")
     config_error = None
     try:
         config = current_config()

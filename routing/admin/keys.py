@@ -49,7 +49,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def active(self, obj):
         return obj.is_active
 
-    @admin.action(description="Revoke selected API keys")
+    @admin.action(description="Revoke selected API keys", permissions=["change"])
     def revoke(self, request, queryset):
+        keys = list(queryset.filter(revoked_at__isnull=True))
         count = revoke_api_keys(queryset)
+        for key in keys:
+            self.log_change(request, key, "Revoked")
         self.message_user(request, f"Revoked {count} API key(s).", messages.SUCCESS)

@@ -30,7 +30,12 @@ class ProviderConfig(Strict):
     kind: Literal["openai", "anthropic", "demo"] = "openai"
     base_url: str | None = None
     api_key_env: str | None = None
+    # Deadlines per upstream attempt (routing/providers/deadlines.py): a plain
+    # answer must arrive in full within timeout_seconds of the start; a stream
+    # must send its first event within timeout_seconds, then one at least every
+    # stream_idle_seconds.
     timeout_seconds: float = Field(120.0, gt=0)
+    stream_idle_seconds: float = Field(60.0, gt=0)
     connect_timeout_seconds: float = Field(5.0, gt=0)
     # kind anthropic: the anthropic-version header (from 2026-10-21 the API takes
     # no temperature/top_p: they are not sent), and anthropic-beta flags to send.
@@ -213,7 +218,8 @@ class RouterConfig(Strict):
         return next((m for m in self.models if m.id == model_id), None)
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(error: ValidationError) -> str:
+    """One line per problem, each led by the dotted path of the key (shared with chat_request)."""
     lines = []
     for item in error.errors():
         path = ".".join(str(part) for part in item["loc"]) or "(top level)"
@@ -233,4 +239,4 @@ def validate_config(data: dict) -> RouterConfig:
     try:
         return RouterConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
+        raise ConfigError(describe_errors(error)) from None

@@ -3,17 +3,31 @@
 Read on every request (two small queries), so a change saved in admin takes
 effect on the next request in every worker, with no restart and no cache to
 invalidate across processes.
+
+Where a provider key is sent is decided by the config file alone: an override
+of ``providers.*`` (base_url, api_key_env, ...) or of the relevance embedder's
+endpoint would let whoever can edit overrides send any environment variable of
+the router to a server of their choosing. Such keys are refused when saved and
+ignored (logged) if a row for one is found in the database. Every saved change
+leaves an admin log entry: who, which key, before and after.
 """
 
+import json
+import logging
 import threading
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
-from routing.config.schema import RouterConfig, validate_config
+from routing.config.schema import ConfigError, RouterConfig, validate_config
 from routing.config.source import DEFAULT_CONFIG_PATH, ConfigSource, apply_overrides
 from routing.models import ConfigOverride, RegisteredModel
+
+log = logging.getLogger(__name__)
+
+# Config keys that decide where a provider key goes: the file's, never an override's.
+FILE_ONLY_KEYS = ("providers", "pinch.relevance.base_url", "pinch.relevance.api_key_env")
 
 _source_lock = threading.Lock()
 _sources: dict[Path, ConfigSource] = {}
@@ -37,8 +51,24 @@ def check_config_file() -> RouterConfig:
     return validate_config(config_source().data())
 
 
+def is_file_only(key: str) -> bool:
+    """True for a file-only key, a key under one, or a key above one (``pinch`` holds relevance)."""
+    return any(
+        key == protected or key.startswith(protected + ".") or protected.startswith(key + ".")
+        for protected in FILE_ONLY_KEYS
+    )
+
+
 def stored_overrides() -> dict:
     return dict(ConfigOverride.objects.values_list("key", "value"))
+
+
+def _applicable(overrides: dict) -> dict:
+    ignored = sorted(key for key in overrides if is_file_only(key))
+    if not ignored:
+        return overrides
+    log.warning("config_override_ignored keys=%s reason=file_only", ",".join(ignored))
+    return {key: value for key, value in overrides.items() if key not in ignored}
 
 
 def stored_models() -> list[dict]:
@@ -46,7 +76,7 @@ def stored_models() -> list[dict]:
 
 
 def current_config() -> RouterConfig:
-    return config_source().effective(stored_overrides(), stored_models())
+    return config_source().effective(_applicable(stored_overrides()), stored_models())
 
 
 def check_overrides(overrides: dict, models: list[dict] | None = None) -> RouterConfig:
@@ -54,20 +84,48 @@ def check_overrides(overrides: dict, models: list[dict] | None = None) -> Router
     data = config_source().data()
     if models is None:
         models = stored_models()
-    return validate_config(apply_overrides(data, overrides, models))
+    return validate_config(apply_overrides(data, _applicable(overrides), models))
 
 
-def set_overrides(changes: dict, removals=()) -> RouterConfig:
-    """Save admin overrides after validating the whole result; nothing is saved if invalid."""
+def _refuse_file_only(changes: dict) -> None:
+    refused = sorted(key for key in changes if is_file_only(key))
+    if refused:
+        raise ConfigError(
+            f"{', '.join(refused)}: provider settings (where a key is sent) come from the "
+            "config file only and cannot be overridden"
+        )
+
+
+def _value_at(data: dict, dotted_key: str):
+    node = data
+    for part in dotted_key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return "(default)"
+        node = node[part]
+    return node
+
+
+def set_overrides(changes: dict, removals=(), actor=None) -> RouterConfig:
+    """Save admin overrides after validating the whole result; nothing is saved if invalid.
+
+    ``actor`` (a user) gets an admin log entry per key changed, with the value
+    before (the override's, or the file's) and after.
+    """
+    _refuse_file_only(changes)
+    removals = list(removals)
     with transaction.atomic():
-        merged = stored_overrides()
-        merged.update(changes)
+        stored = stored_overrides()
+        merged = {**stored, **changes}
         for key in removals:
             merged.pop(key, None)
         config = check_overrides(merged)
+        file_data = config_source().data()
         for key, value in changes.items():
             ConfigOverride.objects.update_or_create(key=key, defaults={"value": value})
-        ConfigOverride.objects.filter(key__in=list(removals)).delete()
+        ConfigOverride.objects.filter(key__in=removals).delete()
+        if actor is not None:
+            for key in [*changes, *(key for key in removals if key in stored)]:
+                _log_change(actor, key, stored, file_data, changes)
     return config
 
 
@@ -100,3 +158,23 @@ def delete_registered_models(queryset) -> int:
         check_deletion(queryset)
         deleted, _ = RegisteredModel.objects.filter(pk__in=queryset.values("pk")).delete()
     return deleted
+
+
+def _log_change(actor, key: str, stored: dict, file_data: dict, changes: dict) -> None:
+    from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    before = stored[key] if key in stored else _value_at(file_data, key)
+    if key in changes:
+        after, flag = changes[key], CHANGE if key in stored else ADDITION
+    else:
+        after, flag = _value_at(file_data, key), DELETION
+    row = ConfigOverride.objects.filter(key=key).first()
+    LogEntry.objects.create(
+        user_id=actor.pk,
+        content_type=ContentType.objects.get_for_model(ConfigOverride),
+        object_id=str(row.pk) if row else None,
+        object_repr=key[:200],
+        action_flag=flag,
+        change_message=f"{key}: {json.dumps(before)} -> {json.dumps(after)}",
+    )

@@ -20,7 +20,6 @@ from routing.protocols.anthropic.response import to_chat_completion
 from routing.protocols.anthropic.stream import chat_chunks
 from routing.providers.base import CallContext, ProviderError, StreamReply, error_from_response
 from routing.providers.http import HttpProvider
-from routing.providers.sse import split_sse_events
 
 # Without a model config (no cache block) a prefix under this is not worth a breakpoint.
 DEFAULT_MIN_CACHE_TOKENS = 1024
@@ -69,10 +68,10 @@ class AnthropicProvider(HttpProvider):
         )
         return request.body
 
-    def _post(self, body: dict, context, stream: bool, read_timeout: float):
+    def _post(self, body: dict, context, stream: bool, deadline: float):
         data = json.dumps(self.messages_body(body, context), ensure_ascii=False).encode()
         url = f"{self.config.base_url}/v1/messages"
-        response = self._send(url, data, self._headers(), stream, read_timeout)
+        response = self._send(url, data, self._headers(), stream, deadline)
         if response.status_code != 200:
             try:
                 raise self._status_error(response)
@@ -84,7 +83,7 @@ class AnthropicProvider(HttpProvider):
         self, body: dict, timeout: float | None = None, context: CallContext | None = None
     ) -> dict:
         response = self._post(
-            body, context, stream=False, read_timeout=timeout or self.config.timeout_seconds
+            body, context, stream=False, deadline=timeout or self.config.timeout_seconds
         )
         try:
             message = self._json_body(response)
@@ -95,9 +94,9 @@ class AnthropicProvider(HttpProvider):
         return to_chat_completion(message)
 
     def chat_stream(self, body: dict, context: CallContext | None = None) -> StreamReply:
-        response = self._post(body, context, stream=True, read_timeout=self.config.timeout_seconds)
+        response = self._post(body, context, stream=True, deadline=self.config.timeout_seconds)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        events = split_sse_events(self._read_chunks(response))
+        events = self._read_events(response)
         return StreamReply(response, self._chunks(events, include_usage))
 
     def _chunks(self, events, include_usage: bool):

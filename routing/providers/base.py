@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.config import ModelConfig, ProviderConfig
+from routing.providers.redact import Redactor
 
 # Statuses worth a second try: rate limits and server-side failures (529:
 # Anthropic's "overloaded").
@@ -108,21 +109,31 @@ class Provider:
     def chat_stream(self, body: dict, context: CallContext | None = None) -> StreamReply:
         raise NotImplementedError
 
+    def redactor(self) -> Redactor:
+        """What must never leave through this provider's answers: its key."""
+        return Redactor([self.config.api_key()])
+
+
+# Errors are small; a hostile upstream must not make us read a huge one.
+MAX_ERROR_BYTES = 64 * 1024
+
 
 def error_from_response(response, provider_name, api_key=None) -> ProviderError:
+    """A non-200 answer as a ProviderError; the key redacted after decoding (it gets relayed)."""
+    redactor = Redactor([api_key])
     try:
-        text = response.text
-        if api_key:
-            # Some providers quote the key they refused; the answer is relayed to our client.
-            text = text.replace(api_key, "[redacted]")
-        body = json.loads(text)
+        raw = next(response.iter_content(MAX_ERROR_BYTES), b"")
+    except Exception:  # noqa: BLE001 - an unreadable error body is just absent
+        raw = b""
+    try:
+        body = redactor.value(json.loads(raw))
     except ValueError:
         body = None
     message = f"provider {provider_name!r} answered HTTP {response.status_code}"
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         detail = body["error"].get("message")
         if detail:
-            message += f": {detail}"
+            message += f": {redactor.text(str(detail))}"
     return ProviderError(
         "status", message, response.status_code, body, retry_after_seconds(response)
     )

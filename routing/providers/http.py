@@ -1,18 +1,22 @@
-"""The one outbound HTTP seam every provider shares: a pooled session, errors as ProviderError.
+"""The one outbound HTTP seam every provider shares: a pooled session, deadlines, redaction.
 
 Whatever protocol a provider speaks, a connection that fails, a timeout or a
 stream that breaks mid-answer must reach the dispatcher as the same kinds of
 ``ProviderError`` (connect, timeout), so retries and fallback treat every
-upstream alike. Tests patch nothing here: they run real local servers.
+upstream alike. Every answer is read under the attempt's deadline
+(routing/providers/deadlines.py) and comes out with the provider's key
+redacted after decoding (routing/providers/redact.py). Tests patch nothing
+here: they run real local servers.
 """
+
+import json
+import time
 
 import requests
 
 from routing.config import ProviderConfig
 from routing.providers.base import Provider, ProviderError
-
-# Read size for relaying a stream: read1 returns whatever has arrived, up to this.
-STREAM_READ_BYTES = 65536
+from routing.providers.deadlines import read_body, read_events
 
 
 class HttpProvider(Provider):
@@ -23,16 +27,22 @@ class HttpProvider(Provider):
         self._session = requests.Session()
         self._session.trust_env = False
 
-    def _send(self, url: str, data: bytes, headers: dict, stream: bool, read_timeout: float):
+    def _send(self, url: str, data: bytes, headers: dict, stream: bool, deadline: float):
+        """POST; the answer's body is left unread, for ``_json_body`` or ``_read_events``.
+
+        ``deadline``: seconds for the whole attempt (a stream: until its first
+        event). The response carries when the attempt started and its deadline.
+        """
         if stream:
             headers = {**headers, "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+        started = time.monotonic()
         try:
-            return self._session.post(
+            response = self._session.post(
                 url,
                 data=data,
                 headers=headers,
-                stream=stream,
-                timeout=(self.config.connect_timeout_seconds, read_timeout),
+                stream=True,
+                timeout=(min(self.config.connect_timeout_seconds, deadline), deadline),
             )
         except requests.exceptions.ConnectTimeout:
             raise ProviderError(
@@ -40,7 +50,7 @@ class HttpProvider(Provider):
             ) from None
         except requests.exceptions.Timeout:
             raise ProviderError(
-                "timeout", f"provider {self.name!r} sent nothing for {read_timeout:g}s"
+                "timeout", f"provider {self.name!r} sent nothing for {deadline:g}s"
             ) from None
         except requests.exceptions.ConnectionError:
             raise ProviderError(
@@ -50,30 +60,34 @@ class HttpProvider(Provider):
             raise ProviderError(
                 "connect", f"provider {self.name!r}: {type(error).__name__}"
             ) from None
+        response.attempt_started = started
+        response.attempt_deadline = deadline
+        return response
 
     def _json_body(self, response) -> dict:
+        """The whole answer, within the attempt's deadline, as a JSON object, key redacted."""
+        raw = read_body(response, response.attempt_started, response.attempt_deadline, self.name)
         try:
-            data = response.json()
-        except (ValueError, requests.exceptions.RequestException):
+            data = json.loads(raw)
+        except ValueError:
             raise ProviderError(
                 "malformed", f"provider {self.name!r} answered with a body that is not JSON"
             ) from None
         if not isinstance(data, dict):
             raise ProviderError("malformed", f"provider {self.name!r} answered with no object")
-        return data
+        redactor = self.redactor()
+        return redactor.value(data) if redactor.might_hide(raw) else data
 
-    def _read_chunks(self, response):
-        raw = response.raw
-        try:
-            while True:
-                chunk = raw.read1(STREAM_READ_BYTES)
-                if not chunk:
-                    return
-                yield chunk
-        except requests.exceptions.RequestException as error:
-            raise ProviderError(
-                "timeout", f"provider {self.name!r} stream broke: {error}"
-            ) from None
-        except Exception as error:  # urllib3 read errors: timeouts, resets mid-stream
-            kind = "timeout" if "timed out" in str(error).lower() else "connect"
-            raise ProviderError(kind, f"provider {self.name!r} stream broke mid-answer") from None
+    def _read_events(self, response):
+        """The SSE events of a stream, under its deadlines, each with the key redacted."""
+        events = read_events(
+            response,
+            response.attempt_started,
+            response.attempt_deadline,
+            self.config.stream_idle_seconds,
+            self.name,
+        )
+        redactor = self.redactor()
+        if redactor:
+            events = (redactor.sse_event(event) for event in events)
+        return events

@@ -9,7 +9,6 @@ import json
 
 from routing.providers.base import ProviderError, StreamReply, error_from_response
 from routing.providers.http import HttpProvider
-from routing.providers.sse import split_sse_events
 
 
 class OpenAICompatibleProvider(HttpProvider):
@@ -20,15 +19,13 @@ class OpenAICompatibleProvider(HttpProvider):
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _post(self, body: dict, stream: bool, read_timeout: float):
+    def _post(self, body: dict, stream: bool, deadline: float):
         data = json.dumps(body, ensure_ascii=False).encode()
         url = f"{self.config.base_url}/chat/completions"
-        return self._send(url, data, self._headers(), stream, read_timeout)
+        return self._send(url, data, self._headers(), stream, deadline)
 
     def chat(self, body: dict, timeout: float | None = None, context=None) -> dict:
-        response = self._post(
-            body, stream=False, read_timeout=timeout or self.config.timeout_seconds
-        )
+        response = self._post(body, stream=False, deadline=timeout or self.config.timeout_seconds)
         try:
             if response.status_code != 200:
                 raise error_from_response(response, self.name, self.config.api_key())
@@ -42,10 +39,10 @@ class OpenAICompatibleProvider(HttpProvider):
             response.close()
 
     def chat_stream(self, body: dict, context=None) -> StreamReply:
-        response = self._post(body, stream=True, read_timeout=self.config.timeout_seconds)
+        response = self._post(body, stream=True, deadline=self.config.timeout_seconds)
         if response.status_code != 200:
             try:
                 raise error_from_response(response, self.name, self.config.api_key())
             finally:
                 response.close()
-        return StreamReply(response, split_sse_events(self._read_chunks(response)))
+        return StreamReply(response, self._read_events(response))

@@ -17,6 +17,9 @@ def default_config(write_default_config):
 
 @pytest.fixture
 def staff_client(client, staff_user):
+    from django.contrib.auth.models import Permission
+
+    staff_user.user_permissions.add(Permission.objects.get(codename="change_router_config"))
     client.force_login(staff_user)
     return client
 

@@ -96,10 +96,10 @@ def test_v1_without_a_slash_answers_the_json_404_too(live_server, router_config)
 def test_a_crash_under_v1_answers_json_not_djangos_html_page(
     client, router_config, api_key, monkeypatch
 ):
-    def crash(body):
+    def crash(raw):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("routing.views.parse_chat_request", crash)
+    monkeypatch.setattr("routing.views.parse_chat_body", crash)
     client.raise_request_exception = False
     response = client.post(
         "/v1/chat/completions",

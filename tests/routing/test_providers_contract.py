@@ -42,7 +42,10 @@ class ProviderContract:
     A subclass names its ``kind``, gives an ``upstream`` fixture (a started test
     server for that protocol, with ``base_url``) and ``model(scenario)``: the
     model name that makes its server play ``echo``, ``tools``, ``fail-500``,
-    ``fail-400`` or ``hang``.
+    ``fail-400``, ``hang``, ``retry-after`` (429 with ``Retry-After: 2``),
+    ``leaks-key`` (the key it was sent, JSON-escaped, in its answers),
+    ``drip`` (a plain answer sent a byte every 50 ms) or ``gzip`` (a plain
+    answer, gzip-compressed).
     """
 
     kind = ""
@@ -73,6 +76,12 @@ class ProviderContract:
         assert message["role"] == "assistant" and isinstance(message["content"], str)
         assert answer["choices"][0]["finish_reason"] == "stop"
         assert isinstance(answer["usage"]["prompt_tokens"], int)
+
+    def test_a_compressed_answer_is_decoded(self, upstream):
+        answer = self.provider(upstream.base_url).chat(
+            {"model": self.model("gzip"), "messages": HELLO}
+        )
+        assert answer["choices"][0]["message"]["content"]
 
     def test_a_tool_call_comes_back_as_tool_calls(self, upstream):
         answer = self.provider(upstream.base_url).chat(
@@ -144,6 +153,30 @@ class ProviderContract:
             assert PROVIDER_KEY_ENV in failed.value.message
         assert upstream.received == []
 
+    def test_a_retry_after_comes_with_the_error(self, upstream):
+        with pytest.raises(ProviderError) as failed:
+            self.provider(upstream.base_url).chat(
+                {"model": self.model("retry-after"), "messages": HELLO}
+            )
+        assert (failed.value.status, failed.value.retry_after) == (429, 2.0)
+
+    def test_a_key_echoed_in_any_spelling_is_redacted_from_answers_and_streams(self, upstream):
+        provider = self.provider(upstream.base_url)
+        answer = provider.chat({"model": self.model("leaks-key"), "messages": HELLO})
+        reply = provider.chat_stream(
+            {"model": self.model("leaks-key"), "messages": HELLO, "stream": True}
+        )
+        relayed = [json.dumps(answer, ensure_ascii=False)] + [
+            json.dumps(chunk, ensure_ascii=False) for chunk in chunks_of(reply)
+        ]
+        assert all(PROVIDER_KEY not in text for text in relayed)
+        assert "[redacted]" in relayed[0]
+
+    def test_an_answer_dripped_past_the_deadline_is_a_timeout(self, upstream):
+        with pytest.raises(ProviderError) as failed:
+            self.provider(upstream.base_url).chat({"model": self.model("drip"), "messages": HELLO})
+        assert failed.value.kind == "timeout"
+
 
 class TestOpenAICompatibleProvider(ProviderContract):
     kind = "openai"
@@ -153,6 +186,10 @@ class TestOpenAICompatibleProvider(ProviderContract):
         "fail-500": "fail-500-99-contract",
         "fail-400": "fail-400-99-contract",
         "hang": "hang-contract",
+        "retry-after": "ra-2-99-contract",
+        "leaks-key": "leaks-key-contract",
+        "drip": "drip-contract",
+        "gzip": "gzip-contract",
     }
 
     def model(self, scenario: str) -> str:

@@ -5,6 +5,7 @@ two and only says what it answers. Real sockets, keep-alive, chunked streams.
 """
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -15,12 +16,17 @@ class LocalHandler(BaseHTTPRequestHandler):
         pass
 
     def _read_request(self) -> bytes:
-        """The request body; path, headers and body are kept in ``server.received``."""
+        """The request body; path, headers, body and arrival time go in ``server.received``."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         with self.server.lock:
             self.server.received.append(
-                {"path": self.path, "headers": dict(self.headers.items()), "body": raw}
+                {
+                    "path": self.path,
+                    "headers": dict(self.headers.items()),
+                    "body": raw,
+                    "at": time.monotonic(),
+                }
             )
         return raw
 

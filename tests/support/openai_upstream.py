@@ -14,10 +14,23 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``breaks-*``: a stream that stops mid-answer (the connection drops).
 - ``quotes-key-*``: a 401 whose message quotes the key it was sent.
 - ``says-<words>``: answers with <words> (e.g. a tier name for the LLM classifier).
+- ``leaks-key-*``: echoes the key it was sent in every spelling JSON allows (as is,
+  fully and partly ``\\u``-escaped), in a chunked 200 body, in every SSE event
+  (one of them split across writes) and, for ``leaks-key-401``, in an error.
+- ``notsse-*``: a 200 "stream" that is plain text; ``badjson-*``: a stream whose
+  second event is not JSON; ``stall-*``: a stream that stops after one event;
+  ``errorevent-*``: a stream that reports an error in an event of its own.
+- ``drip-*``: a plain answer sent one byte every 50 ms (no read ever times out).
+- ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them).
+- ``ra-<seconds>-<n>-*``: 429 with ``Retry-After: <seconds>`` for the first <n>
+  requests, then echoes.
 
-Every request is kept in ``server.received`` (path, headers, raw body bytes).
+
+Every request is kept in ``server.received`` (path, headers, raw body bytes, and
+the monotonic time it arrived).
 """
 
+import gzip
 import json
 import re
 import time
@@ -25,6 +38,11 @@ import time
 from tests.support.local_server import LocalHandler, LocalServer
 
 ANSWER = "Hello from the test upstream."
+
+
+def _tool_name(body) -> str:
+    function = body["tools"][0].get("function") or {}
+    return function.get("name") or "tool"
 
 
 class UpstreamHandler(LocalHandler):
@@ -46,6 +64,23 @@ class UpstreamHandler(LocalHandler):
                 return self._json(
                     status, {"error": {"message": f"scripted {status}", "type": "x", "code": None}}
                 )
+        retry_after = re.match(r"ra-(\d+)-(\d+)", model)
+        if retry_after and server.within_first(model, int(retry_after.group(2))):
+            return self._raw(
+                429,
+                b'{"error": {"message": "slow down", "type": "x", "code": null}}',
+                "application/json",
+                {"Retry-After": retry_after.group(1)},
+            )
+        if model.startswith("leaks-key"):
+            return self._leak_key(body, model)
+        if model.startswith(("notsse", "badjson", "stall", "errorevent")) and body.get("stream"):
+            return self._broken_stream(body, model)
+        if model.startswith("drip"):
+            return self._drip(body)
+        if model.startswith("gzip") and not body.get("stream"):
+            data = gzip.compress(json.dumps(self._completion(body)).encode())
+            return self._raw(200, data, "application/json", {"Content-Encoding": "gzip"})
         if model.startswith("quotes-key"):
             key = self.headers.get("Authorization", "").removeprefix("Bearer ")
             message = f"Incorrect API key provided: {key}"
@@ -65,7 +100,7 @@ class UpstreamHandler(LocalHandler):
         message = {"role": "assistant", "content": text}
         finish = "stop"
         if body.get("tools"):
-            name = body["tools"][0]["function"]["name"]
+            name = _tool_name(body)
             message = {
                 "role": "assistant",
                 "content": None,
@@ -110,7 +145,7 @@ class UpstreamHandler(LocalHandler):
         self.end_headers()
         chunks = [self._chunk(body, {"role": "assistant", "content": ""})]
         if body.get("tools"):
-            name = body["tools"][0]["function"]["name"]
+            name = _tool_name(body)
             chunks.append(
                 self._chunk(
                     body,
@@ -166,6 +201,90 @@ class UpstreamHandler(LocalHandler):
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
             self.server.stream_finished.set()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _key_spellings(self) -> str:
+        """The key as JSON string content: as is, fully escaped, half escaped."""
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+        half = key[: len(key) // 2] + escaped[6 * (len(key) // 2) :]
+        return f"plain {key} escaped {escaped} half {half}"
+
+    def _leak_key(self, body, model):
+        spellings = self._key_spellings()
+        if model.startswith("leaks-key-401"):
+            text = '{"error": {"message": "bad key KEYS", "type": "x", "code": null}}'.replace(
+                "KEYS", spellings
+            )
+            return self._raw(401, text.encode(), "application/json")
+        self.send_response(200)
+        content_type = "text/event-stream" if body.get("stream") else "application/json"
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if not body.get("stream"):
+            text = (
+                '{"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, '
+                '"message": {"role": "assistant", "content": "KEYS"}, "finish_reason": "stop"}], '
+                '"usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}'
+            ).replace("KEYS", spellings)
+            data = text.encode()
+            middle = data.index(b"plain ") + 10  # split inside the plain key
+            self._write_chunk(data[:middle])
+            self._write_chunk(data[middle:])
+        else:
+            event = (
+                'data: {"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": '
+                '[{"index": 0, "delta": {"content": "KEYS"}, "finish_reason": null}]}\n\n'
+            ).replace("KEYS", spellings)
+            data = event.encode()
+            self._write_chunk(data)
+            middle = data.index(b"plain ") + 10
+            self._write_chunk(data[:middle])
+            time.sleep(0.05)
+            self._write_chunk(data[middle:])
+            self._write_chunk(b": comment %s\n\n" % spellings.encode())
+            self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")
+
+    def _broken_stream(self, body, model):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if model.startswith("notsse"):
+                self._write_chunk(b"<html>this is not a stream</html>\n\n")
+            else:
+                first = self._chunk(body, {"role": "assistant", "content": "Hi"})
+                self._write_chunk(b"data: " + json.dumps(first).encode() + b"\n\n")
+                if model.startswith("stall"):
+                    self.server.stopping.wait(30)
+                    return
+                if model.startswith("errorevent"):
+                    self._write_chunk(
+                        b'data: {"error": {"message": "overloaded", "type": "x"}}\n\n'
+                    )
+                else:
+                    self._write_chunk(b"data: {this is not json\n\n")
+                self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _drip(self, body):
+        data = json.dumps(self._completion(body)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            for i in range(len(data)):
+                if self.server.stopping.wait(0.05):
+                    return
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
 

@@ -1,0 +1,81 @@
+"""Two router instances sharing one PostgreSQL and one Redis, as docs/deployment.md sets up.
+
+The turns of one conversation alternate between the two: each instance must
+see the turn the other served (the prefix probe stays continuous through
+Redis), and the decision log must hold every request, from both.
+"""
+
+import json
+import os
+import uuid
+
+import pytest
+import redis
+import requests
+
+from tests.support.config import base_config
+from tests.support.postgres import scratch_database
+from tests.support.served import gunicorn_router, prepare, router_env
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+TURNS = 8
+
+
+@pytest.fixture
+def shared_redis_url():
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError as error:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs Redis at {REDIS_URL}: {error}")
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    return REDIS_URL
+
+
+@pytest.fixture
+def two_instances(tmp_path, upstream, shared_redis_url):
+    with scratch_database() as database_url:
+        env = router_env(
+            tmp_path,
+            base_config(upstream.base_url),
+            DATABASE_URL=database_url,
+            REDIS_URL=shared_redis_url,
+            # A secret key shared by both, as several hosts need.
+            DJANGO_SECRET_KEY="two-instances-" + uuid.uuid4().hex,
+        )
+        key = prepare(env)
+        with gunicorn_router(env, key) as first, gunicorn_router(env, key) as second:
+            yield first, second
+
+
+def test_a_conversation_alternating_between_instances_keeps_one_prefix_probe(two_instances):
+    first, second = two_instances
+    messages = [{"role": "user", "content": f"task {uuid.uuid4().hex}"}]
+    served_by = []
+    for turn in range(TURNS):
+        instance = (first, second)[turn % 2]
+        response = requests.post(
+            instance.url + "/v1/chat/completions",
+            json={"model": "echo-medium", "messages": messages},
+            headers={"Authorization": f"Bearer {instance.key}"},
+            timeout=20,
+        )
+        assert response.status_code == 200
+        served_by.append(response.headers["X-Router-Decision-Id"])
+        messages += [
+            response.json()["choices"][0]["message"],
+            {"role": "user", "content": f"next {turn}"},
+        ]
+
+    code = (
+        "from routing.models import RouteDecision as R; import json; print(json.dumps(["
+        "[r.pk, r.prefix_match, r.prefix_previous_length, r.prefix_current_length, "
+        "r.prefix_fallback, r.status_code] for r in R.objects.order_by('id')]))"
+    )
+    rows = json.loads(first.manage("shell", "-c", code).strip().splitlines()[-1])
+    assert [str(r[0]) for r in rows] == served_by  # every request, from both, in order
+    # Turn n repeats all of turn n-1's payload, whichever instance served it.
+    assert [r[1:] for r in rows] == [
+        [0 if n == 0 else 2 * n - 1, 0 if n == 0 else 2 * n - 1, 2 * n + 1, False, 200]
+        for n in range(TURNS)
+    ]

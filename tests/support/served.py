@@ -1,0 +1,167 @@
+"""The router served as in production, for end-to-end tests and benchmarks.
+
+``gunicorn_router`` runs gunicorn with the shipped gunicorn.conf.py (DJANGO_DEBUG=0,
+its own SQLite file unless a DATABASE_URL is given) and a router key;
+``nginx_in_front`` runs docs/deploy/nginx.conf, as shipped but for its ports,
+in front of it. Both listen on 127.0.0.1 only and are stopped on exit, also
+when start-up fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV
+from tests.support.gunicorn import wait_until_serving
+from tests.support.ports import listening_socket
+
+ROOT = Path(__file__).resolve().parents[2]
+NGINX_CONF = ROOT / "docs" / "deploy" / "nginx.conf"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Served:
+    url: str
+    key: str
+    env: dict
+    port: int
+
+    def manage(self, *args) -> str:
+        """Run a manage.py command with this router's environment; its stdout."""
+        return subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    def count_rows(self, **filters) -> int:
+        code = (
+            "from routing.models import RouteDecision as R; "
+            f"print(R.objects.filter(**{filters!r}).count())"
+        )
+        return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+
+
+def router_env(tmp_path: Path, config: dict, **extra) -> dict:
+    path = tmp_path / "router.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return {
+        **os.environ,
+        # Its own SQLite file by default: the served process must not touch the test database.
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'router.sqlite3'}",
+        "ROUTER_DATA_DIR": str(tmp_path),
+        "ROUTER_CONFIG": str(path),
+        "DJANGO_DEBUG": "0",
+        "ROUTER_WORKERS": "2",
+        "ROUTER_ACCESS_LOG": "",
+        PROVIDER_KEY_ENV: PROVIDER_KEY,
+        **extra,
+    }
+
+
+def prepare(env: dict) -> str:
+    """Migrate the router's database and make a key; returns the raw key."""
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [*manage, "createapikey", "e2e"], env=env, check=True, cwd=ROOT, capture_output=True
+    ).stdout.decode()
+    return out.strip().splitlines()[-1]
+
+
+@contextlib.contextmanager
+def _process(command, env, url, cwd=ROOT, pass_fds=()):
+    process = subprocess.Popen(
+        command,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=pass_fds,
+    )
+    try:
+        wait_until_serving(process, url)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+@contextlib.contextmanager
+def gunicorn_router(env: dict, key: str):
+    """gunicorn with the shipped settings, on a free loopback port; yields a Served."""
+    with listening_socket() as sock:
+        port = sock.getsockname()[1]
+        # The test's own listening socket, handed over: no other process can take the port.
+        env = {**env, "ROUTER_BIND": f"fd://{sock.fileno()}"}
+        url = f"http://127.0.0.1:{port}"
+        command = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            str(ROOT / "router_project/gunicorn.conf.py"),
+        ]
+        with _process(command, env, url, pass_fds=(sock.fileno(),)):
+            yield Served(url, key, {**env, "ROUTER_BIND": f"127.0.0.1:{port}"}, port)
+
+
+def nginx_config(listen_port: int, router_ports: list[int], work_dir: Path) -> str:
+    """docs/deploy/nginx.conf with test ports, inside a main config of its own (no root paths)."""
+    server = NGINX_CONF.read_text()
+    servers = "".join(f"    server 127.0.0.1:{port};\n" for port in router_ports)
+    server = re.sub(r"    server 127\.0\.0\.1:8000;[^\n]*\n", servers, server)
+    server = server.replace("listen 80;", f"listen 127.0.0.1:{listen_port};")
+    temp = {name: work_dir / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+    for path in temp.values():
+        path.mkdir(exist_ok=True)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    return (
+        f"{user}worker_processes 1;\ndaemon off;\npid {work_dir / 'nginx.pid'};\n"
+        f"error_log {work_dir / 'error.log'} warn;\nevents {{ worker_connections 1024; }}\n"
+        f"http {{\n  access_log off;\n"
+        f"  client_body_temp_path {temp['body']};\n  proxy_temp_path {temp['proxy']};\n"
+        f"  fastcgi_temp_path {temp['fastcgi']};\n  uwsgi_temp_path {temp['uwsgi']};\n"
+        f"  scgi_temp_path {temp['scgi']};\n{server}\n}}\n"
+    )
+
+
+def nginx_binary() -> str | None:
+    return shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None
+    )
+
+
+@contextlib.contextmanager
+def nginx_in_front(work_dir: Path, *routers: Served):
+    """nginx with docs/deploy/nginx.conf in front of the given routers; yields its URL."""
+    port = free_port()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    conf = work_dir / "nginx.conf"
+    conf.write_text(nginx_config(port, [r.port for r in routers], work_dir))
+    url = f"http://127.0.0.1:{port}"
+    with _process([nginx_binary(), "-c", str(conf), "-p", str(work_dir)], os.environ, url):
+        yield url
