@@ -210,6 +210,10 @@ class TestAnthropicProvider(ProviderContract):
         "fail-500": "claude-fail-500-99-contract",
         "fail-400": "claude-fail-400-99-contract",
         "hang": "claude-hang-contract",
+        "retry-after": "claude-fail-429-99-ra2-contract",
+        "leaks-key": "claude-leaks-key-contract",
+        "drip": "claude-drip-contract",
+        "gzip": "claude-gzip-contract",
     }
 
     def model(self, scenario: str) -> str:

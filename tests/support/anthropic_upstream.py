@@ -35,11 +35,16 @@ What it answers is chosen by the model name:
 - ``claude-refuse-*``: stop reason ``refusal``;
 - ``claude-hang-*``: accepts and never answers (until the server stops);
 - ``claude-parallel-*``: two tool calls at once when tools are offered;
+- ``claude-leaks-key-*``: answers and streams the key it was sent, every
+  mention ``\\u``-escaped (a spelling only decoding reveals);
+- ``claude-drip-*``: a plain answer sent one byte every 50 ms;
+- ``claude-gzip-*``: a plain answer, gzip-compressed;
 - otherwise: text, or one tool call when tools are offered and the last turn
   is not tool results; a turn of tool results is answered naming their ids.
   With thinking enabled a thinking block comes first.
 """
 
+import gzip
 import hashlib
 import json
 import re
@@ -265,6 +270,7 @@ class AnthropicHandler(LocalHandler):
     def do_POST(self):
         raw = self._read_request()
         server = self.server
+        self.leaked_key = ""
         if self.path != "/v1/messages":
             return self._error(404, f"Not found: {self.path}")
         try:
@@ -296,10 +302,39 @@ class AnthropicHandler(LocalHandler):
             "stop_sequence": None,
             "usage": usage,
         }
+        if model.startswith("claude-leaks-key"):
+            self.leaked_key = self.headers.get("x-api-key", "")
+            message["content"] = [{"type": "text", "text": f"the key is {self.leaked_key}"}]
         if body.get("stream"):
             return self._stream(message, model)
         server.check(sdk.Message.model_validate, message)
+        if model.startswith("claude-drip"):
+            return self._drip(json.dumps(message).encode())
+        if model.startswith("claude-gzip"):
+            data = gzip.compress(json.dumps(message).encode())
+            return self._raw(200, data, "application/json", {"Content-Encoding": "gzip"})
         return self._json(200, message)
+
+    def _spelled(self, data: bytes) -> bytes:
+        """For claude-leaks-key: every mention of the key, \\u-escaped as JSON allows."""
+        if not self.leaked_key:
+            return data
+        escaped = "".join(f"\\u{ord(c):04x}" for c in self.leaked_key)
+        return data.replace(self.leaked_key.encode(), escaped.encode())
+
+    def _drip(self, data: bytes):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            for i in range(len(data)):
+                if self.server.stopping.wait(0.05):
+                    return
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _content(self, body):
         model = body["model"]
@@ -446,7 +481,7 @@ class AnthropicHandler(LocalHandler):
         else:
             self.server.check(EVENT.validate_python, event)
         data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-        self._write_chunk(data)
+        self._write_chunk(self._spelled(data))
 
     def _error(self, status, message, headers=None):
         error_type = ERROR_TYPES.get(status, "api_error")
@@ -465,7 +500,8 @@ class AnthropicHandler(LocalHandler):
         self._json(status, payload, headers)
 
     def _json(self, status, payload, headers=None):
-        self._raw(status, json.dumps(payload).encode(), "application/json", headers)
+        data = self._spelled(json.dumps(payload).encode())
+        self._raw(status, data, "application/json", headers)
 
 
 class AnthropicServer(LocalServer):
