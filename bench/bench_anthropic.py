@@ -1,7 +1,7 @@
 """What a request to a Claude model costs the router beyond pinch: translation, cache placement.
 
 For every request of every corpus session (``messages[:t]`` before each
-assistant turn, see bench/corpus.py) with the shipped pinch config, this
+assistant turn, see routing/corpus.py) with the shipped pinch config, this
 times, as the router runs them:
 
 * pinch: ``routing.pruning.pinch_messages`` (relevance off), which every
@@ -39,7 +39,7 @@ import django
 
 django.setup()
 
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from routing.config import DEFAULT_CONFIG_PATH, apply_overrides, validate_config
 from routing.config.source import read_config_file
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timed runs per request (median)")
     args = parser.parse_args()
     _, conversations = bench_conversations()
-    requests = [r for c in conversations for r in requests_of(c.messages)]
+    requests = [r for c in conversations for r in c.requests()]
     data = apply_overrides(
         read_config_file(DEFAULT_CONFIG_PATH), {"pinch.relevance.enabled": False}, []
     )

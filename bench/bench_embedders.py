@@ -26,8 +26,6 @@ guide to the cost on one quiet core.
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import os
 import statistics
 import sys
@@ -39,13 +37,11 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np
 
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from pinch import order_by_relevance
 from pinch.embedders import BuiltinEmbedder
 from pinch.embedding_cache import CachedEmbedder, EmbeddingCache
-
-# Real agent sessions, shared beside the repository (not copied into it).
-CORPUS = REPO.parent / "shared" / "corpus" / "conversations"
 
 # The edge's default cut: candidates are embedded from their first 2,000 chars.
 MAX_CHARS = 2000
@@ -57,9 +53,9 @@ SIZES = (50, 200)
 def load_corpus() -> tuple[str, list[str], list[str]]:
     """A request, the long tool results (>= MAX_CHARS), and every other tool result."""
     query, long_results, others = "", [], []
-    for name in sorted(glob.glob(str(CORPUS / "*.json"))):
-        messages = json.loads(Path(name).read_text(encoding="utf-8"))["messages"]
-        for m in messages:
+    folder, sessions = bench_conversations()
+    for session in sessions:
+        for m in session.messages:
             text = m.get("content")
             if not isinstance(text, str) or not text.strip():
                 continue
@@ -68,7 +64,7 @@ def load_corpus() -> tuple[str, list[str], list[str]]:
             elif m.get("role") == "tool":
                 (long_results if len(text) >= MAX_CHARS else others).append(text)
     if len(long_results) < max(SIZES):
-        sys.exit(f"need {max(SIZES)} tool results of {MAX_CHARS}+ chars in {CORPUS}")
+        sys.exit(f"need {max(SIZES)} tool results of {MAX_CHARS}+ chars in {folder}")
     return query, long_results, others
 
 

@@ -6,7 +6,7 @@ the relevance edge for an order (embedding the last user turn and every
 trim-eligible tool result with the builtin embedder, whose features are cached
 by content hash), then prunes. This times that call with the shipped default
 config over every request of every corpus session (for each assistant turn t,
-the request is ``messages[:t]``, see bench/corpus.py), in four ways:
+the request is ``messages[:t]``, see routing/corpus.py), in four ways:
 
 * relevance off: the edge declines at once, the rest is prune_context;
 * relevance, cold: the embedding cache is emptied before every timed call,
@@ -14,7 +14,15 @@ the request is ``messages[:t]``, see bench/corpus.py), in four ways:
 * relevance, session order: the cache is emptied once per round and the
   requests are replayed in order, so each turn finds the earlier turns' tool
   results cached: what a router serving one agent session pays;
-* relevance, warm: the same request a second time, every feature cached.
+* relevance, warm: the same request a second time, every feature cached;
+* payback, session order (the shipped default, ``pinch.payback``): requests in
+  order with the conversation's ledger carried in a fresh in-memory store per
+  round, as a router serving one agent pays;
+* payback, no ledger: every request rebuilds its decisions from the messages,
+  what a worker pays the first time it sees a conversation.
+
+The first four run the budget prune (``pinch.payback.enabled: false``), which
+is what relevance ordering orders.
 
 Then the edge's own target case: one query and 200 candidates (tool results
 from the corpus), cold and warm.
@@ -43,22 +51,24 @@ import django
 
 django.setup()
 
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from pinch.embedders import make_embedder
 from pinch.relevance import relevance_for, reset_relevance_state
 from routing.config import DEFAULT_CONFIG_PATH, PinchConfig, apply_overrides, validate_config
 from routing.config.source import read_config_file
-from routing.pruning import pinch_messages
+from routing.prefix_probe import PrefixProbe
+from routing.pruning import LedgerSlot, pinch_messages
 
 PER = 100_000  # tokens: the unit bench_prune.py reports in
 CANDIDATES = 200  # the relevance target: 1 query + 200 candidates under 50 ms cold
 
 
-def pinch_config(relevance: bool) -> PinchConfig:
-    """The shipped default config, relevance on or off, through the strict schema."""
+def pinch_config(relevance: bool, payback: bool = False) -> PinchConfig:
+    """The shipped default config, relevance and payback on or off, through the strict schema."""
     data = read_config_file(DEFAULT_CONFIG_PATH)
-    data = apply_overrides(data, {"pinch.relevance.enabled": relevance}, [])
+    changes = {"pinch.relevance.enabled": relevance, "pinch.payback.enabled": payback}
+    data = apply_overrides(data, changes, [])
     return validate_config(data).pinch
 
 
@@ -144,7 +154,7 @@ def main() -> None:
     args = parser.parse_args()
 
     folder, conversations = bench_conversations()
-    sessions = [list(requests_of(c.messages)) for c in conversations]
+    sessions = [list(c.requests()) for c in conversations]
     requests = [r for s in sessions for r in s]
 
     off, on = pinch_config(relevance=False), pinch_config(relevance=True)
@@ -186,13 +196,32 @@ def main() -> None:
                     i += 1
         columns["relevance, session order"] = [int(statistics.median(s)) for s in session_order]
         columns["relevance, warm"] = [int(statistics.median(s)) for s in warm]
+        paying = pinch_config(relevance=False, payback=True)
+        carried = [[] for _ in requests]
+        for _ in range(args.rounds):
+            store = PrefixProbe()
+            i = 0
+            for n, session in enumerate(sessions):
+                slot = LedgerSlot(store, f"bench-{n}")
+                for request in session:
+                    carried[i].append(
+                        timed_ns(lambda r=request, s=slot: pinch_messages(r, paying, 0, slot=s))
+                    )
+                    i += 1
+        columns["payback, session order"] = [int(statistics.median(s)) for s in carried]
+        columns["payback, no ledger"] = [
+            median_ns(lambda r=request: pinch_messages(r, paying, 0), args.rounds)
+            for request in requests
+        ]
         used = [pinch_messages(r, on, 0)[1].relevance_used for r in requests]
     finally:
         gc.enable()
 
     over = [i for i, t in enumerate(tokens) if t > on.budget_tokens]
     print()
-    print("pinch_messages (relevance edge + prune_context), ms per 100k tokens")
+    print(
+        "pinch_messages (relevance edge + prune_context, or the payback plan), ms per 100k tokens"
+    )
     print("overall = sum(time) / sum(tokens); over budget = the requests pinch prunes")
     header = (
         f"{'':28} {'overall':>8} {'median':>8} {'worst':>8} "

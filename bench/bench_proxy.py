@@ -13,7 +13,7 @@ at the upstream and through the router, at concurrency 1 and 16:
   any proxy that reads the body must do, and the added p50 as a multiple of it;
 * time to the first SSE event of a streamed answer, direct vs through.
 
-Bodies, both from the corpus (bench/corpus.py): the 2 KB first request of
+Bodies, both from the corpus (routing/corpus.py): the 2 KB first request of
 026.json (one user message) and its last request, 368 KB of agent history that
 pinch prunes before it goes upstream.
 
@@ -50,7 +50,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 
 PYTHON = sys.executable
@@ -175,8 +175,8 @@ class Body:
 
 def corpus_bodies() -> list[Body]:
     _, conversations = bench_conversations()
-    session = next(c for c in conversations if c.name == "026")
-    requests = list(requests_of(session.messages))
+    session = next(c for c in conversations if c.name == "026.json")
+    requests = list(session.requests())
     bodies = []
     for messages in (requests[0], requests[-1]):
         body = {"model": "auto", "messages": messages}

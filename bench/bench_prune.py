@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from pinch import prune_context
 
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
 
     folder, conversations = bench_conversations()
-    requests = [r for c in conversations for r in requests_of(c.messages)]
+    requests = [r for c in conversations for r in c.requests()]
 
     settings = {
         "keep_last_tool_results=6": {"keep_last_tool_results": 6},

@@ -5,9 +5,12 @@ saved) it returns where every bar, line vertex, tick and label goes. The page
 needs no JavaScript and no chart library from a CDN, and the numbers a test
 checks (bar heights, axis maxima) are computed here rather than in a template.
 
-Two scales share the plot: tokens (bars, left axis) and dollars (line, right
-axis). Each axis runs from 0 to a "nice" ceiling (1, 2, 2.5 or 5 times a power
-of ten) so the tick labels are round numbers.
+Two scales share the plot: tokens (bars, left axis) and dollars (right axis:
+the gross line, tokens at the blended price, and the net line, after the
+prompt cache, from what the provider billed). Each axis runs from 0 to a
+"nice" ceiling (1, 2, 2.5 or 5 times a power of ten) so the tick labels are
+round numbers; a day pinch made dearer (net below zero) takes the dollar axis
+below 0 by as nice a floor, the zero line then above the bottom.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class DayPoint:
     day: date | datetime  # a day, or the start of an hour on an hourly chart
     tokens: int
     dollars: float
+    net_dollars: float = 0.0
 
     @property
     def hourly(self) -> bool:
@@ -100,13 +104,17 @@ class SavingsChart:
     bars: tuple[Bar, ...]
     line_points: str  # the SVG polyline "x,y x,y ..."
     dots: tuple[Dot, ...]
+    net_points: str  # the net-of-cache line, on the same dollar axis
+    net_dots: tuple[Dot, ...]
     token_ticks: tuple[Tick, ...]
     dollar_ticks: tuple[Tick, ...]
     day_labels: tuple[Tick, ...]
     token_max: float
     dollar_max: float
+    dollar_min: float
     total_tokens: int
     total_dollars: float
+    total_net_dollars: float
 
     @property
     def empty(self) -> bool:
@@ -131,6 +139,15 @@ class SavingsChart:
     @property
     def total_dollars_text(self) -> str:
         return f"${self.total_dollars:.6f}"
+
+    @property
+    def zero_y(self) -> float:
+        """Where $0 is on the dollar axis: the bottom, unless a day went below zero."""
+        return round(_y(0.0, self.dollar_max, self.top, self.bottom, self.dollar_min), 2)
+
+    @property
+    def total_net_dollars_text(self) -> str:
+        return f"${self.total_net_dollars:.6f}"
 
     # Where the labels go, so the template does no arithmetic.
     @property
@@ -191,8 +208,8 @@ def format_dollars(value: float, step: float) -> str:
     return f"${value:.{dollar_decimals(step)}f}"
 
 
-def _y(value: float, maximum: float, top: float, bottom: float) -> float:
-    return bottom - (value / maximum) * (bottom - top)
+def _y(value: float, maximum: float, top: float, bottom: float, minimum: float = 0.0) -> float:
+    return bottom - ((value - minimum) / (maximum - minimum)) * (bottom - top)
 
 
 def savings_chart(
@@ -208,11 +225,14 @@ def savings_chart(
     left, right = float(margin_left), float(width - margin_right)
     top, bottom = float(margin_top), float(height - margin_bottom)
     token_max = nice_ceiling(max((p.tokens for p in points), default=0))
-    dollar_max = nice_ceiling(max((p.dollars for p in points), default=0.0))
+    highest = max((max(p.dollars, p.net_dollars) for p in points), default=0.0)
+    lowest = min((p.net_dollars for p in points), default=0.0)
+    dollar_max = nice_ceiling(highest)
+    dollar_min = -nice_ceiling(-lowest) if lowest < 0 else 0.0
     slot = (right - left) / max(len(points), 1)
     bar_width = slot * BAR_FILL
 
-    bars, dots, vertices = [], [], []
+    bars, dots, vertices, net_dots, net_vertices = [], [], [], [], []
     for i, point in enumerate(points):
         center = left + slot * (i + 0.5)
         bar_top = _y(point.tokens, token_max, top, bottom)
@@ -225,20 +245,25 @@ def savings_chart(
                 height=round(bottom - bar_top, 2),
             )
         )
-        line_y = round(_y(point.dollars, dollar_max, top, bottom), 2)
+        line_y = round(_y(point.dollars, dollar_max, top, bottom, dollar_min), 2)
         vertices.append(f"{center:.2f},{line_y:.2f}")
         dots.append(Dot(round(center, 2), line_y, f"{point.name}: ${point.dollars:.6f}"))
+        net_y = round(_y(point.net_dollars, dollar_max, top, bottom, dollar_min), 2)
+        net_vertices.append(f"{center:.2f},{net_y:.2f}")
+        net_dots.append(
+            Dot(round(center, 2), net_y, f"{point.name}: ${point.net_dollars:.6f} net of the cache")
+        )
 
     token_step = token_max / TICKS
-    dollar_step = dollar_max / TICKS
+    dollar_step = (dollar_max - dollar_min) / TICKS
     token_ticks = tuple(
         Tick(round(_y(token_step * i, token_max, top, bottom), 2), format_tokens(token_step * i))
         for i in range(TICKS + 1)
     )
     dollar_ticks = tuple(
         Tick(
-            round(_y(dollar_step * i, dollar_max, top, bottom), 2),
-            format_dollars(dollar_step * i, dollar_step),
+            round(_y(dollar_min + dollar_step * i, dollar_max, top, bottom, dollar_min), 2),
+            format_dollars(dollar_min + dollar_step * i, dollar_step),
         )
         for i in range(TICKS + 1)
     )
@@ -260,11 +285,15 @@ def savings_chart(
         bars=tuple(bars),
         line_points=" ".join(vertices),
         dots=tuple(dots),
+        net_points=" ".join(net_vertices),
+        net_dots=tuple(net_dots),
         token_ticks=token_ticks,
         dollar_ticks=dollar_ticks,
         day_labels=day_labels,
         token_max=token_max,
         dollar_max=dollar_max,
+        dollar_min=dollar_min,
         total_tokens=sum(p.tokens for p in points),
         total_dollars=sum(p.dollars for p in points),
+        total_net_dollars=sum(p.net_dollars for p in points),
     )

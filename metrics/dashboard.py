@@ -28,7 +28,7 @@ from metrics.formatting import pinch_card
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.knobs import knob_values
-from routing.models import RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
+from routing.models import NET_SAVED, RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
 from routing.pricing import prompt_cost_usd
 
 HOURLY_SPAN = timedelta(hours=48)  # savings all younger than this are charted by the hour
@@ -42,7 +42,7 @@ def _hour_of(moment: datetime) -> datetime:
 
 
 def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
-    """Tokens and dollars saved per day (or hour) over ``window``, zeros included.
+    """Tokens, gross and net dollars saved per day (or hour) over ``window``, zeros included.
 
     One query, grouped by hour and chosen model; days are summed from hours here.
     """
@@ -51,16 +51,17 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
         .pruned()
         .annotate(hour=TruncHour("created_at"))
         .values("hour", "chosen_model")
-        .annotate(saved=Sum(TOKENS_SAVED), calls=Count("id"))
+        .annotate(saved=Sum(TOKENS_SAVED), calls=Count("id"), net=Sum(NET_SAVED))
         # An explicit order replaces Meta.ordering, which would add created_at to the GROUP BY.
         .order_by("hour", "chosen_model")
     )
     cache_rate = config.objective.assumed_cache_rate
-    saved = []  # (hour, tokens, dollars)
+    saved = []  # (hour, tokens, dollars, net dollars)
     for row in rows:
         model = config.model(row["chosen_model"])
         dollars = prompt_cost_usd(model, row["saved"], cache_rate) if model is not None else 0.0
-        saved.append((row["hour"], row["saved"], dollars))
+        # Only pruned rows: a request sent whole saves 0 net by definition.
+        saved.append((row["hour"], row["saved"], dollars, row["net"] or 0.0))
 
     end_hour = _hour_of(window.end)
     first_hour = saved[0][0] if saved else None
@@ -83,10 +84,12 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
 
     tokens = defaultdict(int)
     dollars = defaultdict(float)
-    for hour, hour_tokens, hour_dollars in saved:
+    net = defaultdict(float)
+    for hour, hour_tokens, hour_dollars, hour_net in saved:
         tokens[bucket(hour)] += hour_tokens
         dollars[bucket(hour)] += hour_dollars
-    return [DayPoint(b, tokens[b], dollars[b]) for b in buckets]
+        net[bucket(hour)] += hour_net
+    return [DayPoint(b, tokens[b], dollars[b], net[b]) for b in buckets]
 
 
 def dashboard_context(

@@ -11,7 +11,8 @@ MISSING = "—"  # a figure that was not measured
 MAX_COST_DECIMALS = 10  # a one-token prompt on the cheapest models is ~1e-8 USD
 
 SHARE_KEYS = {"share_pruned"}  # shares of 1, shown as a percent
-DOLLAR_KEYS = {"dollars_saved_usd_30d"}  # USD, six decimals: savings per call are tiny
+# USD, six decimals: savings per call are tiny.
+DOLLAR_KEYS = {"dollars_saved_usd_30d", "net_dollars_saved_usd_30d"}
 
 # The card's figures, in the order the surfaces list them.
 CARD_KEYS = (
@@ -19,6 +20,9 @@ CARD_KEYS = (
     "total_tokens_saved",
     "median_tokens_saved",
     "dollars_saved_usd_30d",
+    "net_dollars_saved_usd_30d",
+    "conversations_cheaper_30d",
+    "conversations_dearer_30d",
     "pruned_calls_30d",
     "calls_30d",
 )

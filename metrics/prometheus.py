@@ -137,6 +137,20 @@ class RouterCollector:
             value=summary["dollars_saved_usd_30d"],
         )
         yield GaugeMetricFamily(
+            "router_pinch_net_dollars_saved_usd_30d",
+            "USD pinch saved in the window net of the prompt cache: estimated unpruned cost "
+            "minus the cost of the cache usage the provider reported.",
+            value=summary["net_dollars_saved_usd_30d"],
+        )
+        conversations = GaugeMetricFamily(
+            "router_pinch_conversations_30d",
+            "Conversations in the window that pinch made cheaper or dearer, net of the cache.",
+            labels=["effect"],
+        )
+        conversations.add_metric(["cheaper"], summary["conversations_cheaper_30d"])
+        conversations.add_metric(["dearer"], summary["conversations_dearer_30d"])
+        yield conversations
+        yield GaugeMetricFamily(
             "router_pinch_share_pruned_30d",
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],

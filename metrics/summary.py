@@ -19,10 +19,22 @@ Counting, per the contract:
   its tokens still count, it adds $0, and ``unpriced_calls_30d`` says how many
   such rows there are, so a dollar figure that looks low can be explained.
 
-One grouped query reads the window: rows per (chosen model, tokens saved).
-Python does the arithmetic on those integers, so SQLite and PostgreSQL give the
-same numbers (no database median, no float sums in SQL), and what crosses the
-wire grows with the number of distinct savings, not with traffic.
+Net of the cache (``net_dollars_saved_usd_30d``): per decision, the
+estimated cost of the same request unpruned minus the prompt cost the
+provider's reported usage (cache reads and writes) comes to, under the
+model's prices (``billed_prompt_cost_usd``, and
+``routing.dispatch.Outcome.unpruned_cost_usd``). Only rows
+with reported usage count (``billed_calls_30d``); a request pinch sent whole
+saves exactly 0. ``conversations_cheaper_30d`` and ``conversations_dearer_30d``
+count the conversations whose net saving is above or below zero: the gross
+figure cannot go negative, the net one can, and that is what it is for.
+
+One grouped query reads the window: rows per (chosen model, tokens saved,
+conversation), with the net saving summed per group. Python does the
+arithmetic on those integers, so SQLite and PostgreSQL give the same numbers
+(no database median), and what crosses the wire grows with the number of
+distinct savings and conversations, not with traffic; net sums are rounded
+per conversation to 6 decimals.
 """
 
 from __future__ import annotations
@@ -33,11 +45,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from routing.config import RouterConfig
-from routing.models import RouteDecision
+from routing.models import NET_SAVED, RouteDecision
 from routing.pricing import prompt_cost_usd
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
@@ -93,14 +105,46 @@ def summary_window(config: RouterConfig, now: datetime | None = None, days: int 
 
 
 def saved_token_rows(window: Window):
-    """``(chosen_model, tokens_saved or None, rows)`` for the window, in one grouped query."""
+    """``(chosen_model, tokens_saved or None, conversation, rows, net USD, billed rows)``.
+
+    One grouped query for every pinch figure: the net saving (NULL unless the
+    row has both costs) is summed per group, and ``billed`` counts the rows
+    that have it.
+    """
     return (
         window.decisions()
         .with_tokens_saved()
-        .values_list("chosen_model", "tokens_saved")
-        .annotate(decisions=Count("id"))
+        .values_list("chosen_model", "tokens_saved", "conversation")
+        .annotate(decisions=Count("id"), net=Sum(NET_SAVED), billed=Count(NET_SAVED))
         .order_by()
     )
+
+
+def net_from_rows(rows: Iterable[tuple[str, float | None, int]]) -> dict:
+    """The net figures from ``(conversation, net saved USD, billed rows)`` triples. Pure."""
+    by_conversation: dict[str, float] = {}
+    billed = 0
+    for conversation, saved, count in rows:
+        billed += count
+        if count:
+            by_conversation[conversation] = by_conversation.get(conversation, 0.0) + (saved or 0.0)
+    net = 0.0
+    cheaper = dearer = 0
+    # Sorted, so the float sum runs in the same order whatever order the rows came in.
+    for conversation in sorted(by_conversation):
+        saved = round(by_conversation[conversation], DOLLAR_DIGITS)
+        net += saved
+        # A blank conversation is pinch-off traffic, which saves 0 by definition.
+        if conversation and saved > 0:
+            cheaper += 1
+        elif conversation and saved < 0:
+            dearer += 1
+    return {
+        "net_dollars_saved_usd_30d": round(net, DOLLAR_DIGITS),
+        "billed_calls_30d": billed,
+        "conversations_cheaper_30d": cheaper,
+        "conversations_dearer_30d": dearer,
+    }
 
 
 def _median(counts: Counter) -> float:
@@ -166,7 +210,9 @@ def pinch_summary(config: RouterConfig, now: datetime | None = None, days: int =
     if not config.pinch.enabled:
         return None
     window = summary_window(config, now, days)
-    summary = summary_from_rows(saved_token_rows(window), config)
+    rows = list(saved_token_rows(window))
+    summary = summary_from_rows([(model, saved, n) for model, saved, _, n, _, _ in rows], config)
+    summary.update(net_from_rows([(conv, net, billed) for _, _, conv, _, net, billed in rows]))
     if window.reset_date is not None:
         summary["reset_date"] = window.reset_date.isoformat()
         summary["next_reset_date"] = window.next_reset_date.isoformat()

@@ -40,6 +40,7 @@ def record_decision(plan, api_key=None) -> RouteDecision:
         prefix_current_length=prefix[2],
         prefix_fallback=plan.prefix_fallback,
         stream=plan.request.stream,
+        conversation=plan.conversation or "",
     )
 
 
@@ -65,6 +66,7 @@ def finish_decision(decision_id: int, outcome) -> None:
             outcome.cache_read_tokens,
             outcome.cache_write_tokens,
         )
+    fields["unpruned_cost_usd"] = outcome.unpruned_cost_usd(fields.get("billed_prompt_cost_usd"))
     if outcome.model is not None:
         fields.update(
             chosen_model=outcome.model.id,

@@ -22,6 +22,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from pinch import CHARS_PER_TOKEN
 from routing.decisions import finish_decision
 from routing.errors import error_body, error_response
+from routing.pricing import billed_prompt_cost_usd
 from routing.providers import ProviderError, monotonic_ms, provider_for
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,25 @@ class Outcome:
     usage_estimated: bool = False
     model: object = None
     cost_usd: float | None = None
+    # Set with the model that answered: the plan's estimate of the unpruned
+    # request's (cached, written) split (None when pinch sent it whole: then
+    # it cost what it cost).
+    unpruned_split: tuple | None = None
+
+    def unpruned_cost_usd(self, billed: float | None) -> float | None:
+        """The estimated prompt cost of the same request without pinch (None unbilled).
+
+        Priced like the billed cost (routing.pricing): the cached part read, the
+        rest written when the model has a cache block (Anthropic), else at the
+        prompt price (a provider that caches by itself charges no write premium).
+        """
+        if billed is None or self.model is None:
+            return None
+        if self.unpruned_split is None:
+            return billed
+        cached, rest = self.unpruned_split
+        written = rest if self.model.cache is not None else 0
+        return billed_prompt_cost_usd(self.model, cached + rest, cached, written)
 
     def take_usage(self, usage):
         if not isinstance(usage, dict):
@@ -125,6 +145,7 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                 log.info("upstream_recovered model=%s after: %s", model.id, tried(outcome.attempts))
             outcome.model = model
             outcome.cost_usd = plan.cost_on(model)
+            outcome.unpruned_split = plan.unpruned_split
             return model, result, started
     raise UpstreamFailed(last_error)
 

@@ -62,6 +62,11 @@ PRUNED = Q(pinch_original_tokens__gt=F("pinch_final_tokens"))
 TOKENS_SAVED = ExpressionWrapper(
     F("pinch_original_tokens") - F("pinch_final_tokens"), output_field=models.IntegerField()
 )
+# Net of the cache: what the request would have cost unpruned minus what it cost.
+NET_SAVED = ExpressionWrapper(
+    F("unpruned_cost_usd") - F("billed_prompt_cost_usd"), output_field=models.FloatField()
+)
+BILLED = Q(billed_prompt_cost_usd__isnull=False, unpruned_cost_usd__isnull=False)
 RECENT_DECISIONS = 50  # a screenful on the dashboard and in the TUI; older rows are in admin
 
 
@@ -81,6 +86,14 @@ class RouteDecisionQuerySet(models.QuerySet):
     def with_tokens_saved(self):
         """Annotate ``tokens_saved``: original minus final tokens (NULL when pinch was off)."""
         return self.annotate(tokens_saved=TOKENS_SAVED)
+
+    def with_net_saved(self):
+        """Annotate ``net_saved_usd``: estimated unpruned cost minus billed cost (NULL unknown)."""
+        return self.annotate(net_saved_usd=NET_SAVED)
+
+    def billed(self):
+        """Rows whose provider reported usage, so both costs are known."""
+        return self.filter(BILLED)
 
     def pruned(self):
         return self.filter(PRUNED)
@@ -155,6 +168,15 @@ class RouteDecision(models.Model):
         blank=True,
         help_text="The prompt as billed: uncached, cache-read and cache-written tokens "
         "at the model's prices (NULL when usage was estimated).",
+    )
+    unpruned_cost_usd = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Estimated prompt cost of the same request without pinch (an estimate; "
+        "equal to the billed cost when pinch sent the request whole).",
+    )
+    conversation = models.CharField(
+        max_length=32, blank=True, help_text="Hash that groups a conversation's requests."
     )
     usage_estimated = models.BooleanField(
         default=False, help_text="Usage is the router's estimate: the upstream reported none."

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
+from pinch import estimate_tokens, extract_text
 from routing.chat_request import ChatRequest
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
@@ -22,9 +23,9 @@ from routing.decisions import record_decision
 from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
-from routing.pricing import prompt_cost_usd
+from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.providers import CallContext
-from routing.pruning import PinchOutcome, pinch_messages, stable_prefixes
+from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 
@@ -41,6 +42,10 @@ class Plan:
     measured_tokens: int
     prefix: tuple[int, int, int] | None
     prefix_fallback: bool = False  # see routing.prefix_probe
+    conversation: str | None = None
+    # The unpruned request's (cached, written) token split, estimated, when
+    # pinch changed the payload; None when it went whole.
+    unpruned_split: tuple[int, int] | None = None
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -105,13 +110,26 @@ def plan_request(
         path = RouteDecision.PATH_ROUTED
         classification = classify(request.messages, request.tools, config)
         tier, classifier_name = classification.tier, classification.outcome
+        price_model = _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(request.model)
         if pinned is None:
             raise unknown_model_error(config, request.model)
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
+        price_model = pinned
 
-    send_messages, pinch = pinch_messages(request.messages, config.pinch, extra_tokens)
+    store = key = None
+    if config.pinch.enabled:
+        # One store per process (Redis when configured) for the ledger and the probe.
+        store = probe or prefix_probe(settings.REDIS_URL)
+        key = conversation_key(api_key_id, request.model, request.messages)
+    send_messages, pinch = pinch_messages(
+        request.messages,
+        config.pinch,
+        extra_tokens,
+        cache=config.cache_prices(price_model) if price_model is not None else None,
+        slot=LedgerSlot(store, key) if store is not None else None,
+    )
     measured = measure_prompt_tokens(send_messages, request.tools)
 
     if path == RouteDecision.PATH_ROUTED:
@@ -122,10 +140,8 @@ def plan_request(
         candidates = [pinned]
 
     prefix, prefix_fallback = None, False
-    if measure_prefix and config.pinch.enabled and config.pinch.prefix_probe:
-        probe = probe or prefix_probe(settings.REDIS_URL)
-        key = conversation_key(api_key_id, request.model, request.messages)
-        figures = probe.figures(key, send_messages)
+    if measure_prefix and store is not None and config.pinch.prefix_probe:
+        figures = store.figures(key, send_messages)
         prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
 
     return Plan(
@@ -140,7 +156,40 @@ def plan_request(
         measured_tokens=measured,
         prefix=prefix,
         prefix_fallback=prefix_fallback,
+        conversation=key,
+        unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
     )
+
+
+def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, int] | None:
+    """Estimated (cached, written) tokens of the request had pinch not touched it.
+
+    The agent's previous request ended before its last assistant message;
+    without pinch the provider would have read all of it from the cache (tool
+    definitions first) when that request was recent: the prefix probe saw it,
+    or the probe is off and nothing says otherwise. The rest is written.
+    """
+    if pinch is None or pinch.tokens_saved <= 0:
+        return None
+    warm = prefix is None or prefix[1] > 0
+    previous = next(
+        (t for t in range(len(messages) - 1, 0, -1) if _role(messages[t]) == "assistant"), 0
+    )
+    cached = 0
+    if warm and previous:
+        cached = tools_tokens + sum(estimate_tokens(extract_text(m)) for m in messages[:previous])
+    return cached, max(pinch.original_tokens - cached, 0)
+
+
+def _cheapest_of_tier(config: RouterConfig, tier: str) -> ModelConfig | None:
+    """The model a routed request most likely goes to, to price pinch's steps by.
+
+    The choice itself waits for the pruned size; the tier's cheapest model is
+    what it picks whenever the window fits, which is nearly always.
+    """
+    rate = config.objective.assumed_cache_rate
+    models = [m for m in config.models if m.routable and m.tier == tier] or list(config.models)
+    return min(models, key=lambda m: blended_prompt_price(m, rate), default=None)
 
 
 def check_capabilities(model: ModelConfig, request: ChatRequest) -> None:
@@ -166,3 +215,7 @@ def open_decision(plan: Plan, api_key=None):
         if plan.path == RouteDecision.PATH_PASSTHROUGH:
             check_capabilities(plan.model, plan.request)
     return decision
+
+
+def _role(message) -> str | None:
+    return message.get("role") if isinstance(message, dict) else None

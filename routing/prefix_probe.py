@@ -23,6 +23,12 @@ are measured against this process's memory of the outage only and marked
 ``fallback``; the decision row says so (``prefix_fallback``) and they can be
 left out. That memory is forgotten when Redis answers again, so a later
 outage never compares against a turn from an earlier one.
+
+The same store keeps pinch's ledger per conversation (pinch/payback.py: which
+tool results were decided, and how), under its own key prefix: a few integers
+that spare rebuilding the decisions from the messages. A missing, stale or
+unreadable ledger is rebuilt to the same decisions, so losing it (Redis down,
+another worker) costs time, never money or a different payload.
 """
 
 import hashlib
@@ -44,6 +50,7 @@ TTL_SECONDS = 3600
 # Conversations remembered per process; the oldest is dropped past this.
 MAX_CONVERSATIONS = 10_000
 REDIS_PREFIX = "router:prefix:"
+LEDGER_PREFIX = "router:ledger:"
 
 
 def conversation_key(api_key_id, requested_model: str, messages) -> str:
@@ -77,6 +84,21 @@ class MemoryPrefixStore:
             return None
         return previous[1]
 
+    def get(self, key: str):
+        now = time.monotonic()
+        with self._lock:
+            found = self._items.get(key)
+        if found is None or now - found[0] > self.ttl:
+            return None
+        return found[1]
+
+    def put(self, key: str, value) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+            self._items[key] = (time.monotonic(), value)
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -98,6 +120,14 @@ class RedisPrefixStore:
             return None
         return old.decode().split(",") if old else []
 
+    def get(self, key: str) -> str | None:
+        """The ledger stored for ``key``; RedisUnavailable when Redis cannot say."""
+        raw = self.redis.call(lambda client: client.get(LEDGER_PREFIX + key))
+        return raw.decode() if raw is not None else None
+
+    def put(self, key: str, value: str) -> None:
+        self.redis.call(lambda client: client.set(LEDGER_PREFIX + key, value, ex=self.ttl))
+
 
 class PrefixFigures(NamedTuple):
     match: int  # leading messages equal to the previous turn's payload
@@ -109,8 +139,27 @@ class PrefixFigures(NamedTuple):
 class PrefixProbe:
     def __init__(self, redis_url: str = ""):
         self.memory = MemoryPrefixStore()
+        self.ledgers = MemoryPrefixStore()
         self.redis = RedisPrefixStore(redis_url) if redis_url else None
         self._on_memory = False  # Redis failed and memory holds the outage's turns
+
+    def load_ledger(self, key: str) -> str | None:
+        """The conversation's pinch ledger as stored (JSON text), or None."""
+        if self.redis is not None:
+            try:
+                return self.redis.get(key)
+            except RedisUnavailable as error:  # degrade to memory, never fail the request
+                log.warning("pinch_ledger_redis_unavailable reason=%s", error)
+        return self.ledgers.get(key)
+
+    def save_ledger(self, key: str, raw: str) -> None:
+        if self.redis is not None:
+            try:
+                self.redis.put(key, raw)
+                return
+            except RedisUnavailable as error:
+                log.warning("pinch_ledger_redis_unavailable reason=%s", error)
+        self.ledgers.put(key, raw)
 
     def figures(self, key: str, payload_messages) -> PrefixFigures:
         current = message_fingerprints(payload_messages)

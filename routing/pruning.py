@@ -1,18 +1,36 @@
-"""Pinch at the request edge: relevance order (may be None), then the pure prune.
+"""Pinch at the request edge: the payback steps, or the budget prune with its relevance order.
 
 Called exactly once per request, before the measured-context decision, so the
 pruned list is what is measured and what is sent. With pinch off this returns
 the caller's own list, and the payload goes upstream exactly as received.
+
+With ``pinch.payback.enabled`` (the default) the pure ``pinch.payback.plan``
+decides, under the cache prices of the model the request goes to, with the
+conversation's ledger from the prefix probe's store (memory, or Redis). Any
+failure there logs ``pinch_payback_failed`` and sends the caller's messages
+unchanged: pinch never breaks a request. Otherwise ``prune_context`` prunes to
+the budget, least relevant first when relevance ordering is on.
 """
 
+import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
+from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 from routing.models import tokens_saved
+
+log = logging.getLogger(__name__)
+
+# Compressed texts kept per process: a result compresses to the same text on
+# every turn, and a long session has a few hundred of them. Each is at most
+# max_summarize_chars / 2 characters: 10,000 of them stay under ~20 MB.
+MEMO_ITEMS = 10_000
 
 
 @dataclass(frozen=True)
@@ -25,16 +43,96 @@ class PinchOutcome:
     compressed_tools: dict = field(default_factory=dict)
     relevance_used: bool = False
     relevance_fallback: bool = False
+    step: bool = False
+    # The payback plan's (this turn's, the last turn's) stable prefix; None: the budget prune's.
+    stable: tuple[int, int] | None = None
+
+    @classmethod
+    def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":
+        """The outcome of a prune from the pure core's stats (prune_context's, or plan's)."""
+        return cls(
+            original_tokens=stats["original_tokens"],
+            final_tokens=stats["final_tokens"],
+            summarized=stats.get("summarized", 0),
+            compressed=stats.get("compressed", []),
+            capped=stats.get("capped", []),
+            compressed_tools=stats.get("compressed_tools", {}),
+            **fields,
+        )
 
     @property
     def tokens_saved(self) -> int:
         return tokens_saved(self.original_tokens, self.final_tokens)
 
 
-def pinch_messages(messages, pinch_config: PinchConfig, extra_fixed_tokens: int):
-    """(messages to send, PinchOutcome or None when pinch is off)."""
+class BoundedMemo:
+    """A thread-safe mapping that forgets its oldest entries past ``max_items``."""
+
+    def __init__(self, max_items: int = MEMO_ITEMS):
+        self.max_items = max_items
+        self._items = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            return self._items.get(key)
+
+    def __setitem__(self, key, value):
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+
+
+_memo = BoundedMemo()
+
+
+@dataclass(frozen=True)
+class LedgerSlot:
+    """Where one conversation's ledger lives: a store (the prefix probe's) and its key."""
+
+    store: object
+    key: str
+
+    def load(self) -> Ledger | None:
+        return Ledger.from_json(self.store.load_ledger(self.key))
+
+    def save(self, ledger: Ledger) -> None:
+        self.store.save_ledger(self.key, ledger.as_json())
+
+
+def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
+    payback = pinch_config.payback
+    return PaybackKnobs(
+        budget_tokens=pinch_config.budget_tokens,
+        keep_last_turns=pinch_config.keep_last_turns,
+        keep_last_tool_results=pinch_config.keep_last_tool_results,
+        max_summarize_chars=pinch_config.max_summarize_chars,
+        protected_max_chars=pinch_config.protected_max_chars,
+        turns_ahead=payback.turns_ahead,
+        min_payback=payback.min_payback,
+        keep_min_shared=payback.keep_min_shared,
+        keep_max_chars=payback.keep_max_chars,
+    )
+
+
+def pinch_messages(
+    messages,
+    pinch_config: PinchConfig,
+    extra_fixed_tokens: int,
+    cache: CacheModel | None = None,
+    slot: LedgerSlot | None = None,
+):
+    """(messages to send, PinchOutcome or None when pinch is off).
+
+    ``cache`` (the prices of the model the request goes to) and ``slot`` (the
+    conversation's ledger) serve the payback steps; without a slot the ledger
+    is rebuilt from the messages, to the same decisions.
+    """
     if not pinch_config.enabled:
         return messages, None
+    if pinch_config.payback.enabled:
+        return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot)
     relevance = relevance_for(
         messages,
         pinch_config,
@@ -53,13 +151,8 @@ def pinch_messages(messages, pinch_config: PinchConfig, extra_fixed_tokens: int)
         keep_last_tool_results=pinch_config.keep_last_tool_results,
         window_step=pinch_config.window_step,
     )
-    outcome = PinchOutcome(
-        original_tokens=stats["original_tokens"],
-        final_tokens=stats["final_tokens"],
-        summarized=stats.get("summarized", 0),
-        compressed=stats.get("compressed", []),
-        capped=stats.get("capped", []),
-        compressed_tools=stats.get("compressed_tools", {}),
+    outcome = PinchOutcome.from_stats(
+        stats,
         relevance_used=relevance.status == "used",
         relevance_fallback=relevance.status == "unavailable",
     )
@@ -81,6 +174,8 @@ def stable_prefixes(
     """
     if outcome is None:
         return len(messages), len(messages)
+    if outcome.stable is not None:
+        return outcome.stable
     now = _stable_prefix(messages, pinch_config, outcome.original_tokens, outcome)
     answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
     if not answers:
@@ -100,3 +195,28 @@ def _stable_prefix(messages, pinch_config: PinchConfig, tokens: int, outcome: Pi
         window_step=pinch_config.window_step,
         settled=settled,
     )
+
+
+def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot):
+    try:
+        ledger = slot.load() if slot is not None else None
+        pruned, ledger, stats = plan(
+            messages,
+            ledger,
+            payback_knobs(pinch_config),
+            cache if cache is not None else _STRICTEST,
+            extra_fixed_tokens,
+            memo=_memo,
+        )
+        if slot is not None:
+            slot.save(ledger)
+    except Exception as error:  # noqa: BLE001 - pinch never breaks a request
+        log.warning("pinch_payback_failed reason=%s", type(error).__name__)
+        tokens = sum(estimate_tokens(extract_text(m)) for m in messages) + extra_fixed_tokens
+        return messages, PinchOutcome(original_tokens=tokens, final_tokens=tokens, summarized=0)
+    stable = (stats["stable_prefix"], stats["stable_prefix_before"])
+    return pruned, PinchOutcome.from_stats(stats, step=stats["step"], stable=stable)
+
+
+# Without a model to price by, the prices that make a step hardest to pay back.
+_STRICTEST = CacheModel(read_multiplier=0.1, write_multiplier=1.25)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.corpus import corpus_dir as corpus_dir_path
 from routing.auth import create_api_key
 from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
 from routing.config.source import set_dotted
+from routing.corpus import corpus_dir as corpus_dir_path
 from tests.support.anthropic_upstream import AnthropicServer
 from tests.support.config import (
     ANTHROPIC_KEY,

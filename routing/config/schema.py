@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pinch.payback import CacheModel
+
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the offending key."""
@@ -78,6 +80,13 @@ class ProviderConfig(Strict):
         if parts.port:
             host = f"{host}:{parts.port}"
         return parts._replace(netloc=host).geturl()
+
+
+# A cache read as a share of the input price, for a model with no
+# cached_prompt_price: OpenAI's older models 0.5 (the most they charge), an
+# Anthropic cache 0.1. The shortest prompt OpenAI and Anthropic cache: 1,024.
+DEFAULT_READ_MULTIPLIER = {"openai": 0.5, "anthropic": 0.1, "demo": 1.0}
+DEFAULT_MIN_CACHED_TOKENS = 1024
 
 
 class ModelCacheConfig(Strict):
@@ -171,9 +180,24 @@ class RelevanceConfig(Strict):
     max_chars: int = Field(2000, gt=0)
 
 
+class PaybackConfig(Strict):
+    """Prune only when it pays under the cache (pinch/payback.py; measured in docs/pinch.md)."""
+
+    enabled: bool = True
+    # Turns a session is expected still to run, per turn it has run.
+    turns_ahead: float = Field(1.0, gt=0)
+    # A step is taken when its expected payback is this many times its cost.
+    min_payback: float = Field(3.0, gt=0)
+    # A result leaving the window stays verbatim for good when it shares at
+    # least keep_min_shared paths/identifiers with the work in hand and is no
+    # longer than keep_max_chars (0: never).
+    keep_min_shared: int = Field(3, gt=0)
+    keep_max_chars: int = Field(3000, ge=0)
+
+
 class PinchConfig(Strict):
     enabled: bool = True
-    budget_tokens: int = Field(16000, gt=0)
+    budget_tokens: int = Field(8000, gt=0)
     keep_last_turns: int = Field(4, gt=0)
     keep_last_tool_results: int | None = Field(6, gt=0)
     window_step: int | None = Field(8, gt=0)
@@ -181,6 +205,7 @@ class PinchConfig(Strict):
     protected_max_chars: int | None = Field(20000, ge=3000)
     prefix_probe: bool = True
     relevance: RelevanceConfig = RelevanceConfig()
+    payback: PaybackConfig = PaybackConfig()
 
 
 class ObjectiveConfig(Strict):
@@ -216,6 +241,32 @@ class RouterConfig(Strict):
 
     def model(self, model_id: str) -> ModelConfig | None:
         return next((m for m in self.models if m.id == model_id), None)
+
+    def cache_prices(self, model: ModelConfig) -> CacheModel:
+        """How ``model``'s prompt cache bills, as pinch's payback rule prices its steps.
+
+        The same prices the billed cost uses (routing.pricing): reads at
+        ``cached_prompt_price`` over ``prompt_price``, writes at the cache
+        block's multiplier (1.25 for a 5-minute cache, 2 for an hour; 1 without
+        a block), ``cache.min_tokens`` as the shortest cached prompt. Without a
+        cached price, the provider kind's read default (docs/pinch.md, "Cache
+        prices"). Anthropic caches only at the breakpoints the router marks.
+        """
+        kind = self.providers[model.provider].kind
+        if model.cached_prompt_price is not None and model.prompt_price > 0:
+            read = min(model.cached_prompt_price / model.prompt_price, 1.0)
+        else:
+            read = DEFAULT_READ_MULTIPLIER.get(kind, DEFAULT_READ_MULTIPLIER["openai"])
+        if model.cache is not None:
+            write, minimum = model.cache.write_multiplier, model.cache.min_tokens
+        else:
+            write, minimum = 1.0, DEFAULT_MIN_CACHED_TOKENS
+        return CacheModel(
+            read_multiplier=read,
+            write_multiplier=write,
+            min_cacheable_tokens=minimum,
+            automatic=kind != "anthropic",
+        )
 
 
 def describe_errors(error: ValidationError) -> str:

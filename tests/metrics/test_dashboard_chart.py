@@ -47,14 +47,9 @@ def test_dollar_labels_have_just_enough_decimals(value, step, text):
     assert format_dollars(value, step) == text
 
 
-def test_bars_scale_to_the_token_axis_and_the_line_to_the_dollar_axis():
-    points = [
-        DayPoint(date(2026, 11, 1), 0, 0.0),
-        DayPoint(date(2026, 11, 2), 2500, 0.001),
-        DayPoint(date(2026, 11, 3), 5000, 0.004),
-    ]
-
-    chart = savings_chart(
+def small_chart(points):
+    """A 400 x 200 chart whose plot is 320 x 160, from (40, 10) to (360, 170)."""
+    return savings_chart(
         points,
         width=400,
         height=200,
@@ -63,6 +58,16 @@ def test_bars_scale_to_the_token_axis_and_the_line_to_the_dollar_axis():
         margin_top=10,
         margin_bottom=30,
     )
+
+
+def test_bars_scale_to_the_token_axis_and_the_line_to_the_dollar_axis():
+    points = [
+        DayPoint(date(2026, 11, 1), 0, 0.0),
+        DayPoint(date(2026, 11, 2), 2500, 0.001),
+        DayPoint(date(2026, 11, 3), 5000, 0.004),
+    ]
+
+    chart = small_chart(points)
 
     assert (chart.token_max, chart.dollar_max) == (5000.0, pytest.approx(0.005))
     heights = [bar.height for bar in chart.bars]
@@ -73,6 +78,26 @@ def test_bars_scale_to_the_token_axis_and_the_line_to_the_dollar_axis():
     assert [t.label for t in chart.token_ticks] == ["0", "1.2k", "2.5k", "3.8k", "5k"]
     assert [t.label for t in chart.dollar_ticks][-2:] == ["$0.00375", "$0.00500"]
     assert not chart.empty and chart.total_tokens == 7500
+
+
+def test_a_day_pinch_made_dearer_takes_the_net_line_below_a_zero_above_the_bottom():
+    points = [
+        DayPoint(date(2026, 11, 1), 1000, 0.004, net_dollars=0.002),
+        DayPoint(date(2026, 11, 2), 1000, 0.004, net_dollars=-0.001),
+    ]
+
+    chart = small_chart(points)
+
+    assert (chart.dollar_min, chart.dollar_max) == (pytest.approx(-0.001), pytest.approx(0.005))
+    # The dollar axis spans -0.001..0.005 over the 160-pixel plot: 0 sits 1/6 up.
+    assert chart.zero_y == pytest.approx(170 - 160 / 6, abs=0.01)
+    net = [float(v.split(",")[1]) for v in chart.net_points.split()]
+    assert net[0] == pytest.approx(170 - 160 * 0.5, abs=0.01)
+    assert net[1] == pytest.approx(170.0)
+    assert net[1] > chart.zero_y  # below zero on screen
+    gross = [float(v.split(",")[1]) for v in chart.line_points.split()]
+    assert gross[0] == pytest.approx(170 - 160 * 5 / 6, abs=0.01)
+    assert chart.total_net_dollars == pytest.approx(0.001)
 
 
 def test_an_empty_window_is_an_empty_chart():

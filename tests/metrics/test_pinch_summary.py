@@ -21,10 +21,48 @@ EMPTY = {
     "median_tokens_saved": 0.0,
     "dollars_saved_usd_30d": 0.0,
     "unpriced_calls_30d": 0,
+    "net_dollars_saved_usd_30d": 0.0,
+    "billed_calls_30d": 0,
+    "conversations_cheaper_30d": 0,
+    "conversations_dearer_30d": 0,
 }
+
+
+def billed(conversation, unpruned, cost, **fields):
+    return {
+        "conversation": conversation,
+        "unpruned_cost_usd": unpruned,
+        "billed_prompt_cost_usd": cost,
+        **fields,
+    }
+
 
 SUMMARY_CASES = {
     "no rows": ([], EMPTY),
+    "net of the cache, per conversation: one cheaper, one dearer": (
+        [
+            billed("a", 0.5, 0.3, saved=100),
+            billed("a", 0.2, 0.25, saved=100),
+            billed("b", 0.1, 0.2, saved=10),
+            # Sent whole: it cost what it cost, whatever the conversation.
+            billed("c", 0.05, 0.05, saved=0),
+            # No usage reported: no costs, not billed.
+            {"conversation": "a", "saved": 0},
+        ],
+        {
+            **EMPTY,
+            "calls_30d": 5,
+            "pruned_calls_30d": 3,
+            "share_pruned": 0.6,
+            "total_tokens_saved": 210,
+            "median_tokens_saved": 100.0,
+            "dollars_saved_usd_30d": 0.00042,
+            "net_dollars_saved_usd_30d": 0.05,
+            "billed_calls_30d": 4,
+            "conversations_cheaper_30d": 1,
+            "conversations_dearer_30d": 1,
+        },
+    ),
     "pruned, unpruned, grown and unmeasured rows": (
         [
             {"saved": 600},
@@ -34,6 +72,7 @@ SUMMARY_CASES = {
             {"pinch_original_tokens": None, "pinch_final_tokens": None},
         ],
         {
+            **EMPTY,
             "calls_30d": 5,
             "pruned_calls_30d": 2,
             "share_pruned": 0.4,

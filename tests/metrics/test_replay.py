@@ -7,17 +7,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from metrics.replay import (
-    REPLAY_KEYS,
-    CachePrices,
-    Session,
-    cli_overrides,
-    load_sessions,
-    render_table,
-    replay,
-    replay_config,
-)
+from metrics.replay import REPLAY_KEYS, cli_overrides, render_table, replay_config
+from routing.corpus import Session, load_sessions
 from routing.models import RouteDecision
+from routing.replay import PRICE_MODELS, CachePrices, replay
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +21,7 @@ BUDGET = "8000"
 
 # Table cells (table_row): name, requests, errors, tokens w/o, with, saved,
 # cost w/o, cost with, cost saved, pruned, relevance, prefix kept.
-SAVED, COST_WITHOUT, COST_WITH, COST_SAVED, PRUNED, RELEVANCE, PREFIX = range(5, 12)
+SAVED, COST_WITHOUT, COST_WITH, COST_SAVED, PRUNED, RELEVANCE, PREFIX, REFS_KEPT = range(5, 13)
 
 
 @pytest.fixture
@@ -42,6 +35,9 @@ def run(default_config, paths, tmp_path):
     runs = iter(range(1000))
 
     def run_replay(*options, files=None):
+        # These tests hold the budget prune's contracts; the payback steps ask for --payback.
+        if "--payback" not in options:
+            options = (*options, "--no-payback")
         out = tmp_path / f"replay-{next(runs)}.jsonl"
         stdout, stderr = StringIO(), StringIO()
         call_command(
@@ -87,6 +83,8 @@ def test_it_writes_one_json_line_per_assistant_turn_with_the_contract_keys(run, 
         "capped": list,
         "relevance_used": bool,
         "prefix_match": int,
+        "references": int,
+        "references_kept": int,
     }
     assert tuple(types) == REPLAY_KEYS
     for line in lines:
@@ -120,7 +118,9 @@ def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir
         assert line["compressed"] == line["capped"] == []
         assert line["relevance_used"] is False
     row = table_row(stdout, "total")
-    assert [row[SAVED], *row[PRUNED:]] == ["0.0%", "0.0%", "0.0%", "100.0%"]
+    assert [row[SAVED], *row[PRUNED : PREFIX + 1]] == ["0.0%", "0.0%", "0.0%", "100.0%"]
+    assert row[REFS_KEPT] == "100.0%"
+    assert row[PREFIX + 2 :] == ["1.000x"] * 3
     assert "pinch disabled" in stdout
 
 
@@ -186,7 +186,9 @@ def test_it_reads_every_json_file_of_a_directory(run, corpus_dir, tmp_path):
     lines, _, stderr = run(files=[str(folder)])
 
     assert sorted({line["conversation"] for line in lines}) == list(FILES[:2])
-    assert stderr.rstrip().endswith(f"] {len(lines)}/{len(lines)}"), "the progress bar"
+    # One run per price model (three by default), one bar over all of them.
+    runs = 3 * len(lines)
+    assert stderr.rstrip().endswith(f"] {runs}/{runs}"), "the progress bar"
 
 
 def test_options_outside_the_config_schema_are_command_errors_naming_the_key(run):
@@ -294,7 +296,8 @@ def _hand_session(*messages):
 def _hand_replay(session, **options):
     # The window slides one result a turn unless a test says otherwise.
     options = {"window_step": "none", **options}
-    return replay([session], replay_config(cli_overrides(relevance=False, **options)))
+    overrides = cli_overrides(relevance=False, payback=False, **options)
+    return replay([session], replay_config(overrides))
 
 
 def test_a_hand_computed_two_turn_session(default_config):
@@ -378,7 +381,8 @@ def test_rewriting_a_cached_message_costs_the_cache_of_everything_after_it(defau
 
 def test_cost_totals_are_the_sums_of_the_requests_and_the_sessions(run, default_config, paths):
     _, stdout, _ = run("--budget-tokens", BUDGET)
-    result = replay(load_sessions(paths), replay_config(cli_overrides(budget_tokens=BUDGET)))
+    overrides = cli_overrides(budget_tokens=BUDGET, payback=False)
+    result = replay(load_sessions(paths), replay_config(overrides))
     prices = CachePrices()
 
     assert [totals.name for totals in result.sessions] == list(FILES)
@@ -479,7 +483,12 @@ def test_window_step_prunes_in_steps_and_keeps_more_of_the_prefix(run, paths):
     assert breaks(stepped) < breaks(plain)
     plain_row, stepped_row = table_row(plain_out, "total"), table_row(stepped_out, "total")
     assert float(stepped_row[PREFIX].rstrip("%")) > float(plain_row[PREFIX].rstrip("%"))
-    knobs = {"budget_tokens": 3000, "keep_last_tool_results": 2, "relevance": False}
+    knobs = {
+        "budget_tokens": 3000,
+        "keep_last_tool_results": 2,
+        "relevance": False,
+        "payback": False,
+    }
     sessions = load_sessions(paths)
     costs = [
         replay(sessions, replay_config(cli_overrides(**knobs, window_step=step))).total.cost(
@@ -504,3 +513,80 @@ def test_window_step_outside_the_schema_is_a_command_error_naming_the_key(run):
     assert cli_overrides(window_step="None") == {"pinch.window_step": None}
     assert cli_overrides(window_step="16") == {"pinch.window_step": 16}
     assert cli_overrides() == {}
+
+
+# --- issue 16: references kept, price models, tools block, the shipped defaults ---
+
+
+def test_refs_kept_is_the_share_of_the_json_lines_references_still_sent(run):
+    lines, stdout, _ = run("--budget-tokens", "3000", "--window-step", "none")
+    for name in (*FILES, "total"):
+        mine = [line for line in lines if name in ("total", line["conversation"])]
+        references = sum(line["references"] for line in mine)
+        kept = sum(line["references_kept"] for line in mine)
+        assert 0 <= kept <= references
+        expected = f"{kept / references * 100:.1f}%" if references else "-"
+        assert table_row(stdout, name)[REFS_KEPT] == expected
+    total = table_row(stdout, "total")[REFS_KEPT]
+    assert float(total.rstrip("%")) < 100, "placeholders at a 3k budget lose references"
+
+
+def test_pinch_off_keeps_every_reference(run):
+    lines, _, _ = run("--no-pinch")
+    assert sum(line["references"] for line in lines) > 0
+    assert all(line["references_kept"] == line["references"] for line in lines)
+
+
+def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_sessions(
+    run, paths
+):
+    _, stdout, _ = run("--payback", "--budget-tokens", "3000")
+    sessions = load_sessions(paths)
+    config = replay_config(cli_overrides(budget_tokens="3000", payback=True))
+    footer = stdout.strip().splitlines()[-1]
+    for k, prices in enumerate(PRICE_MODELS):
+        result = replay(sessions, config, prices=prices)
+        for totals in (*result.sessions, result.total):
+            assert table_row(stdout, totals.name)[REFS_KEPT + 1 + k] == (
+                f"{totals.cost_ratio(prices):.3f}x"
+            )
+        dearer = result.costlier_sessions(prices)
+        listed = f": {', '.join(dearer)}" if dearer else ""
+        assert f"{prices.label} {len(dearer)}{listed}" in footer
+
+
+def test_a_tools_block_rides_on_every_request_and_is_cached_after_the_first(run, paths):
+    plain, _, _ = run("--no-pinch")
+    padded, stdout, _ = run("--no-pinch", "--tools-tokens", "20000")
+    assert "tools_tokens=20000" in stdout
+    for a, b in zip(plain, padded, strict=True):
+        assert 19_990 <= b["original_tokens"] - a["original_tokens"] <= 20_010
+    result = replay(
+        load_sessions(paths), replay_config(cli_overrides(pinch=False)), tools_tokens=20000
+    )
+    first = {}
+    for record in result.records:
+        if record.conversation not in first:
+            first[record.conversation] = record
+            assert record.baseline_cached_tokens == 0
+        else:
+            assert record.baseline_cached_tokens >= 19_990
+
+
+def test_the_shipped_defaults_save_half_the_tokens_for_less_money_on_every_session(
+    default_config, corpus_dir
+):
+    prices = CachePrices(read_multiplier=0.1, write_multiplier=1.25)
+    result = replay(load_sessions([corpus_dir]), replay_config(cli_overrides()), prices=prices)
+    total = result.total
+    assert total.saved_share >= 0.50
+    assert total.cost_ratio(prices) <= 0.75
+    assert result.costlier_sessions(prices) == []
+    # The budget prune at its old defaults loses more of what the agent uses.
+    old = replay(
+        load_sessions([corpus_dir]),
+        replay_config(cli_overrides(budget_tokens="16000", payback=False)),
+        prices=prices,
+    )
+    assert total.references_share > old.total.references_share
+    assert old.costlier_sessions(prices)

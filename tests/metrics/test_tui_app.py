@@ -43,6 +43,9 @@ def expected_rows(summary: dict) -> dict:
         "total_tokens_saved": f"{summary['total_tokens_saved']:,}",
         "median_tokens_saved": f"{median:,.0f}" if median.is_integer() else f"{median:,.1f}",
         "dollars_saved_usd_30d": f"${summary['dollars_saved_usd_30d']:.6f}",
+        "net_dollars_saved_usd_30d": f"${summary['net_dollars_saved_usd_30d']:.6f}",
+        "conversations_cheaper_30d": f"{summary['conversations_cheaper_30d']:,}",
+        "conversations_dearer_30d": f"{summary['conversations_dearer_30d']:,}",
         "pruned_calls_30d": f"{summary['pruned_calls_30d']:,}",
         "calls_30d": f"{summary['calls_30d']:,}",
     }

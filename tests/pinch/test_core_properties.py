@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.corpus import corpus_dir, load_conversations
 from pinch import estimate_tokens, extract_text, prune_context, trim_candidates
+from routing.corpus import corpus_dir, load_sessions
 
 settings.register_profile(
     "pinch", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -346,7 +346,7 @@ def _corpus():
         if os.environ.get("CI"):  # CI always has the corpus: its absence is a failure
             raise RuntimeError(f"CI needs the shared corpus at {CORPUS}")
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))]
-    return [pytest.param(c, id=c.name) for c in load_conversations(CORPUS)]
+    return [pytest.param(c, id=c.name) for c in load_sessions([CORPUS])]
 
 
 @pytest.mark.parametrize("conversation", _corpus())

@@ -30,6 +30,8 @@ _SCRIPT = textwrap.dedent(
     import pinch
     import pinch.core
     import pinch.prefix
+    import pinch.lines
+    import pinch.payback
     from pinch import (
         CHARS_PER_TOKEN, estimate_tokens, extract_text, order_by_relevance, prune_context,
         trim_candidates,

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from bench.corpus import load_conversations, requests_of
+from routing.corpus import load_sessions
 from routing.models import RouteDecision
 from tests.support.anthropic_upstream import prefix_blocks, prefix_keys, without_markers
 from tests.support.config import claude_model
@@ -102,6 +102,8 @@ PINCH_IN_STEPS = {
     "window_step": 3,
     "max_summarize_chars": 3000,
     "relevance": {"enabled": False},
+    # The budget prune's window steps: a step every few turns of a short session.
+    "payback": {"enabled": False},
 }
 
 
@@ -232,11 +234,11 @@ def session_tools(messages):
 def test_a_corpus_session_reads_the_cache_on_every_turn_after_the_first(
     sdk, claude_config, write_config, anthropic_upstream, corpus_dir
 ):
-    # The shipped pinch defaults (budget 16,000 tokens, steps of 8 results).
+    # The shipped pinch defaults (the payback steps, budget 8,000 tokens).
     claude_config["pinch"] = {"enabled": True}
     write_config(claude_config)
-    (session,) = [c for c in load_conversations(corpus_dir) if c.name == "101"]
-    requests = list(requests_of(session.messages))[:60]
+    (session,) = [c for c in load_sessions([corpus_dir]) if c.name == "101.json"]
+    requests = list(session.requests())[:60]
     decisions = replay(sdk, requests, tools=session_tools(session.messages))
     usages = anthropic_upstream.usages
     steps = {t for t, d in enumerate(decisions) if took_a_step(d)}

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.corpus import load_conversations, requests_of
 from routing.chat_request import parse_chat_request
+from routing.corpus import load_sessions
 from routing.errors import RouterError
 from routing.protocols.anthropic.cache import place_breakpoints
 from routing.protocols.anthropic.errors import StreamError, error_parts, openai_error_body
@@ -617,12 +617,12 @@ def test_any_request_the_router_accepts_translates_or_is_refused_by_name(message
 
 def test_every_request_of_every_corpus_session_is_one_the_messages_api_takes(corpus_dir):
     checked = 0
-    for conversation in load_conversations(corpus_dir):
+    for conversation in load_sessions([corpus_dir]):
         names = {
             c["function"]["name"] for m in conversation.messages for c in m.get("tool_calls") or ()
         }
         tools = [{"type": "function", "function": {"name": n}} for n in sorted(names)]
-        for messages in requests_of(conversation.messages):
+        for messages in conversation.requests():
             request = to_messages_request({"model": "claude", "messages": messages, "tools": tools})
             place_breakpoints(request, len(messages) - 3, len(messages) - 5, min_tokens=1024)
             check_request(request.body)

@@ -17,12 +17,52 @@ def shipped():
 def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     config = validate_config(shipped())
     pinch = config.pinch
-    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 16000, 4)
+    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 8000, 4)
     assert (pinch.max_summarize_chars, pinch.protected_max_chars) == (4000, 20000)
     assert pinch.keep_last_tool_results == 6
     assert pinch.prefix_probe is True
     assert (pinch.relevance.enabled, pinch.relevance.backend) == (False, "builtin")
     assert (pinch.relevance.timeout_seconds, pinch.relevance.min_candidates) == (10, 2)
+    payback = pinch.payback
+    assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 1.0, 3.0)
+    assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 3000)
+
+
+def test_the_cache_prices_pinch_decides_by_are_the_ones_the_router_bills_by():
+    config = validate_config(shipped())
+    # gpt-4.1: cached 0.50 of 2.00 -> reads at 0.25; no cache block: no write premium.
+    prices = config.cache_prices(config.model("gpt-4.1"))
+    assert (prices.read_multiplier, prices.write_multiplier) == (0.25, 1.0)
+    assert (prices.min_cacheable_tokens, prices.automatic) == (1024, True)
+    # No cached price: the provider kind's default read.
+    local = config.cache_prices(config.model("qwen-small"))
+    assert (local.read_multiplier, local.write_multiplier) == (0.5, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("kind", "cache", "expected"),
+    [
+        ("anthropic", {"ttl": "5m", "min_tokens": 2048}, (0.1, 1.25, 2048, False)),
+        ("anthropic", {"ttl": "1h"}, (0.1, 2.0, 1024, False)),
+        ("openai", {"ttl": "5m"}, (0.1, 1.25, 1024, True)),
+        ("openai", None, (0.1, 1.0, 1024, True)),
+    ],
+)
+def test_a_models_cache_block_and_provider_kind_set_its_cache_prices(kind, cache, expected):
+    data = base_config("http://127.0.0.1:1/v1")
+    data["providers"]["up"]["kind"] = kind
+    model = data["models"][0]
+    model["prompt_price"], model["cached_prompt_price"] = 3.0, 0.3
+    if cache is not None:
+        model["cache"] = cache
+    config = validate_config(data)
+    prices = config.cache_prices(config.models[0])
+    assert (
+        prices.read_multiplier,
+        prices.write_multiplier,
+        prices.min_cacheable_tokens,
+        prices.automatic,
+    ) == pytest.approx(expected)
 
 
 def with_change(path, value):
@@ -51,6 +91,13 @@ def with_change(path, value):
         (("pinch", "relevance", "backend"), "magic", "pinch.relevance.backend"),
         (("pinch", "relevance", "max_chars"), 0, "pinch.relevance.max_chars"),
         (("pinch", "surprise"), 1, "pinch.surprise: unknown key"),
+        (("pinch", "payback", "turns_ahead"), 0, "pinch.payback.turns_ahead"),
+        (("pinch", "payback", "min_payback"), -1, "pinch.payback.min_payback"),
+        (("pinch", "payback", "keep_min_shared"), 0, "pinch.payback.keep_min_shared"),
+        (("pinch", "payback", "keep_max_chars"), -1, "pinch.payback.keep_max_chars"),
+        (("pinch", "payback", "surprise"), 1, "pinch.payback.surprise: unknown key"),
+        (("models", 0, "cache"), {"ttl": "2h"}, "models.0.cache.ttl"),
+        (("models", 0, "cache"), {"min_tokens": 0}, "models.0.cache.min_tokens"),
         (("pinch", "relevance", "modle"), "x", "pinch.relevance.modle: unknown key"),
         (("objective", "assumed_cache_rate"), 1.5, "objective.assumed_cache_rate"),
         (("objective", "billing_reset_day"), 32, "objective.billing_reset_day"),

@@ -12,9 +12,10 @@ import openai
 import pytest
 import requests
 
-from metrics.replay import Session, replay
 from routing.config.store import current_config
+from routing.corpus import Session
 from routing.models import RouteDecision
+from routing.replay import replay
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

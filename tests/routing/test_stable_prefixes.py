@@ -5,11 +5,18 @@ request edge feeds it: pinch off, over or under the budget, and the previous
 request being the conversation before the model's latest answer.
 """
 
+from pinch.payback import CacheModel
 from routing.config import PinchConfig
+from routing.config.schema import PaybackConfig
 from routing.pruning import pinch_messages, stable_prefixes
 
+# The budget prune's stable prefixes (the payback steps' are at the end).
 PINCH = PinchConfig(
-    budget_tokens=3000, keep_last_turns=4, keep_last_tool_results=2, window_step=None
+    budget_tokens=3000,
+    keep_last_turns=4,
+    keep_last_tool_results=2,
+    window_step=None,
+    payback=PaybackConfig(enabled=False),
 )
 
 
@@ -43,3 +50,19 @@ def test_under_budget_the_first_step_may_land_on_the_first_candidate():
     messages = session(5, size=30)
     _, outcome = pinch_messages(messages, PINCH, 0)
     assert stable_prefixes(messages, PINCH, outcome, 0) == (2, 2)
+
+
+def test_with_the_payback_steps_the_prefix_ends_at_the_first_result_not_yet_decided():
+    paying = PINCH.model_copy(update={"payback": PaybackConfig(min_payback=1.0)})
+    # No cache to speak of: every step pays, so results leave the window decided.
+    free = CacheModel(read_multiplier=1.0, write_multiplier=1.0)
+    messages = session(5)  # results at 2, 4, 6, 8, 10; the window keeps 8 and 10
+    _, outcome = pinch_messages(messages, paying, 0, cache=free)
+    # 2, 4 and 6 are decided (compressed for good): nothing before 8 changes again;
+    # this request took a step, so it reads where the last one's stable prefix was.
+    assert outcome.step
+    assert stable_prefixes(messages, paying, outcome, 0) == (8, 6)
+    # Under the budget nothing is decided, and nothing steps: the next turn may
+    # step from the first result on; this one reads the whole last request (9).
+    under, outcome = pinch_messages(session(5, size=30), paying, 0, cache=free)
+    assert stable_prefixes(under, paying, outcome, 0) == (2, 9)

@@ -70,6 +70,9 @@ def base_config(upstream_url: str) -> dict:
             # should prune as the plain window says, whatever its length.
             "window_step": None,
             "relevance": {"enabled": False},
+            # The budget prune: these tests hold its contracts. The payback
+            # steps (the default) have their own config in their tests.
+            "payback": {"enabled": False},
         },
         "objective": {"assumed_cache_rate": 0.0, "billing_reset_day": None},
     }

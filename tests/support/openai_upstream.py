@@ -24,7 +24,10 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them).
 - ``ra-<seconds>-<n>-*``: 429 with ``Retry-After: <seconds>`` for the first <n>
   requests, then echoes.
-
+- ``cache-*``: like echo, with usage as a provider that caches prompt prefixes by
+  itself reports it: ``prompt_tokens`` the messages' characters / 3, and
+  ``prompt_tokens_details.cached_tokens`` the tokens of the leading messages
+  equal to the previous ``cache-*`` request's (OpenAI's automatic cache).
 
 Every request is kept in ``server.received`` (path, headers, raw body bytes, and
 the monotonic time it arrived).
@@ -120,7 +123,9 @@ class UpstreamHandler(LocalHandler):
             "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
-        if not body.get("model", "").startswith("nousage"):
+        if model.startswith("cache"):
+            result["usage"] = self._cache_usage(body)
+        elif not model.startswith("nousage"):
             result["usage"] = {
                 "prompt_tokens": 11,
                 "completion_tokens": 7,
@@ -128,6 +133,24 @@ class UpstreamHandler(LocalHandler):
                 "prompt_tokens_details": {"cached_tokens": 3},
             }
         return result
+
+    def _cache_usage(self, body):
+        messages = body.get("messages") or []
+        sizes = [len(_text(m)) // 3 for m in messages]
+        with self.server.lock:
+            previous, self.server.cached_prefix = self.server.cached_prefix, messages
+        shared = 0
+        for before, now in zip(previous, messages):
+            if before != now:
+                break
+            shared += 1
+        prompt = sum(sizes)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": 7,
+            "total_tokens": prompt + 7,
+            "prompt_tokens_details": {"cached_tokens": sum(sizes[:shared])},
+        }
 
     def _chunk(self, body, delta, finish=None):
         return {
@@ -292,9 +315,19 @@ class UpstreamHandler(LocalHandler):
         self._raw(status, json.dumps(payload).encode(), "application/json")
 
 
+def _text(message):
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
 class UpstreamServer(LocalServer):
     def __init__(self, address=("127.0.0.1", 0)):
         super().__init__(address, UpstreamHandler)
+        self.cached_prefix = []
 
     @property
     def base_url(self):

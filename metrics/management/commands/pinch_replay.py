@@ -1,20 +1,17 @@
-"""pinch_replay PATH...: what pinch would save on recorded agent sessions (see metrics.replay)."""
+"""pinch_replay PATH...: what pinch would save on recorded agent sessions (see routing.replay)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.replay import (
-    CachePrices,
-    ReplayError,
     cli_overrides,
     describe_errors,
     describe_settings,
-    load_sessions,
     render_table,
-    replay,
     replay_config,
-    replay_model,
     write_json_lines,
 )
+from routing.corpus import CorpusError, load_sessions
+from routing.replay import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
 
 BAR_WIDTH = 40
 
@@ -68,7 +65,42 @@ class Command(BaseCommand):
             const=False,
             help="pinch.relevance.enabled = false (uniform pruning)",
         )
+        payback = parser.add_mutually_exclusive_group()
+        payback.add_argument(
+            "--payback",
+            dest="payback",
+            action="store_const",
+            const=True,
+            help="pinch.payback.enabled = true (prune in steps that pay back under the cache)",
+        )
+        payback.add_argument(
+            "--no-payback",
+            dest="payback",
+            action="store_const",
+            const=False,
+            help="pinch.payback.enabled = false (prune to the budget on every request)",
+        )
         parser.add_argument("--no-pinch", action="store_true", help="pinch.enabled = false")
+        parser.add_argument(
+            "--set",
+            dest="config_sets",
+            action="append",
+            metavar="KEY=VALUE",
+            help="any config key, e.g. --set pinch.payback.min_payback=2 (repeatable)",
+        )
+        parser.add_argument(
+            "--tools-tokens",
+            type=int,
+            default=0,
+            metavar="N",
+            help="add a tool definition of about N tokens to every request (the corpus has none; "
+            "Claude Code sends ~21k)",
+        )
+        parser.add_argument(
+            "--by-family",
+            action="store_true",
+            help="one row per agent family (meta.agent) instead of one per session",
+        )
         parser.add_argument("--model", help="the requested model (default: the auto model)")
         defaults = CachePrices()
         parser.add_argument(
@@ -96,6 +128,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, paths, json_out, model, **options):
+        if options["tools_tokens"] < 0:
+            raise CommandError("--tools-tokens: must be 0 or more")
         try:
             prices = CachePrices(
                 price_per_1m=options["price_per_1m"],
@@ -104,19 +138,21 @@ class Command(BaseCommand):
             )
         except ReplayError as error:
             raise CommandError(str(error)) from None
-        overrides = cli_overrides(
-            budget_tokens=options["budget_tokens"],
-            keep_last_turns=options["keep_last_turns"],
-            keep_last_tool_results=options["keep_last_tool_results"],
-            window_step=options["window_step"],
-            relevance=options["relevance"],
-            pinch=not options["no_pinch"],
-        )
         try:
+            overrides = cli_overrides(
+                budget_tokens=options["budget_tokens"],
+                keep_last_turns=options["keep_last_turns"],
+                keep_last_tool_results=options["keep_last_tool_results"],
+                window_step=options["window_step"],
+                relevance=options["relevance"],
+                pinch=not options["no_pinch"],
+                payback=options["payback"],
+                settings=options["config_sets"],
+            )
             config = replay_config(overrides)
             model = replay_model(config, model)
             sessions = load_sessions(paths)
-        except ReplayError as error:
+        except (ReplayError, CorpusError) as error:
             raise CommandError(str(error)) from None
         # Opened before the replay: a typo in the path should not cost a full run.
         try:
@@ -124,7 +160,19 @@ class Command(BaseCommand):
         except OSError as error:
             raise CommandError(f"cannot write {json_out}: {error.strerror}") from None
         try:
-            result = replay(sessions, config, model=model, progress=self._progress)
+            # One run per price model: pinch decides by the prices it is billed at.
+            models = list(dict.fromkeys([prices, *PRICE_MODELS]))
+            priced = {}
+            for k, price_model in enumerate(models):
+                priced[price_model] = replay(
+                    sessions,
+                    config,
+                    model=model,
+                    progress=self._progress_of(k, len(models)),
+                    tools_tokens=options["tools_tokens"],
+                    prices=price_model,
+                )
+            result = priced[prices]
             if out is not None:
                 write_json_lines(result, out)
         except ReplayError as error:
@@ -133,18 +181,32 @@ class Command(BaseCommand):
             self._end_progress()
             if out is not None:
                 out.close()
-        self.stdout.write(describe_settings(config, model))
-        self.stdout.write(prices.describe())
-        self.stdout.write(render_table(result, prices))
+        settings = describe_settings(config, model)
+        if options["tools_tokens"]:
+            settings += f" tools_tokens={options['tools_tokens']}"
+        self.stdout.write(settings)
+        self.stdout.write(
+            f"cost: ${prices.price_per_1m:g} per 1M input tokens, prefix shared with the "
+            f"session's previous request x{prices.read_multiplier:g} (cache read), the rest "
+            f"x{prices.write_multiplier:g} (cache write); x (read, write): cost with pinch over "
+            "cost without under that price model"
+        )
+        self.stdout.write(render_table(result, prices, priced, options["by_family"]))
         if result.errors:
             self.stderr.write(describe_errors(result))
 
     _bar_started = False
 
+    def _progress_of(self, run: int, runs: int):
+        def progress(done: int, total: int) -> None:
+            self._progress(run * total + done, runs * total)
+
+        return progress
+
     def _progress(self, done: int, total: int) -> None:
         # Redraw only when the bar or the count moves visibly: a replay is a few
         # thousand requests and a terminal write per request would dominate.
-        if done != total and done % 10:
+        if done != total and done % 100:
             return
         filled = BAR_WIDTH * done // total if total else BAR_WIDTH
         bar = "#" * filled + "." * (BAR_WIDTH - filled)

@@ -70,7 +70,12 @@ class Command(BaseCommand):
             f"  tokens saved   {card['total_tokens_saved']} "
             f"(median {card['median_tokens_saved']} per pruned call)",
             f"  dollars saved  {card['dollars_saved_usd_30d']} "
-            f"(blended prompt price, cache rate {cache_rate:g})",
+            f"(gross: blended prompt price, cache rate {cache_rate:g})",
+            f"  net of cache   {card['net_dollars_saved_usd_30d']} "
+            f"(billed cache reads and writes against the estimated unpruned cost, "
+            f"{summary['billed_calls_30d']:,} calls with reported usage)",
+            f"  conversations  {card['conversations_cheaper_30d']} cheaper, "
+            f"{card['conversations_dearer_30d']} dearer with pinch",
         ]
         if summary["unpriced_calls_30d"]:
             lines.append(

@@ -1,0 +1,461 @@
+"""Pinch that pays: prune in steps that repay their cache rewrite, decide each result once.
+
+Under a provider's prompt cache a token is not a price. The prefix the
+provider saw in the previous request is read at ``read`` times the input
+price (0.1 at Anthropic and OpenAI from GPT-5.6); everything from the first
+changed message on is written again at ``write`` (1.25 there). So compressing
+old tool results is an investment:
+
+* paid now: the payload from the first changed message to the end of what
+  the previous request sent (``suffix`` tokens) would have been read, and is
+  written instead, minus what the step removes: ``(write - read) * suffix -
+  write * saved``;
+* repaid later: every later request of the session reads ``saved`` fewer
+  tokens, ``read * saved`` a turn.
+
+A step is taken only when ``saved * (remaining * read + write)`` is at least
+``min_payback`` times ``(write - read) * suffix``, with ``remaining`` the
+turns the session is expected still to run: ``turns_ahead`` times the turns
+it has run so far (measured on the corpus, docs/pinch.md). Below the model's
+minimum cacheable prompt nothing is cached, and a step only saves.
+
+Each tool result's fate is decided once, at the step that takes it out of
+the protected window: compressed (pinch.lines, content-only and
+deterministic) or kept verbatim for good, because it matters to the work in
+hand: it shares paths and identifiers with the last user message and the
+agent's recent messages. A decision is never revisited, so between steps the
+payload only grows at its end and the cached prefix holds.
+
+The decisions are a pure function of the messages: ``plan`` replays the rule
+over every earlier request of the conversation (each ``messages[:t]`` before
+an assistant message ``t``) that the ``Ledger`` it is given does not cover,
+so a worker with no state, or state from another worker, reaches the same
+choices. The ledger (a few integers per conversation) is only what spares
+the replay; the router keeps it beside the prefix probe's hashes.
+
+Pure: no Django, no I/O, no module state.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from hashlib import blake2b
+from typing import Any
+
+from pinch.core import _PLACEHOLDER, _elide, _protected_start, _tool_names, _tool_results
+from pinch.lines import compress_lines, decoded_arguments, mentioned_tokens
+from pinch.tokens import estimate_tokens, extract_text
+
+# The agent's messages read for "the work in hand": the last few hold what it
+# is doing now (the file it edits, the test it runs).
+_RECENT_AGENT_MESSAGES = 3
+
+
+@dataclass(frozen=True)
+class CacheModel:
+    """How a model's provider bills a prompt under its prefix cache, per unit of input price.
+
+    ``automatic``: the provider caches any prefix by itself (OpenAI, DeepSeek,
+    Gemini); False: only up to breakpoints the client marks (Anthropic), which
+    coding agents set on their last messages, so the rule treats both alike.
+    """
+
+    read_multiplier: float = 0.1
+    write_multiplier: float = 1.25
+    min_cacheable_tokens: int = 1024
+    automatic: bool = True
+
+
+@dataclass(frozen=True)
+class PaybackKnobs:
+    budget_tokens: int = 8000
+    keep_last_turns: int = 4
+    keep_last_tool_results: int | None = 6
+    max_summarize_chars: int = 4000
+    protected_max_chars: int | None = 20000
+    turns_ahead: float = 1.0
+    min_payback: float = 3.0
+    keep_max_chars: int = 3000
+    keep_min_shared: int = 3
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What has been decided for one conversation, up to request length ``length``.
+
+    ``decided`` tool results (in conversation order) have their fate; those in
+    ``kept`` stay verbatim for good, the others are compressed. ``steps`` are
+    the request lengths at which a step was taken. ``digest`` covers the
+    messages the ledger was built on, so an edited history is not trusted.
+    """
+
+    length: int = 0
+    decided: int = 0
+    kept: tuple[int, ...] = ()
+    steps: tuple[int, ...] = ()
+    digest: str = ""
+
+    def as_json(self) -> str:
+        return json.dumps(
+            [self.length, self.decided, list(self.kept), list(self.steps), self.digest],
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, raw: str | bytes | None) -> Ledger | None:
+        """The ledger in ``raw``, or None for anything unreadable (then it is rebuilt)."""
+        if not raw:
+            return None
+        try:
+            length, decided, kept, steps, digest = json.loads(raw)
+            ledger = cls(int(length), int(decided), tuple(map(int, kept)), tuple(map(int, steps)))
+            return replace(ledger, digest=str(digest))
+        except (TypeError, ValueError):
+            return None
+
+
+@dataclass
+class _Session:
+    """One conversation's messages with what every step evaluation needs, computed once."""
+
+    messages: Sequence[Any]
+    knobs: PaybackKnobs
+    cache: CacheModel
+    extra_fixed_tokens: int
+    memo: Any = None
+    tokens: list[int] = field(default_factory=list)
+    leading: list[int] = field(default_factory=list)
+    results: list[int] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)
+    compressed: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tokens = [estimate_tokens(extract_text(m)) for m in self.messages]
+        self.leading = [0]
+        for count in self.tokens:
+            self.leading.append(self.leading[-1] + count)
+        self.results = _tool_results(self.messages, 0, len(self.messages))
+        self.names = _tool_names(self.messages, self.results)
+        self.calls = _call_arguments(self.messages)
+        # One hash per message (role and text), for the ledger's digest and
+        # the memo's keys: one pass over the text, no JSON.
+        self.hashes = [_message_hash(m) for m in self.messages]
+        self.users = [t for t, m in enumerate(self.messages) if _role(m) == "user"]
+        self._mentions: dict[int, set[str]] = {}
+        self.assistants = [
+            t for t in range(1, len(self.messages)) if _role(self.messages[t]) == "assistant"
+        ]
+
+    def mentions(self, i: int) -> set[str]:
+        """The distinctive tokens message ``i`` uses (text, and tool-call arguments)."""
+        found = self._mentions.get(i)
+        if found is None:
+            found = self._mentions[i] = mentioned_tokens(self.messages[i])
+        return found
+
+    def total(self, length: int) -> int:
+        return self.leading[length] + self.extra_fixed_tokens
+
+    def compress(self, i: int) -> str:
+        """The compressed text of result ``i``: a pure function of its text and call."""
+        found = self.compressed.get(i)
+        if found is not None:
+            return found
+        text = extract_text(self.messages[i])
+        key = None
+        raw_call, name = self.calls.get(i, ""), self.names.get(i, "tool")
+        limit = self.knobs.max_summarize_chars
+        if self.memo is not None:
+            key = _memo_key(self.hashes[i], raw_call, name, limit)
+            found = self.memo.get(key)
+        if found is None:
+            asked = decoded_arguments(raw_call) if raw_call else ""
+            # As prune_context: a long result keeps half of max_summarize_chars
+            # (its most useful lines here), a short one becomes a placeholder.
+            found = compress_lines(text, limit // 2, asked) if len(text) > limit else ""
+            if not found.strip():
+                found = _PLACEHOLDER.format(name=name)
+            if len(found) >= len(text):
+                found = text
+            if key is not None:
+                self.memo[key] = found
+        self.compressed[i] = found
+        return found
+
+
+def plan(
+    messages: Sequence[Any],
+    ledger: Ledger | None,
+    knobs: PaybackKnobs,
+    cache: CacheModel,
+    extra_fixed_tokens: int = 0,
+    memo: Any = None,
+) -> tuple[list[Any], Ledger, dict[str, Any]]:
+    """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
+
+    ``ledger`` may be None, stale or from an edited history: what it does not
+    soundly cover is rebuilt from the messages. When nothing changes (under
+    the budget, no decision taken, no result over ``protected_max_chars``)
+    the caller's list itself comes back. ``memo``, a
+    mapping the caller owns (and may bound), keeps compressed texts between
+    calls: a result compresses to the same text every time, so computing it
+    once per process is enough.
+    """
+    session = _Session(messages, knobs, cache, extra_fixed_tokens, memo)
+    fingerprints = session.hashes
+    ledger = _trusted(ledger, fingerprints)
+    # Every earlier request the ledger does not cover, then this one.
+    for t in session.assistants:
+        if t > ledger.length:
+            ledger = _advance(session, ledger, t)
+    before = ledger.decided
+    if len(messages) > ledger.length:
+        ledger = _advance(session, ledger, len(messages))
+    ledger = replace(ledger, length=len(messages), digest=_digest(fingerprints))
+    payload, stats = _payload(session, ledger, len(messages))
+    stats["step"] = bool(ledger.steps) and ledger.steps[-1] == len(messages)
+    # Where a provider that caches at breakpoints should mark. Everything
+    # before the first undecided result is final: no later step rewrites it.
+    # And what the previous request sent is intact unless this one stepped:
+    # its end is where the last turn wrote, so that is where to read.
+    stats["stable_prefix"] = _first_undecided(session, ledger.decided)
+    previous = session.assistants[-1] if session.assistants else 0
+    if stats["step"] or not previous:
+        stats["stable_prefix_before"] = _first_undecided(session, before)
+    else:
+        stats["stable_prefix_before"] = previous
+    return payload, ledger, stats
+
+
+def _first_undecided(session: _Session, decided: int) -> int:
+    results = session.results
+    return results[decided] if decided < len(results) else len(session.messages)
+
+
+def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
+    if ledger is None or not 0 < ledger.length <= len(fingerprints):
+        return Ledger()
+    if ledger.digest != _digest(fingerprints[: ledger.length]):
+        return Ledger()
+    return ledger
+
+
+def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
+    """The ledger after the request ``messages[:length]``: a step, or nothing."""
+    knobs = session.knobs
+    total = session.total(length)
+    if total <= knobs.budget_tokens:
+        return replace(ledger, length=length)
+    window = _protected_start(
+        session.messages[:length], knobs.keep_last_turns, knobs.keep_last_tool_results
+    )
+    undecided = [i for i in session.results[ledger.decided :] if i < window]
+    if not undecided:
+        return replace(ledger, length=length)
+
+    context = _context_tokens(session, length)
+    kept, compressed, saved = [], [], 0
+    for i in undecided:
+        text = extract_text(session.messages[i])
+        if _matters(session, i, text, context):
+            kept.append(i)
+            continue
+        shorter = session.compress(i)
+        if len(shorter) < len(text):
+            compressed.append(i)
+            saved += estimate_tokens(text) - estimate_tokens(shorter)
+        else:
+            kept.append(i)
+    decided = replace(
+        ledger,
+        length=length,
+        decided=ledger.decided + len(undecided),
+        kept=ledger.kept + tuple(kept),
+    )
+    if not compressed:
+        # Nothing to rewrite: keeping is free, and final.
+        return decided
+    if not _pays(session, ledger, length, min(compressed), saved, total):
+        return replace(ledger, length=length)
+    return replace(decided, steps=ledger.steps + (length,))
+
+
+def step_pays(
+    saved: int, rewritten: int, turns_so_far: int, cache: CacheModel, knobs: PaybackKnobs
+) -> bool:
+    """Whether a step that removes ``saved`` tokens and rewrites ``rewritten`` cached ones pays.
+
+    ``rewritten``: tokens of the previous payload from the step's first
+    changed message on, which would have been read from the cache and are
+    written instead. Paid once, ``(write - read) * rewritten``; repaid on
+    each of the ``turns_ahead * turns_so_far`` turns expected to follow at
+    ``read * saved``, plus ``write * saved`` now (the removed tokens are not
+    written). Taken when the repayment is ``min_payback`` times the cost.
+    """
+    read, write = cache.read_multiplier, cache.write_multiplier
+    cost = (write - read) * rewritten
+    remaining = knobs.turns_ahead * turns_so_far
+    benefit = saved * (remaining * read + write)
+    return benefit >= knobs.min_payback * cost
+
+
+def _pays(
+    session: _Session, ledger: Ledger, length: int, first: int, saved: int, total: int
+) -> bool:
+    earlier = bisect_left(session.assistants, length)
+    previous = session.assistants[earlier - 1] if earlier else 0
+    if previous == 0 or total < session.cache.min_cacheable_tokens:
+        # The first request, or a prompt too short to cache: nothing is read
+        # from the cache, so a step rewrites nothing that was paid for.
+        return True
+    rewritten = _payload_tokens(session, ledger, first, previous)
+    # This request and the ones before it: one per earlier assistant message.
+    return step_pays(saved, rewritten, earlier + 1, session.cache, session.knobs)
+
+
+def _payload_tokens(session: _Session, ledger: Ledger, start: int, stop: int) -> int:
+    """Tokens of the current payload's messages ``start:stop`` under the ledger's decisions."""
+    total = session.leading[stop] - session.leading[start]
+    kept = set(ledger.kept)
+    for i in session.results[: ledger.decided]:
+        if start <= i < stop and i not in kept:
+            total -= session.tokens[i] - estimate_tokens(session.compress(i))
+    return max(total, 0)
+
+
+def _payload(session: _Session, ledger: Ledger, length: int) -> tuple[list[Any], dict[str, Any]]:
+    messages, knobs = session.messages, session.knobs
+    original = session.total(length)
+    kept = set(ledger.kept)
+    replaced: dict[int, str] = {}
+    compressed: list[int] = []
+    for i in session.results[: ledger.decided]:
+        if i in kept:
+            continue
+        text = extract_text(messages[i])
+        shorter = session.compress(i)
+        if len(shorter) < len(text):
+            replaced[i] = shorter
+            compressed.append(i)
+    capped: list[int] = []
+    if knobs.protected_max_chars is not None:
+        # An outsized result is capped from the request it arrives in, budget
+        # or not, so the cap never rewrites what the provider has cached; one
+        # kept for good keeps its cap.
+        undecided = session.results[ledger.decided :]
+        for i in [*undecided, *sorted(kept)]:
+            text = extract_text(messages[i])
+            if len(text) > knobs.protected_max_chars:
+                shorter = _elide(text, knobs.protected_max_chars)
+                if len(shorter) < len(text):
+                    replaced[i] = shorter
+                    capped.append(i)
+    if not replaced:
+        return messages, _stats(original, original)
+    out = list(messages)
+    saved = 0
+    tool_counts: dict[str, int] = {}
+    for i, text in replaced.items():
+        message = dict(messages[i])
+        message["content"] = text
+        out[i] = message
+        saved += session.tokens[i] - estimate_tokens(text)
+        name = session.names.get(i, "tool")
+        tool_counts[name] = tool_counts.get(name, 0) + 1
+    stats = _stats(original, original - saved)
+    stats.update(
+        pruned=True,
+        summarized=len(replaced),
+        compressed=sorted(compressed),
+        capped=sorted(capped),
+        compressed_tools=tool_counts,
+    )
+    return out, stats
+
+
+def _stats(original: int, final: int) -> dict[str, Any]:
+    return {
+        "pruned": False,
+        "original_tokens": original,
+        "final_tokens": final,
+        "tokens_saved": max(original - final, 0),
+    }
+
+
+def _matters(session: _Session, i: int, text: str, context: set[str]) -> bool:
+    """Whether a result leaving the window holds what the work in hand names."""
+    knobs = session.knobs
+    if len(text) > knobs.keep_max_chars or not context:
+        return False
+    return len(session.mentions(i) & context) >= knobs.keep_min_shared
+
+
+def _context_tokens(session: _Session, length: int) -> set[str]:
+    """Distinctive tokens of the last user message and the agent's recent messages."""
+    found: set[str] = set()
+    agents = session.assistants[: bisect_left(session.assistants, length)]
+    for t in agents[-_RECENT_AGENT_MESSAGES:]:
+        found |= session.mentions(t)
+    users = session.users[: bisect_left(session.users, length)]
+    if users:
+        found |= session.mentions(users[-1])
+    return found
+
+
+def _call_arguments(messages: Sequence[Any]) -> dict[int, str]:
+    """For each tool result, the raw arguments of the assistant call it answers (by id)."""
+    by_id: dict[Any, str] = {}
+    asked: dict[int, str] = {}
+    for i, message in enumerate(messages):
+        role = _role(message)
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                    arguments = call["function"].get("arguments")
+                    if isinstance(call.get("id"), (str, int)) and isinstance(arguments, str):
+                        by_id[call["id"]] = arguments
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if isinstance(call_id, (str, int)) and call_id in by_id:
+                asked[i] = by_id[call_id]
+    return asked
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def _digest(fingerprints: Sequence[str]) -> str:
+    digest = blake2b(digest_size=16)
+    for fingerprint in fingerprints:
+        digest.update(fingerprint.encode())
+    return digest.hexdigest()
+
+
+def _memo_key(text_hash: str, raw_call: str, name: str, limit: int) -> str:
+    digest = blake2b(digest_size=16)
+    for part in (text_hash, raw_call, name, str(limit)):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _message_hash(message: Any) -> str:
+    """A short hash of a message's role, text and tool calls (ids, names, arguments)."""
+    digest = blake2b(digest_size=16)
+    digest.update(str(_role(message)).encode())
+    digest.update(b"\0")
+    digest.update(extract_text(message).encode("utf-8", "surrogatepass"))
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            for part in (call.get("id"), function.get("name"), function.get("arguments")):
+                digest.update(b"\0")
+                digest.update(str(part).encode("utf-8", "surrogatepass"))
+    if isinstance(message, dict) and message.get("tool_call_id") is not None:
+        digest.update(b"\0" + str(message["tool_call_id"]).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()

@@ -1,0 +1,109 @@
+"""Recorded agent sessions: the one loader for the replay, the benchmarks and the tests.
+
+A session file is the corpus format (``../shared/corpus/README.md``):
+``{"source": ..., "meta": {...}, "messages": [...]}``, optionally with the
+tool definitions the agent offered under ``tools`` or ``meta.tools``. The
+corpus lives outside the repository, beside the checkout, and is not copied
+in; ``CORPUS_DIR`` points elsewhere. No Django here: the pure pinch tests load
+sessions too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS_DIR = _REPO.parent / "shared" / "corpus" / "conversations"
+
+
+class CorpusError(ValueError):
+    """A session cannot be loaded (bad path, bad file); the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        """The agent that recorded it, without version or notes: ``meta.agent`` up to them.
+
+        "Claude Code 2.1.6" is Claude Code, "mini-swe-agent 2.2.7" mini-swe-agent,
+        "OpenHands software-agent-sdk (...)" OpenHands.
+        """
+        agent = self.meta.get("agent")
+        words: list[str] = []
+        for word in agent.split() if isinstance(agent, str) else ():
+            if any(c.isdigit() for c in word) or word.startswith("(") or word.islower():
+                break
+            words.append(word)
+        return " ".join(words) or (
+            agent.split()[0] if isinstance(agent, str) and agent else "unknown"
+        )
+
+    def turns(self) -> Iterator[int]:
+        """Indexes of the assistant messages that had a request before them."""
+        for t, message in enumerate(self.messages):
+            if t > 0 and isinstance(message, dict) and message.get("role") == "assistant":
+                yield t
+
+    def requests(self) -> Iterator[list[dict[str, Any]]]:
+        """The request the agent sent before each assistant turn: ``messages[:t]``."""
+        for t in self.turns():
+            yield self.messages[:t]
+
+
+def corpus_dir() -> Path:
+    """The conversations folder: ``$CORPUS_DIR`` if set, else the shared default."""
+    configured = os.environ.get("CORPUS_DIR")
+    return Path(configured) if configured else DEFAULT_CORPUS_DIR
+
+
+def load_session(path: Path) -> Session:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise CorpusError(f"{path}: cannot read a JSON conversation ({error})") from None
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if not isinstance(messages, list):
+        raise CorpusError(f"{path}: not a conversation file (no 'messages' list)")
+    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+    tools = data.get("tools", meta.get("tools"))
+    return Session(
+        name=Path(path).name,
+        messages=messages,
+        tools=tools if isinstance(tools, list) and tools else None,
+        source=data.get("source", "") if isinstance(data.get("source"), str) else "",
+        meta=meta,
+    )
+
+
+def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
+    """Sessions from files and directories (every ``*.json`` in them, by name).
+
+    No paths: the corpus folder (``corpus_dir()``).
+    """
+    files: list[Path] = []
+    for raw in [corpus_dir()] if paths is None else paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                raise CorpusError(f"{path}: no *.json conversation files in this directory")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise CorpusError(f"{path}: no such file or directory")
+    if not files:
+        raise CorpusError("no conversation files given")
+    return [load_session(path) for path in files]

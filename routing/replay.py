@@ -1,0 +1,451 @@
+"""Replay recorded agent sessions through the router's planning path, turn by turn.
+
+What pinch saves can only be judged on real sessions: an agent resends the
+whole conversation every turn, and the prompt-cache discount depends on what
+the NEXT request repeats. So a session is replayed as the agent sent it: for
+every assistant message at index ``t`` the request is ``messages[:t]`` (plus
+the session's tool definitions, or a block of a given size), and every request
+goes through ``routing.pipeline.plan_request``, the one code path of the API
+view and the dry run, with one in-memory ``PrefixProbe`` per run: it holds the
+prefix hashes and pinch's ledgers, so the replay sees each conversation's
+turns as the router does. Nothing is sent upstream and nothing is written to
+the database.
+
+Three things are measured per request:
+
+* tokens: estimated prompt tokens before and after pinch (tools included);
+* money, under prefix-cache price models (``CachePrices``): the leading
+  messages a payload shares with the session's previous payload are read at
+  ``read_multiplier`` times the input price, the rest written at
+  ``write_multiplier``; the unpruned baseline shares all but its new messages;
+* references kept: the distinctive tokens (paths, identifiers, numbers:
+  ``pinch.lines.distinctive_tokens``) that the agent's next message uses and
+  that its context held only in tool results (no system, user or assistant
+  message had them), and of those, the ones still in the payload sent. A
+  reference pinch removed is one the agent needed and could not read.
+
+The command's table and report are in ``metrics.replay``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pinch import estimate_tokens, extract_text
+from pinch.lines import mentioned_tokens
+from routing.chat_request import parse_chat_request
+from routing.config import RouterConfig
+from routing.config.schema import ModelCacheConfig
+from routing.corpus import Session
+from routing.errors import RouterError
+from routing.pipeline import plan_request
+from routing.prefix_probe import PrefixProbe, conversation_key
+from routing.selection import estimated_tokens, tools_overhead_tokens
+
+
+class ReplayError(ValueError):
+    """The replay cannot start (bad path, bad file, bad setting); the message says why."""
+
+
+@dataclass(frozen=True)
+class CachePrices:
+    """A prompt priced under a prefix cache: multipliers of ``price_per_1m`` (USD per 1M tokens)."""
+
+    price_per_1m: float = 3.0
+    read_multiplier: float = 0.1
+    write_multiplier: float = 1.25
+
+    def __post_init__(self) -> None:
+        for name, option in (
+            ("price_per_1m", "--price-per-1m"),
+            ("read_multiplier", "--cache-read-multiplier"),
+            ("write_multiplier", "--cache-write-multiplier"),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ReplayError(f"{option}: must be a number >= 0, not {value!r}")
+
+    def cost(self, cached_tokens: int, uncached_tokens: int) -> float:
+        """Dollars for a prompt of ``cached_tokens`` read from cache and the rest written."""
+        weighted = cached_tokens * self.read_multiplier + uncached_tokens * self.write_multiplier
+        return weighted * self.price_per_1m / 1_000_000
+
+    @property
+    def label(self) -> str:
+        return f"({self.read_multiplier:g}, {self.write_multiplier:g})"
+
+
+# Anthropic and OpenAI from GPT-5.6; the same without a write premium; older OpenAI.
+PRICE_MODELS = (
+    CachePrices(read_multiplier=0.1, write_multiplier=1.25),
+    CachePrices(read_multiplier=0.1, write_multiplier=1.0),
+    CachePrices(read_multiplier=0.25, write_multiplier=1.0),
+)
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    conversation: str
+    turn: int
+    original_tokens: int
+    final_tokens: int
+    compressed: list[int]
+    capped: list[int]
+    relevance_used: bool
+    prefix_match: int
+    previous_len: int
+    # The prompt split for the cache model: "cached" is what the session's
+    # previous request also sent first (tool definitions included once there
+    # is a previous request), "uncached" the rest; cached + uncached is
+    # final_tokens for the payload sent, original_tokens for the baseline.
+    cached_tokens: int = 0
+    uncached_tokens: int = 0
+    baseline_cached_tokens: int = 0
+    baseline_uncached_tokens: int = 0
+    references: int = 0
+    references_kept: int = 0
+
+    @property
+    def pruned(self) -> bool:
+        return bool(self.compressed or self.capped)
+
+    def cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.cached_tokens, self.uncached_tokens)
+
+    def baseline_cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
+
+
+@dataclass(frozen=True)
+class TurnError:
+    conversation: str
+    turn: int
+    status: int
+    message: str
+
+
+# The Totals fields that add up across sessions.
+_SUMMED = (
+    "requests",
+    "errors",
+    "original_tokens",
+    "final_tokens",
+    "pruned",
+    "relevance_used",
+    "prefix_turns",
+    "prefix_share_sum",
+    "cached_tokens",
+    "uncached_tokens",
+    "baseline_cached_tokens",
+    "baseline_uncached_tokens",
+    "references",
+    "references_kept",
+)
+
+
+@dataclass
+class Totals:
+    name: str
+    family: str = ""
+    requests: int = 0
+    errors: int = 0
+    original_tokens: int = 0
+    final_tokens: int = 0
+    pruned: int = 0
+    relevance_used: int = 0
+    prefix_turns: int = 0
+    prefix_share_sum: float = 0.0
+    cached_tokens: int = 0
+    uncached_tokens: int = 0
+    baseline_cached_tokens: int = 0
+    baseline_uncached_tokens: int = 0
+    references: int = 0
+    references_kept: int = 0
+
+    def add(self, record: TurnRecord) -> None:
+        self.requests += 1
+        self.cached_tokens += record.cached_tokens
+        self.uncached_tokens += record.uncached_tokens
+        self.baseline_cached_tokens += record.baseline_cached_tokens
+        self.baseline_uncached_tokens += record.baseline_uncached_tokens
+        self.original_tokens += record.original_tokens
+        self.final_tokens += record.final_tokens
+        self.pruned += record.pruned
+        self.relevance_used += record.relevance_used
+        self.references += record.references
+        self.references_kept += record.references_kept
+        if record.previous_len:
+            self.prefix_turns += 1
+            self.prefix_share_sum += record.prefix_match / record.previous_len
+
+    def merge(self, other: Totals) -> None:
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def saved_share(self) -> float:
+        if not self.original_tokens:
+            return 0.0
+        return (self.original_tokens - self.final_tokens) / self.original_tokens
+
+    # The cost is linear in the token split, so the cost of a sum of requests
+    # is the sum of their costs.
+    def cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.cached_tokens, self.uncached_tokens)
+
+    def baseline_cost(self, prices: CachePrices) -> float:
+        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
+
+    def cost_ratio(self, prices: CachePrices) -> float | None:
+        """Cost with pinch over cost without it (1.0: the same; above 1: pinch cost more)."""
+        baseline = self.baseline_cost(prices)
+        return self.cost(prices) / baseline if baseline else None
+
+    def cost_saved_share(self, prices: CachePrices) -> float | None:
+        """Share of the baseline's cost saved; negative when pinch cost more."""
+        ratio = self.cost_ratio(prices)
+        return None if ratio is None else 1 - ratio
+
+    def costlier(self, prices: CachePrices) -> bool:
+        """Whether pinch made this session dearer than sending it whole (beyond float noise)."""
+        ratio = self.cost_ratio(prices)
+        return ratio is not None and ratio > 1 + 1e-9
+
+    @property
+    def references_share(self) -> float | None:
+        return self.references_kept / self.references if self.references else None
+
+    @property
+    def pruned_share(self) -> float:
+        return self.pruned / self.requests if self.requests else 0.0
+
+    @property
+    def relevance_share(self) -> float:
+        return self.relevance_used / self.requests if self.requests else 0.0
+
+    @property
+    def prefix_kept(self) -> float | None:
+        """Mean over turns with a previous payload of prefix_match / previous_len."""
+        return self.prefix_share_sum / self.prefix_turns if self.prefix_turns else None
+
+
+@dataclass
+class ReplayResult:
+    records: list[TurnRecord] = field(default_factory=list)
+    errors: list[TurnError] = field(default_factory=list)
+    sessions: list[Totals] = field(default_factory=list)
+
+    @property
+    def total(self) -> Totals:
+        total = Totals("total")
+        for session in self.sessions:
+            total.merge(session)
+        return total
+
+    def by_family(self) -> list[Totals]:
+        families: dict[str, Totals] = {}
+        for session in self.sessions:
+            families.setdefault(session.family, Totals(session.family, session.family))
+            families[session.family].merge(session)
+        return list(families.values())
+
+    def costlier_sessions(self, prices: CachePrices) -> list[str]:
+        return [s.name for s in self.sessions if s.costlier(prices)]
+
+
+def replay_model(config: RouterConfig, model: str | None) -> str:
+    """The model every request asks for: ``model``, or the auto model; ReplayError if unknown."""
+    model = model or config.routing.auto_model
+    if model != config.routing.auto_model and config.model(model) is None:
+        known = ", ".join([config.routing.auto_model, *(m.id for m in config.models)])
+        raise ReplayError(f"unknown model {model!r}; use one of: {known}")
+    return model
+
+
+def tools_block(tokens: int) -> list[dict[str, Any]] | None:
+    """One tool definition of about ``tokens`` estimated tokens (None for 0).
+
+    Real agents send large definitions on every request (Claude Code: 24 tools,
+    64.5 KB); the corpus files carry none. The block counts toward the budget
+    and, from a session's second request on, is a cache read.
+    """
+    if tokens <= 0:
+        return None
+    shell = [{"type": "function", "function": {"name": "tools_block", "description": ""}}]
+    room = max(tokens - tools_overhead_tokens(shell), 0) * 3
+    shell[0]["function"]["description"] = "x" * room
+    return shell
+
+
+def priced_config(config: RouterConfig, prices: CachePrices) -> RouterConfig:
+    """``config`` with every model billed at ``prices``' multipliers (see ``cache_prices``).
+
+    Pinch's payback rule prices its steps by the model a request goes to; to
+    measure it under a price model, every model must bill that way: reads at
+    ``cached_prompt_price`` over ``prompt_price``, writes at 1.0 (no cache
+    block), 1.25 (a 5-minute cache block) or 2.0 (a 1-hour one). Every model
+    gets the same prompt price, so routing picks by tier and window alone.
+    """
+    write_blocks = {1.0: None, 1.25: ModelCacheConfig(ttl="5m"), 2.0: ModelCacheConfig(ttl="1h")}
+    if prices.write_multiplier not in write_blocks:
+        raise ReplayError(
+            f"--cache-write-multiplier: the router bills writes at 1, 1.25 or 2 "
+            f"(a model's cache block), not {prices.write_multiplier:g}"
+        )
+    if prices.read_multiplier > 1:
+        raise ReplayError(f"--cache-read-multiplier: at most 1, not {prices.read_multiplier:g}")
+    price = prices.price_per_1m or 1.0
+    changes = {
+        "prompt_price": price,
+        "cached_prompt_price": price * prices.read_multiplier,
+        "cache": write_blocks[prices.write_multiplier],
+    }
+    models = tuple(m.model_copy(update=changes) for m in config.models)
+    return config.model_copy(update={"models": models})
+
+
+def replay(
+    sessions: list[Session],
+    config: RouterConfig,
+    model: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    tools_tokens: int = 0,
+    prices: CachePrices | None = None,
+) -> ReplayResult:
+    """Plan every request of every session; RouterErrors are counted, not raised.
+
+    With ``prices``, every model bills its cache that way (``priced_config``).
+    """
+    if prices is not None:
+        config = priced_config(config, prices)
+    model = replay_model(config, model)
+    probe = PrefixProbe()  # in memory: one per run, forgotten with it
+    extra_tools = tools_block(tools_tokens)
+    result = ReplayResult()
+    total = sum(1 for session in sessions for _ in session.turns())
+    done = 0
+    for session in sessions:
+        totals = Totals(session.name, session.family)
+        replayer = _SessionReplay(session, config, model, probe, extra_tools)
+        for t in session.turns():
+            outcome = replayer.turn(t)
+            if isinstance(outcome, TurnError):
+                result.errors.append(outcome)
+                totals.errors += 1
+            else:
+                result.records.append(outcome)
+                totals.add(outcome)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        result.sessions.append(totals)
+    return result
+
+
+def _message_tokens(message: Any) -> int:
+    # The estimate pinch and routing use: the sum over a payload is its measured tokens.
+    return estimate_tokens(extract_text(message))
+
+
+class _SessionReplay:
+    """One session's requests in order, with what the cache model and the references need."""
+
+    def __init__(self, session, config, model, probe, extra_tools):
+        self.session = session
+        self.config = config
+        self.model = model
+        self.probe = probe
+        self.tools = session.tools or extra_tools
+        self.tools_tokens = tools_overhead_tokens(self.tools)
+        # leading[i]: estimated tokens of the session's first i messages.
+        self.leading = [0]
+        for message in session.messages:
+            self.leading.append(self.leading[-1] + _message_tokens(message))
+        # The previous request that went through; a refused one reached no cache.
+        self.previous_turn = 0
+        # Tokens the context holds outside tool results, and inside them.
+        self.seen_until = 0
+        self.outside_tools: set[str] = set()
+        self.in_tools: set[str] = set()
+
+    def turn(self, t: int) -> TurnRecord | TurnError:
+        session = self.session
+        body: dict[str, Any] = {"model": self.model, "messages": session.messages[:t]}
+        if self.tools:
+            body["tools"] = self.tools
+        # The key stands in for the agent's API key: each session is its own agent.
+        api_key_id = f"replay:{session.name}"
+        try:
+            request = parse_chat_request(body)
+            plan = plan_request(request, self.config, api_key_id=api_key_id, probe=self.probe)
+        except RouterError as error:
+            return TurnError(session.name, t, error.status, error.message)
+
+        prefix = plan.prefix
+        if prefix is None:
+            # The router measures the prefix only while pinch and the probe are
+            # on; the replay measures it anyway so a no-pinch run has its baseline.
+            key = conversation_key(api_key_id, request.model, request.messages)
+            prefix = self.probe.measure(key, plan.send_messages)
+        match, previous_len, _ = prefix
+
+        pinch = plan.pinch
+        if pinch is None:
+            # pinch's own estimate, so a no-pinch run is comparable with a pinch run.
+            original = final = estimated_tokens(plan.send_messages, request.tools)
+            compressed: list[int] = []
+            capped: list[int] = []
+            relevance_used = False
+        else:
+            original, final = pinch.original_tokens, pinch.final_tokens
+            compressed, capped = list(pinch.compressed), list(pinch.capped)
+            relevance_used = pinch.relevance_used
+
+        tools = self.tools_tokens
+        baseline_cached = tools + self.leading[self.previous_turn] if self.previous_turn else 0
+        baseline_uncached = tools + self.leading[t] - baseline_cached
+        sent = [_message_tokens(message) for message in plan.send_messages]
+        cached = (tools if previous_len else 0) + sum(sent[:match])
+        uncached = tools + sum(sent) - cached
+        references, kept = self._references(t, plan.send_messages)
+        self.previous_turn = t
+        return TurnRecord(
+            conversation=session.name,
+            turn=t,
+            original_tokens=original,
+            final_tokens=final,
+            compressed=compressed,
+            capped=capped,
+            relevance_used=relevance_used,
+            prefix_match=match,
+            previous_len=previous_len,
+            cached_tokens=cached,
+            uncached_tokens=uncached,
+            baseline_cached_tokens=baseline_cached,
+            baseline_uncached_tokens=baseline_uncached,
+            references=references,
+            references_kept=kept,
+        )
+
+    def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:
+        """(tokens the next message uses that the context held only in tool results, still sent)."""
+        messages = self.session.messages
+        for message in messages[self.seen_until : t]:
+            tokens = mentioned_tokens(message)
+            if isinstance(message, dict) and message.get("role") == "tool":
+                self.in_tools |= tokens
+            else:
+                self.outside_tools |= tokens
+        self.seen_until = t
+        wanted = [
+            token
+            for token in mentioned_tokens(messages[t])
+            if token in self.in_tools and token not in self.outside_tools
+        ]
+        if not wanted:
+            return 0, 0
+        sent = "\n".join(extract_text(message) for message in payload)
+        return len(wanted), sum(1 for token in wanted if token in sent)

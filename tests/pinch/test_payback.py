@@ -1,0 +1,239 @@
+"""Pinch that pays (pinch/payback.py): the payback rule, decisions made once, ledgers rebuilt alike.
+
+The rule is table-driven against hand-computed cases; the promises (a step
+only when it pays, nothing decided twice, a payload that changes only at a
+step, the same choices with or without a ledger) are properties over
+generated agent sessions and over the real corpus.
+"""
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+
+from pinch import estimate_tokens, extract_text
+from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan, step_pays
+from pinch.prefix import common_prefix_length
+from routing.corpus import corpus_dir, load_sessions
+from tests.pinch.test_core_properties import agent_sessions, conversations
+
+ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
+NO_PREMIUM = CacheModel(read_multiplier=0.1, write_multiplier=1.0)
+OLD_OPENAI = CacheModel(read_multiplier=0.25, write_multiplier=1.0)
+NO_CACHE = CacheModel(read_multiplier=1.0, write_multiplier=1.0)
+KNOBS = PaybackKnobs(budget_tokens=2000, min_payback=1.0, turns_ahead=1.0)
+
+
+# Hand-computed: benefit = saved * (turns * read + write), cost = (write - read) * rewritten.
+@pytest.mark.parametrize(
+    ("saved", "rewritten", "turns", "cache", "min_payback", "pays"),
+    [
+        # 1000 * (10 * 0.1 + 1.25) = 2250 against 1.15 * 2000 = 2300: just short.
+        (1000, 2000, 10, ANTHROPIC, 1.0, False),
+        # 1000 * (11 * 0.1 + 1.25) = 2350 >= 2300.
+        (1000, 2000, 11, ANTHROPIC, 1.0, True),
+        # The same step with a margin of 3 needs 6900.
+        (1000, 2000, 11, ANTHROPIC, 3.0, False),
+        (3000, 2000, 11, ANTHROPIC, 3.0, True),
+        # No write premium: 1000 * (10 * 0.1 + 1) = 2000 >= 0.9 * 2000 = 1800.
+        (1000, 2000, 10, NO_PREMIUM, 1.0, True),
+        # Older OpenAI: 1000 * (2 * 0.25 + 1) = 1500 >= 0.75 * 2000.
+        (1000, 2000, 2, OLD_OPENAI, 1.0, True),
+        (1000, 2100, 2, OLD_OPENAI, 1.0, False),
+        # Without a cache a rewrite costs nothing: any saving pays.
+        (1, 10**9, 1, NO_CACHE, 3.0, True),
+        # Nothing saved never pays for a rewrite.
+        (0, 1, 1000, ANTHROPIC, 1.0, False),
+    ],
+)
+def test_a_step_pays_when_its_repayment_covers_its_rewrite(
+    saved, rewritten, turns, cache, min_payback, pays
+):
+    knobs = PaybackKnobs(min_payback=min_payback, turns_ahead=1.0)
+    assert step_pays(saved, rewritten, turns, cache, knobs) is pays
+
+
+def test_a_session_expected_to_run_longer_pays_for_a_larger_rewrite():
+    short = PaybackKnobs(turns_ahead=0.5, min_payback=1.0)
+    long = PaybackKnobs(turns_ahead=2.0, min_payback=1.0)
+    assert not step_pays(1000, 4000, 20, ANTHROPIC, short)
+    assert step_pays(1000, 4000, 20, ANTHROPIC, long)
+
+
+def tool_round(i, text, name="bash"):
+    call_id = f"call_{i}"
+    return [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": text},
+    ]
+
+
+def session(rounds, size=3000):
+    messages = [{"role": "user", "content": "Fix the bug."}]
+    for i in range(rounds):
+        messages += tool_round(i, f"output {i}\n" + "plain words here\n" * (size // 17))
+    messages.append({"role": "assistant", "content": "Done."})
+    return messages
+
+
+def requests(messages):
+    for t, message in enumerate(messages):
+        if t > 0 and message.get("role") == "assistant":
+            yield messages[:t]
+
+
+def replay_session(messages, knobs, cache, ledger_between=True):
+    """(payload, ledger, stats) per request, the ledger carried from turn to turn or not."""
+    ledger, memo, out = None, {}, []
+    for request in requests(messages):
+        payload, new_ledger, stats = plan(
+            request, ledger if ledger_between else None, knobs, cache, memo=memo
+        )
+        ledger = new_ledger
+        out.append((request, payload, new_ledger, stats))
+    return out
+
+
+def test_a_step_is_taken_once_the_session_is_over_budget_and_it_pays():
+    turns = replay_session(session(30), KNOBS, ANTHROPIC)
+    steps = [k for k, (_, _, _, stats) in enumerate(turns) if stats["step"]]
+    assert steps, "a 30-round session of 1,000-token results must take a step"
+    _, payload, ledger, stats = turns[-1]
+    assert stats["pruned"] and stats["final_tokens"] < stats["original_tokens"]
+    assert ledger.decided > 0 and ledger.steps
+
+
+def test_no_step_when_the_session_cannot_pay_it_back():
+    # Free cache reads: removing a cached token saves nothing on later turns,
+    # and the rewrite (at least the removed tokens' worth) is never repaid.
+    worthless = CacheModel(read_multiplier=0.0, write_multiplier=1.25, min_cacheable_tokens=0)
+    turns = replay_session(session(30), KNOBS, worthless)
+    # The first request (nothing cached yet) could step, but it is under budget.
+    assert not any(stats["step"] for _, _, _, stats in turns)
+    assert all(stats["tokens_saved"] == 0 for _, _, _, stats in turns)
+
+
+def test_under_the_budget_the_callers_list_comes_back():
+    messages = session(2, size=300)
+    payload, ledger, stats = plan(messages, None, KNOBS, ANTHROPIC)
+    assert payload is messages
+    assert stats["pruned"] is False and ledger.decided == 0
+
+
+def test_a_ledger_that_does_not_match_the_messages_is_rebuilt():
+    messages = session(30)
+    fresh = plan(messages, None, KNOBS, ANTHROPIC)
+    forged = Ledger(length=10, decided=3, kept=(2,), steps=(5,), digest="not-these-messages")
+    assert plan(messages, forged, KNOBS, ANTHROPIC)[:2] == fresh[:2]
+
+
+@pytest.mark.parametrize(
+    "raw", [None, "", "garbage", "[1,2]", '{"a": 1}', b"\xff", "[1,2,[x],[],1]"]
+)
+def test_an_unreadable_stored_ledger_reads_as_absent(raw):
+    assert Ledger.from_json(raw) is None
+
+
+def test_a_ledger_survives_its_json_form():
+    ledger = Ledger(length=40, decided=7, kept=(3, 9), steps=(20, 33), digest="ab" * 16)
+    assert Ledger.from_json(ledger.as_json()) == ledger
+
+
+def assert_promises(turns, knobs, cache):
+    """Everything a session of plan() calls must hold, request after request."""
+    previous = None
+    for request, payload, ledger, stats in turns:
+        assert len(payload) == len(request)
+        for before, after in zip(request, payload):
+            if after is before:
+                continue
+            # Only tool results change, into a string, with their pairing intact.
+            assert before["role"] == "tool" and after["role"] == "tool"
+            assert after.get("tool_call_id") == before.get("tool_call_id")
+            assert isinstance(after["content"], str)
+            assert len(after["content"]) <= len(extract_text(before))
+        assert stats["final_tokens"] == sum(estimate_tokens(extract_text(m)) for m in payload)
+        if previous is not None:
+            old_request, old_payload, old_ledger, _ = previous
+            assert ledger.decided >= old_ledger.decided
+            assert set(old_ledger.kept) <= set(ledger.kept)
+            match = common_prefix_length(old_payload, payload)
+            if not stats["step"]:
+                # Between steps the payload only grows at its end.
+                assert match == len(old_payload)
+            else:
+                # A step changes only results decided at that step: never one
+                # compressed or kept before.
+                decided_before = set(i for i, m in enumerate(request) if m.get("role") == "tool")
+                changed = [i for i in range(len(old_payload)) if old_payload[i] != payload[i]]
+                earlier = sorted(decided_before)[: old_ledger.decided]
+                assert not set(changed) & set(earlier)
+            # Nothing before the last turn's stable prefix ever changes: it is
+            # where a provider caching at breakpoints was told it may cache.
+            stable = previous[3]["stable_prefix"]
+            assert payload[:stable] == old_payload[:stable]
+            # ... and this turn reads where the last one wrote: that much is intact.
+            read_at = stats["stable_prefix_before"]
+            assert payload[:read_at] == old_payload[:read_at]
+        previous = (request, payload, ledger, stats)
+
+
+@settings(max_examples=60, deadline=None)
+@given(agent_sessions())
+def test_generated_sessions_keep_every_promise(messages):
+    knobs = PaybackKnobs(budget_tokens=1500, max_summarize_chars=3000, protected_max_chars=6000)
+    snapshot = copy.deepcopy(messages)
+    turns = replay_session(messages, knobs, ANTHROPIC)
+    assert messages == snapshot
+    assert_promises(turns, knobs, ANTHROPIC)
+
+
+@settings(max_examples=40, deadline=None)
+@given(agent_sessions())
+def test_without_a_ledger_every_request_gets_the_same_payload(messages):
+    knobs = PaybackKnobs(budget_tokens=1500, max_summarize_chars=3000)
+    carried = replay_session(messages, knobs, NO_PREMIUM)
+    rebuilt = replay_session(messages, knobs, NO_PREMIUM, ledger_between=False)
+    for (_, with_ledger, ledger, _), (_, without, rebuilt_ledger, _) in zip(carried, rebuilt):
+        assert with_ledger == without
+        assert ledger == rebuilt_ledger
+
+
+def _corpus():
+    folder = corpus_dir()
+    if not folder.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus at {folder}"))]
+    return [pytest.param(s, id=s.name) for s in load_sessions([folder])]
+
+
+@pytest.mark.parametrize("recorded", _corpus())
+def test_every_real_session_keeps_every_promise_and_rebuilds_alike(recorded):
+    knobs = PaybackKnobs()
+    turns = replay_session(recorded.messages, knobs, ANTHROPIC)
+    assert_promises(turns, knobs, ANTHROPIC)
+    # A new worker with no state, at the last request, sends the same payload.
+    request, payload, ledger, _ = turns[-1]
+    fresh_payload, fresh_ledger, _ = plan(request, None, knobs, ANTHROPIC)
+    assert fresh_payload == payload
+    assert fresh_ledger == ledger
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations())
+def test_hostile_shapes_never_raise_and_only_tool_results_change(messages):
+    knobs = PaybackKnobs(budget_tokens=500, max_summarize_chars=3000, protected_max_chars=3000)
+    snapshot = copy.deepcopy(messages)
+    payload, ledger, stats = plan(messages, None, knobs, ANTHROPIC)
+    assert messages == snapshot
+    assert len(payload) == len(messages)
+    for before, after in zip(messages, payload):
+        if after is not before:
+            assert before.get("role") == "tool"
+    again, rebuilt, _ = plan(messages, Ledger.from_json(ledger.as_json()), knobs, ANTHROPIC)
+    assert again == payload and rebuilt == ledger
