@@ -9,9 +9,16 @@ at the upstream and through the router, at concurrency 1 and 16:
 
 * requests/s and latency p50/p99, and the added latency (through - direct,
   paired per round so a noisy moment hits both sides);
-* the floor: one ``json.loads`` + ``json.dumps`` of the same body, the least
-  any proxy that reads the body must do, and the added p50 as a multiple of it;
+* the floor: one parse + serialise of the same body, the least any proxy
+  that reads the body must do, with the json module and with orjson (what the
+  router uses), and the added p50 as a multiple of the orjson floor;
+* the concurrency-16 tail (p99 / p50);
 * time to the first SSE event of a streamed answer, direct vs through.
+
+``--litellm`` adds an anchor measured in the same run, against the same
+upstream: the LiteLLM proxy at a pinned version, installed on first use into
+a virtual environment of its own under ~/.cache (bench/litellm_anchor.py says
+how it is kept offline), and prints the side-by-side table with the ratios.
 
 Bodies, both from the corpus (routing/corpus.py): the 2 KB first request of
 026.json (one user message) and its last request, 368 KB of agent history that
@@ -21,7 +28,7 @@ pinch prunes before it goes upstream.
 test client, same temp DB and config) under pyinstrument and prints where a
 request's time goes.
 
-Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--profile]``
+Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--litellm] [--profile]``
 Needs ``wrk`` (Debian: ``apt-get install wrk``). Everything listens on
 127.0.0.1 and is stopped on exit.
 """
@@ -45,12 +52,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.corpus import bench_conversations
+from bench.litellm_anchor import LITELLM_VERSION, start_litellm
 from bench.machine import describe_machine
 
 PYTHON = sys.executable
@@ -261,30 +270,35 @@ def first_event_ms(port: int, body: bytes, key: str, samples: int) -> list[float
     return times
 
 
-def floor_ms(data: bytes, rounds: int = 200) -> float:
-    """Median of one json.loads + json.dumps of the body: the least a body-reading proxy does."""
+def floor_ms(data: bytes, library=json, rounds: int = 200) -> float:
+    """Median of one parse + serialise of the body: the least a body-reading proxy does.
+
+    ``library``: json, or orjson (what the router uses: routing/jsonio.py).
+    """
     gc.disable()
     try:
         samples = []
         for _ in range(rounds):
             started = time.perf_counter_ns()
-            json.dumps(json.loads(data))
+            library.dumps(library.loads(data))
             samples.append(time.perf_counter_ns() - started)
     finally:
         gc.enable()
     return statistics.median(samples) / 1e6
 
 
-def check_router(router: Router, body: Body) -> None:
+def check_target(target: Target, body: Body) -> None:
     """One request before the load: a refusal must stop the bench, not become its figures."""
-    conn = http.client.HTTPConnection("127.0.0.1", router.port, timeout=30)
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {router.key}"}
+    conn = http.client.HTTPConnection("127.0.0.1", target.port, timeout=30)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {target.key}"}
     conn.request("POST", "/v1/chat/completions", body=body.data, headers=headers)
     response = conn.getresponse()
     text = response.read()
     conn.close()
     if response.status != 200:
-        sys.exit(f"the router refused the {body.label} body: HTTP {response.status} {text[:300]}")
+        sys.exit(
+            f"{target.name} refused the {body.label} body: HTTP {response.status} {text[:300]}"
+        )
 
 
 # --- Report ---
@@ -310,6 +324,19 @@ def med(values) -> float:
     return statistics.median(values)
 
 
+@dataclass
+class Target:
+    """Where wrk sends the bodies: the upstream itself, the router, the LiteLLM anchor."""
+
+    name: str
+    port: int
+    key: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
 def run_bench(args) -> None:
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed (Debian: apt-get install -y wrk)")
@@ -321,115 +348,189 @@ def run_bench(args) -> None:
         "pinch at the shipped defaults; upstream: bench/fast_upstream.py; "
         f"wrk -t1, {args.duration:g} s per run, medians of {args.rounds} rounds"
     )
+    if args.litellm:
+        print(f"anchor: LiteLLM proxy {LITELLM_VERSION}, 1 worker, no database (its own venv)")
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp_name:
         tmp = Path(tmp_name)
         upstream_port = free_port()
         upstream = start([PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)])
-        router = None
+        router = anchor = None
         try:
             wait_for(upstream_port, upstream, "fast_upstream")
-            router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1", args.database_url)
+            upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
+            router = prepare_router(tmp, upstream_url, args.database_url)
             serve_router(router)
-            direct_url = f"http://127.0.0.1:{upstream_port}"
+            targets = [
+                Target("direct", upstream_port, router.key),
+                Target("router", router.port, router.key),
+            ]
+            if args.litellm:
+                anchor = start_litellm(tmp, upstream_url, free_port(), start)
+                targets.append(Target("litellm", anchor.port, anchor.key))
             files = {}
             for i, body in enumerate(bodies):
                 files[body.label] = tmp / f"body{i}.json"
                 files[body.label].write_bytes(body.data)
-                check_router(router, body)
-                for _ in range(WARMUP_REQUESTS):
-                    check_router(router, body)
+                for target in targets[1:]:
+                    for _ in range(WARMUP_REQUESTS + 1):
+                        check_target(target, body)
 
             results: dict[tuple, list[Load]] = {}
             for _ in range(args.rounds):
                 for body in bodies:
                     for connections in CONCURRENCY:
-                        for target, url in (("direct", direct_url), ("router", router.url)):
+                        for target in targets:
                             load = wrk(
-                                url, files[body.label], router.key, connections, args.duration
+                                target.url,
+                                files[body.label],
+                                target.key,
+                                connections,
+                                args.duration,
                             )
-                            results.setdefault((body.label, connections, target), []).append(load)
+                            results.setdefault((body.label, connections, target.name), []).append(
+                                load
+                            )
 
             ttfb = {}
             for body in bodies:
-                for target, port in (("direct", upstream_port), ("router", router.port)):
-                    ttfb[(body.label, target)] = first_event_ms(
-                        port, body.stream_data, router.key, args.samples
+                for target in targets:
+                    ttfb[(body.label, target.name)] = first_event_ms(
+                        target.port, body.stream_data, target.key, args.samples
                     )
         finally:
-            if router is not None and router.process is not None:
-                stop(router.process)
-            stop(upstream)
+            for process in (anchor and anchor.process, router and router.process, upstream):
+                if process is not None:
+                    stop(process)
 
+    names = [t.name for t in targets]
+    report(bodies, names, results, ttfb, args.samples)
+
+
+def added(results, body, connections, name, field="p50_ms") -> float:
+    """Through ``name`` minus straight to the upstream, paired per round, median."""
+    direct = results[(body.label, connections, "direct")]
+    through = results[(body.label, connections, name)]
+    return med(getattr(t, field) - getattr(d, field) for d, t in zip(direct, through, strict=True))
+
+
+def added_cell(results, body, connections, name, field) -> str:
+    return "" if name == "direct" else f"{added(results, body, connections, name, field):.2f}"
+
+
+def report(bodies, names, results, ttfb, samples) -> None:
     print()
-    print("Proxy overhead (wrk; added = router - direct, paired per round, median)")
+    print("Proxy overhead (wrk; added = through - direct, paired per round, median)")
     rows = []
     for body in bodies:
         for connections in CONCURRENCY:
-            direct = results[(body.label, connections, "direct")]
-            through = results[(body.label, connections, "router")]
-            added50 = med(t.p50_ms - d.p50_ms for d, t in zip(direct, through, strict=True))
-            added99 = med(t.p99_ms - d.p99_ms for d, t in zip(direct, through, strict=True))
-            failures = sum(r.failures for r in direct + through)
-            rows.append(
+            for name in names:
+                runs = results[(body.label, connections, name)]
+                rows.append(
+                    [
+                        body.label,
+                        str(connections),
+                        name,
+                        f"{med(r.rps for r in runs):,.0f}",
+                        f"{med(r.p50_ms for r in runs):.2f}",
+                        f"{med(r.p99_ms for r in runs):.2f}",
+                        ""
+                        if name == "direct"
+                        else f"{added(results, body, connections, name):.2f}",
+                        ""
+                        if name == "direct"
+                        else f"{added(results, body, connections, name, 'p99_ms'):.2f}",
+                        str(sum(r.failures for r in runs)),
+                    ]
+                )
+    header = ["body", "conc", "through", "req/s", "p50 ms", "p99 ms", "added p50", "added p99"]
+    print(table([*header, "errors"], rows))
+
+    if "litellm" in names:
+        print()
+        print("Side by side (the issue's table): router vs the LiteLLM proxy, same run")
+        rows = []
+        for body in bodies:
+            for connections in CONCURRENCY:
+                ours = added(results, body, connections, "router")
+                theirs = added(results, body, connections, "litellm")
+                ours_rps = med(r.rps for r in results[(body.label, connections, "router")])
+                theirs_rps = med(r.rps for r in results[(body.label, connections, "litellm")])
+                rows.append(
+                    [
+                        body.label,
+                        str(connections),
+                        f"+{ours:.2f}",
+                        f"+{theirs:.2f}",
+                        f"{theirs / ours:.1f}x" if ours > 0 else "-",
+                        f"{ours_rps:,.0f}",
+                        f"{theirs_rps:,.0f}",
+                        f"{ours_rps / theirs_rps:.1f}x",
+                    ]
+                )
+        print(
+            table(
                 [
-                    body.label,
-                    str(connections),
-                    f"{med(r.rps for r in direct):,.0f}",
-                    f"{med(r.rps for r in through):,.0f}",
-                    f"{med(r.p50_ms for r in direct):.2f}",
-                    f"{med(r.p50_ms for r in through):.2f}",
-                    f"{med(r.p99_ms for r in direct):.2f}",
-                    f"{med(r.p99_ms for r in through):.2f}",
-                    f"{added50:.2f}",
-                    f"{added99:.2f}",
-                    str(failures),
-                ]
+                    "body",
+                    "conc",
+                    "router added p50 ms",
+                    "LiteLLM added p50 ms",
+                    "LiteLLM/router",
+                    "router req/s",
+                    "LiteLLM req/s",
+                    "router/LiteLLM",
+                ],
+                rows,
             )
+        )
+
+    print()
+    print("The floor: one parse + serialise of the body (median of 200), json and orjson")
+    rows = []
+    for body in bodies:
+        floor_json = floor_ms(body.data)
+        floor_orjson = floor_ms(body.data, orjson)
+        ours = added(results, body, 1, "router")
+        rows.append(
+            [
+                body.label,
+                f"{floor_json:.3f}",
+                f"{floor_orjson:.3f}",
+                f"{ours:.2f}",
+                f"{ours / floor_orjson:.1f}x",
+            ]
+        )
     print(
         table(
-            [
-                "body",
-                "conc",
-                "direct req/s",
-                "router req/s",
-                "direct p50 ms",
-                "router p50 ms",
-                "direct p99 ms",
-                "router p99 ms",
-                "added p50 ms",
-                "added p99 ms",
-                "errors",
-            ],
+            ["body", "json ms", "orjson ms", "router added p50 (conc 1)", "added / orjson floor"],
             rows,
         )
     )
 
     print()
-    print("The floor: one json.loads + json.dumps of the body (median of 200)")
+    print("Concurrency 16: the router's tail")
     rows = []
     for body in bodies:
-        floor = floor_ms(body.data)
-        direct = results[(body.label, 1, "direct")]
-        through = results[(body.label, 1, "router")]
-        added = med(t.p50_ms - d.p50_ms for d, t in zip(direct, through, strict=True))
-        rows.append([body.label, f"{floor:.3f}", f"{added:.2f}", f"{added / floor:.1f}x"])
-    print(table(["body", "floor ms", "added p50 ms (conc 1)", "added / floor"], rows))
+        runs = results[(body.label, 16, "router")]
+        p50, p99 = med(r.p50_ms for r in runs), med(r.p99_ms for r in runs)
+        rows.append([body.label, f"{p50:.2f}", f"{p99:.2f}", f"{p99 / p50:.1f}x"])
+    print(table(["body", "router p50 ms", "router p99 ms", "p99 / p50"], rows))
 
     print()
-    print(f"Streaming: time to the first SSE event, sequential, {args.samples} samples")
+    print(f"Streaming: time to the first SSE event, sequential, {samples} samples, median ms")
     rows = []
     for body in bodies:
-        direct = ttfb[(body.label, "direct")]
-        through = ttfb[(body.label, "router")]
-        rows.append(
-            [
-                body.label,
-                f"{med(direct):.2f}",
-                f"{med(through):.2f}",
-                f"{med(through) - med(direct):.2f}",
+        direct = med(ttfb[(body.label, "direct")])
+        row = [body.label, f"{direct:.2f}"]
+        for name in names[1:]:
+            row += [
+                f"{med(ttfb[(body.label, name)]):.2f}",
+                f"{med(ttfb[(body.label, name)]) - direct:.2f}",
             ]
-        )
-    print(table(["body", "direct p50 ms", "router p50 ms", "added ms"], rows))
+        rows.append(row)
+    header = ["body", "direct"]
+    for name in names[1:]:
+        header += [name, f"{name} added"]
+    print(table(header, rows))
 
 
 # --- Profile ---
@@ -502,6 +603,11 @@ def main() -> None:
         "--database-url",
         default="",
         help="the router's database (default: a temp SQLite file); bench rows are left in it",
+    )
+    parser.add_argument(
+        "--litellm",
+        action="store_true",
+        help=f"also measure the LiteLLM proxy {LITELLM_VERSION} (installed on first use)",
     )
     parser.add_argument("--profile", action="store_true", help="profile the router instead")
     parser.add_argument("--profile-child", action="store_true", help=argparse.SUPPRESS)

@@ -60,7 +60,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "routing.errors.ConfigErrorMiddleware",
+    "routing.errors.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "router_project.urls"
@@ -123,6 +123,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = None
 ROUTER_MAX_BODY_BYTES = env_int("ROUTER_MAX_BODY_BYTES", 20 * 1024 * 1024)
 ROUTER_CONFIG = env_str("ROUTER_CONFIG", "")
 REDIS_URL = env_str("REDIS_URL", "")
+# How long a worker trusts a router key it checked, without a query (routing/auth.py).
+ROUTER_KEY_CACHE_SECONDS = env_int("ROUTER_KEY_CACHE_SECONDS", 30)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 
 # On every HTML page (router_project/security.py); empty sends none.

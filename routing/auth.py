@@ -2,13 +2,46 @@
 
 Every change to a key goes through the services here (``create_api_key``,
 ``issue_api_key``, ``update_api_key``, ``revoke_api_keys``, ``touch_api_key``);
-the admin, the createapikey command and the views call them.
+the admin, the createapikey command and the decision write call them.
+
+A key found in the database is remembered by this process for
+``KEY_CACHE_SECONDS`` (settings.ROUTER_KEY_CACHE_SECONDS, 30 by default), so a
+request pays no query for it. A key revoked through Django (admin, the
+``revoke_api_keys`` service) bumps the change counter and stops at the next
+request in every worker that sees the counter; revoked any other way, it
+stops within ``KEY_CACHE_SECONDS``. That is also how long a key keeps working
+while the database is down: past it, the key cannot be checked and the
+request gets a 503. Unknown tokens are never cached: each one is looked up.
 """
 
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import Error as DatabaseFailure
 from django.db import transaction
 from django.utils import timezone
 
+from routing import changes
 from routing.models import ApiKey, hash_key
+
+MAX_CACHED_KEYS = 1000
+
+
+class KeyCheckUnavailable(Exception):
+    """The database cannot be read and the key was not checked recently enough."""
+
+
+@dataclass
+class _Checked:
+    key: ApiKey
+    checked_at: float  # monotonic
+    version: object
+
+
+_lock = threading.Lock()
+_checked: dict[str, _Checked] = {}
 
 
 def bearer_token(request) -> str | None:
@@ -20,11 +53,41 @@ def bearer_token(request) -> str | None:
 
 
 def key_for_request(request) -> ApiKey | None:
-    """The active ApiKey the request's bearer token belongs to, or None."""
+    """The active ApiKey the request's bearer token belongs to, or None.
+
+    Raises KeyCheckUnavailable when the database is down and the key was not
+    checked in the last KEY_CACHE_SECONDS.
+    """
     token = bearer_token(request)
     if token is None:
         return None
-    return ApiKey.objects.active().filter(key_hash=hash_key(token)).first()
+    digest = hash_key(token)
+    entry = _checked.get(digest)
+    version = changes.version()
+    age_limit = settings.ROUTER_KEY_CACHE_SECONDS
+    now = time.monotonic()
+    if entry is not None and changes.fresh(entry.version, entry.checked_at, version, age_limit):
+        return entry.key
+    try:
+        key = ApiKey.objects.active().filter(key_hash=digest).first()
+    except DatabaseFailure:
+        if entry is not None and now - entry.checked_at < age_limit:
+            return entry.key
+        raise KeyCheckUnavailable() from None
+    with _lock:
+        if key is None:
+            _checked.pop(digest, None)
+        else:
+            if len(_checked) >= MAX_CACHED_KEYS:
+                _checked.clear()
+            _checked[digest] = _Checked(key, now, version)
+    return key
+
+
+def forget_checked_keys() -> None:
+    """Drop this process's remembered keys (the next request of each key is looked up)."""
+    with _lock:
+        _checked.clear()
 
 
 # last_used_at is written at most this often per key: a write per request would
@@ -55,11 +118,27 @@ def update_api_key(key: ApiKey, fields=("name", "is_staff", "revoked_at")) -> No
 
 
 def revoke_api_keys(queryset) -> int:
-    return queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    if revoked:
+        changes.bump()
+    return revoked
+
+
+def touch_due(key: ApiKey | None) -> bool:
+    """Is the key's last_used_at old enough to be written again?"""
+    return key is not None and (
+        key.last_used_at is None
+        or (timezone.now() - key.last_used_at).total_seconds() > TOUCH_EVERY_SECONDS
+    )
 
 
 def touch_api_key(key: ApiKey) -> None:
-    """Record that the key was used, at most once a minute per key."""
-    now = timezone.now()
-    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > TOUCH_EVERY_SECONDS:
+    """Record that the key was used, at most once a minute per key.
+
+    The decision write calls it in its own transaction (one write per request);
+    the key object, cached by this process, learns the time too.
+    """
+    if touch_due(key):
+        now = timezone.now()
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now

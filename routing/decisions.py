@@ -1,63 +1,100 @@
-"""Recording what the router decided, through one pair of service functions.
+"""Recording what the router decided: one row per request that reached an upstream, written once.
 
-A decision row is written before the upstream call (so a crash mid-answer
-still leaves a trace) and completed when the answer ends, with status,
-attempts, latency and usage.
+``new_decision`` (called once the plan is accepted) builds the row in memory
+and gives it its id: no write yet, so a request rejected before the upstream
+call leaves nothing behind. ``finish_decision`` completes it with what
+happened upstream (status, attempts, latency, usage or an estimate) and writes
+it: one INSERT, after the network wait, so no write lock is ever held while
+an upstream answers. The key's ``last_used_at`` (at most once a minute) goes
+in the same transaction. If the database cannot take the write, the row goes
+to the spool (routing/spool.py) and reaches the database later, exactly once.
+
+A worker killed between the two (a crash mid-stream) leaves its row in its
+journal (routing/journal.py), and the next drain writes it marked interrupted.
+docs/durability.md tells the whole path.
 """
 
+import logging
+from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import Error as DatabaseFailure
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from routing.models import RouteDecision
+from routing import decision_ids, journal, spool
+from routing.auth import touch_api_key, touch_due
+from routing.db_writes import request_write
+from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
 
+log = logging.getLogger(__name__)
 
-def record_decision(plan, api_key=None) -> RouteDecision:
-    """Write the row for a planned request. Call inside the caller's transaction."""
+
+@dataclass
+class OpenDecision:
+    """A row being built: ``fields`` are RouteDecision's column values."""
+
+    fields: dict
+    api_key: ApiKey | None = None
+
+    @property
+    def id(self) -> int | None:
+        return self.fields.get("id")
+
+
+def new_decision(plan, api_key=None) -> OpenDecision:
+    """The row for a planned request, in memory, with its id reserved."""
     model = plan.model
     pinch = plan.pinch
     prefix = plan.prefix or (None, None, None)
-    return RouteDecision.objects.create(
-        path=plan.path,
-        api_key=api_key,
-        requested_model=plan.request.model,
-        chosen_model=model.id,
-        provider=model.provider,
-        upstream_model=model.send_as,
-        tier=plan.tier,
-        classifier=plan.classifier,
-        measured_tokens=plan.measured_tokens,
-        estimated_cost_usd=plan.estimated_cost_usd,
-        pinch_original_tokens=pinch.original_tokens if pinch else None,
-        pinch_final_tokens=pinch.final_tokens if pinch else None,
-        pinch_summarized=pinch.summarized if pinch else None,
-        pinch_tools=pinch.compressed_tools or None if pinch else None,
-        relevance_used=bool(pinch and pinch.relevance_used),
-        relevance_fallback=bool(pinch and pinch.relevance_fallback),
-        prefix_match=prefix[0],
-        prefix_previous_length=prefix[1],
-        prefix_current_length=prefix[2],
-        prefix_fallback=plan.prefix_fallback,
-        stream=plan.request.stream,
-        conversation=plan.conversation or "",
-    )
-
-
-def finish_decision(decision_id: int, outcome) -> None:
-    """Complete a row with what happened upstream (an ``Outcome``)."""
     fields = {
-        "status_code": outcome.status,
-        "error": outcome.error[:300],
-        "attempts": outcome.attempts,
-        "upstream_latency_ms": outcome.latency_ms,
-        "prompt_tokens": outcome.prompt_tokens,
-        "completion_tokens": outcome.completion_tokens,
-        "cached_tokens": outcome.cached_tokens,
-        "cache_read_tokens": outcome.cache_read_tokens,
-        "cache_write_tokens": outcome.cache_write_tokens,
-        "usage_estimated": outcome.usage_estimated,
+        "id": decision_ids.next_id(),
+        "created_at": timezone.now(),
+        "path": plan.path,
+        "api_key_id": api_key.pk if api_key is not None else None,
+        "requested_model": plan.request.model,
+        "chosen_model": model.id,
+        "provider": model.provider,
+        "upstream_model": model.send_as,
+        "tier": plan.tier,
+        "classifier": plan.classifier,
+        "measured_tokens": plan.measured_tokens,
+        "estimated_cost_usd": plan.estimated_cost_usd,
+        "pinch_original_tokens": pinch.original_tokens if pinch else None,
+        "pinch_final_tokens": pinch.final_tokens if pinch else None,
+        "pinch_summarized": pinch.summarized if pinch else None,
+        "pinch_tools": pinch.compressed_tools or None if pinch else None,
+        "relevance_used": bool(pinch and pinch.relevance_used),
+        "relevance_fallback": bool(pinch and pinch.relevance_fallback),
+        "prefix_match": prefix[0],
+        "prefix_previous_length": prefix[1],
+        "prefix_current_length": prefix[2],
+        "prefix_fallback": plan.prefix_fallback,
+        "stream": plan.request.stream,
+        "conversation": plan.conversation or "",
     }
+    # On disk until written: a worker that dies mid-answer still leaves the row.
+    journal.opened(spool.spool_dir(), fields, spool.encode_row)
+    return OpenDecision(fields, api_key)
+
+
+def finish_decision(decision: OpenDecision, outcome) -> None:
+    """Complete the row with what happened upstream (an ``Outcome``) and write it, or spool it."""
+    fields = decision.fields
+    fields.update(
+        status_code=outcome.status,
+        error=outcome.error[:300],
+        attempts=outcome.attempts,
+        upstream_latency_ms=outcome.latency_ms,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+        cached_tokens=outcome.cached_tokens,
+        cache_read_tokens=outcome.cache_read_tokens,
+        cache_write_tokens=outcome.cache_write_tokens,
+        usage_estimated=outcome.usage_estimated,
+    )
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:
         fields["billed_prompt_cost_usd"] = billed_prompt_cost_usd(
@@ -74,7 +111,50 @@ def finish_decision(decision_id: int, outcome) -> None:
             upstream_model=outcome.model.send_as,
             estimated_cost_usd=outcome.cost_usd,
         )
-    RouteDecision.objects.filter(pk=decision_id).update(**fields)
+    journaled_id = decision.id
+    try:
+        _write(decision)
+    except Exception as error:  # whatever kept the row from the database: spool it
+        if isinstance(error, DatabaseFailure):
+            log.warning("decision_write_failed reason=%s: %s", type(error).__name__, error)
+        else:
+            log.exception("decision_write_failed")
+        try:
+            spool.spool(decision.fields)
+        except OSError as disk_error:
+            log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
+        journal.closed(journaled_id)
+        return
+    journal.closed(journaled_id)
+    try:
+        if spool.pending():
+            spool.drain()
+    except Exception:  # the answer this request carries matters more than the backlog
+        log.exception("spool_drain_failed")
+
+
+def _write(decision: OpenDecision) -> None:
+    row = RouteDecision(**decision.fields)
+    key = decision.api_key
+    touch = touch_due(key)
+    with request_write():
+        try:
+            # One statement needs no transaction of its own (autocommit is one).
+            with transaction.atomic() if touch else nullcontext():
+                row.save(force_insert=True)
+                if touch:
+                    touch_api_key(key)
+        except IntegrityError:
+            fixed = spool.without_stale_key(decision.fields)
+            if fixed is None:
+                if row.pk is None or not RouteDecision.objects.filter(pk=row.pk).exists():
+                    raise
+                # The reserved id is taken (a database restored from a backup,
+                # ids reset by hand): a fresh one from the database keeps the row.
+                log.error("decision_id_taken id=%s", row.pk)
+                fixed = {**decision.fields, "id": None}
+            decision.fields = fixed
+            RouteDecision(**fixed).save(force_insert=True)
 
 
 def purge_decisions(older_than_days: int) -> int:

@@ -11,7 +11,6 @@ buffered whole; anything that is not a chat-completions SSE event ends the
 stream with a clean SSE error event, and the row records the failure.
 """
 
-import json
 import logging
 import random
 import time
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from django.http import HttpResponse, StreamingHttpResponse
 
 from pinch import CHARS_PER_TOKEN
+from routing import jsonio
 from routing.decisions import finish_decision
 from routing.errors import error_body, error_response
 from routing.pricing import billed_prompt_cost_usd
@@ -189,7 +189,7 @@ def failure_response(error: ProviderError, attempts: list = ()):
         body = error.body
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             response = HttpResponse(
-                json.dumps(body), status=error.status, content_type="application/json"
+                jsonio.dumps(body), status=error.status, content_type="application/json"
             )
         else:
             response = error_response(error.status, error.message, "upstream_error")
@@ -207,22 +207,22 @@ def failure_response(error: ProviderError, attempts: list = ()):
     return error_response(502, message, "upstream_unavailable")
 
 
-def _fail(decision_id, outcome: Outcome, failure: UpstreamFailed, headers: dict):
+def _fail(decision, outcome: Outcome, failure: UpstreamFailed, headers: dict):
     response = failure_response(failure.error, outcome.attempts)
     outcome.status = response.status_code
     outcome.error = tried(outcome.attempts)
     log.warning(
         "upstream_failed decision=%s status=%s tried: %s",
-        decision_id,
+        decision.id,
         response.status_code,
         outcome.error,
     )
-    finish_decision(decision_id, outcome)
+    finish_decision(decision, outcome)
     _set_headers(response, headers, outcome.model)
     return response
 
 
-def complete(plan, decision_id: int, headers: dict):
+def complete(plan, decision, headers: dict):
     """Non-streamed answer."""
     outcome = Outcome()
     try:
@@ -230,19 +230,19 @@ def complete(plan, decision_id: int, headers: dict):
             plan, outcome, lambda provider, body, context: provider.chat(body, context=context)
         )
     except UpstreamFailed as failure:
-        return _fail(decision_id, outcome, failure, headers)
+        return _fail(decision, outcome, failure, headers)
     outcome.latency_ms = round(monotonic_ms() - started, 2)
     outcome.status = 200
     outcome.take_usage(data.get("usage"))
     if outcome.prompt_tokens is None:
         _estimate_usage(outcome, plan, _answer_chars(data.get("choices")))
-    finish_decision(decision_id, outcome)
-    response = HttpResponse(json.dumps(data), content_type="application/json")
+    finish_decision(decision, outcome)
+    response = HttpResponse(jsonio.dumps(data), content_type="application/json")
     _set_headers(response, headers, model)
     return response
 
 
-def stream(plan, decision_id: int, headers: dict):
+def stream(plan, decision, headers: dict):
     """Streamed answer: SSE events relayed as they arrive."""
     outcome = Outcome()
 
@@ -264,9 +264,9 @@ def stream(plan, decision_id: int, headers: dict):
     try:
         model, (reply, first), started = _call_with_fallback(plan, outcome, open_stream)
     except UpstreamFailed as failure:
-        return _fail(decision_id, outcome, failure, headers)
+        return _fail(decision, outcome, failure, headers)
     outcome.status = 200
-    relay = _relay(plan, decision_id, outcome, reply, first, started)
+    relay = _relay(plan, decision, outcome, reply, first, started)
     response = StreamingHttpResponse(relay, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # tell nginx-style proxies not to buffer
@@ -274,7 +274,7 @@ def stream(plan, decision_id: int, headers: dict):
     return response
 
 
-def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
+def _relay(plan, decision, outcome: Outcome, reply, first, started):
     caller_wants_usage = plan.request.include_usage
     answer_chars = 0
     finished = False
@@ -289,7 +289,7 @@ def _relay(plan, decision_id, outcome: Outcome, reply, first, started):
         outcome.latency_ms = round(monotonic_ms() - started, 2)
         if outcome.prompt_tokens is None:
             _estimate_usage(outcome, plan, answer_chars)
-        finish_decision(decision_id, outcome)
+        finish_decision(decision, outcome)
 
     try:
         event = first
@@ -333,7 +333,7 @@ def _stream_failed(outcome: Outcome, error: ProviderError) -> bytes:
     outcome.error = error.message
     log.warning("upstream_stream_failed reason=%s", error.message)
     body = error_body(status, error.message, "upstream_stream_broken")
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
+    return b"data: " + jsonio.dumps(body) + b"\n\n"
 
 
 def _upstream_error_event(outcome: Outcome, error: dict):
@@ -364,7 +364,7 @@ def parse_event(event: bytes):
     if data == b"[DONE]":
         return None
     try:
-        chunk = json.loads(data)
+        chunk = jsonio.loads(data)
     except ValueError:
         chunk = None
     if not isinstance(chunk, dict):

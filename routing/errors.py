@@ -5,8 +5,16 @@ status, so every failure of the API, whether raised by the router, by DRF or
 relayed from a provider, leaves through here with the right status.
 """
 
+import logging
+
+from django.db import Error as DatabaseFailure
 from django.http import JsonResponse
 from rest_framework import exceptions as drf_exceptions
+
+log = logging.getLogger(__name__)
+
+# Paths whose clients are programs: a failure there answers JSON, never an HTML page.
+API_PATH_PREFIXES = ("/v1/", "/metrics", "/admin/api/")
 
 # status -> the OpenAI error type clients expect for it
 _TYPES = {
@@ -52,6 +60,12 @@ def error_response(status: int, message: str, code: str | None = None, param=Non
     return response
 
 
+def database_unavailable_error(what: str) -> RouterError:
+    return RouterError(
+        503, f"The router's database is unavailable: {what}. Try again shortly.", "db_unavailable"
+    )
+
+
 def router_error_response(error: RouterError):
     return error_response(error.status, error.message, error.code, error.param)
 
@@ -69,8 +83,14 @@ def openai_exception_handler(exc, context):
     return None
 
 
-class ConfigErrorMiddleware:
-    """A config file broken while the router runs: every view answers 500 naming the key."""
+class ApiErrorMiddleware:
+    """The last resort: an exception no view handled still answers in the OpenAI shape.
+
+    A config file broken while the router runs answers 500 naming the key, on
+    every path. On the API paths, a database that cannot be reached answers
+    503 and anything else 500, with the traceback in the log, never Django's
+    HTML error page.
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -84,17 +104,27 @@ class ConfigErrorMiddleware:
         if isinstance(exception, ConfigError):
             message = f"The router's configuration is invalid: {exception}"
             return error_response(500, message, "bad_config")
-        return None
+        if not request.path.startswith(API_PATH_PREFIXES):
+            return None
+        log.error("unhandled_error path=%s", request.path, exc_info=exception)
+        if isinstance(exception, DatabaseFailure):
+            error = database_unavailable_error(type(exception).__name__)
+            return router_error_response(error)
+        return internal_error_response()
 
 
-def server_error(request):
-    """handler500: an API path answers a crash in the OpenAI shape too, never Django's HTML page."""
+def internal_error_response():
+    message = "The router failed on this request; the server log has the details."
+    return error_response(500, message, "internal_error")
+
+
+def server_error(request, *args, **kwargs):
+    """handler500: JSON on the API paths (an error outside any view), Django's page elsewhere."""
+    if request.path.startswith(API_PATH_PREFIXES):
+        return internal_error_response()
     from django.views.defaults import server_error as html_server_error
 
-    if request.path.startswith("/v1"):
-        message = "The router failed on this request; the server log has the details."
-        return error_response(500, message, "internal_error")
-    return html_server_error(request)
+    return html_server_error(request, *args, **kwargs)
 
 
 def bad_request(request, exception):
@@ -102,6 +132,6 @@ def bad_request(request, exception):
     suspicious header) answers in the OpenAI shape on an API path."""
     from django.views.defaults import bad_request as html_bad_request
 
-    if request.path.startswith("/v1"):
+    if request.path.startswith(API_PATH_PREFIXES):
         return error_response(400, "The request was refused: bad Host or headers.", "bad_request")
     return html_bad_request(request, exception)

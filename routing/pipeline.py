@@ -6,20 +6,21 @@ the dry run report is what the router does. Its order is a contract:
 
 * routed (``auto``): classify on the FULL messages -> prune once -> measure the
   pruned payload plus tool definitions -> cheapest fitting model of the tier;
-* passthrough (a model id): prune once -> measure; persisting the decision and
-  the capability check follow in ``open_decision``, in one transaction.
+* passthrough (a model id): prune once -> measure; the capability check
+  follows in ``open_decision``, before the decision exists, so a request it
+  rejects leaves no row. The row itself is written once, complete, when the
+  answer ends (routing/decisions.py).
 """
 
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
 
 from pinch import estimate_tokens, extract_text
 from routing.chat_request import ChatRequest
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.decisions import record_decision
+from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
@@ -204,17 +205,15 @@ def check_capabilities(model: ModelConfig, request: ChatRequest) -> None:
         )
 
 
-def open_decision(plan: Plan, api_key=None):
-    """Persist the decision; on passthrough, then check capabilities in the same transaction.
+def open_decision(plan: Plan, api_key=None) -> OpenDecision:
+    """Accept the plan: on passthrough, check capabilities; then open its decision.
 
-    A request the check rejects rolls its row back, so it leaves none; a pruned
-    passthrough that passes has its real pinch tokens on the row.
+    A request the check rejects has no decision, so it leaves no row; a pruned
+    passthrough that passes carries its real pinch tokens on the row.
     """
-    with transaction.atomic():
-        decision = record_decision(plan, api_key)
-        if plan.path == RouteDecision.PATH_PASSTHROUGH:
-            check_capabilities(plan.model, plan.request)
-    return decision
+    if plan.path == RouteDecision.PATH_PASSTHROUGH:
+        check_capabilities(plan.model, plan.request)
+    return new_decision(plan, api_key)
 
 
 def _role(message) -> str | None:

@@ -18,7 +18,7 @@ def served_endpoints() -> list[str]:
     """``POST /v1/chat/completions``, ... read from the patterns above, so the list stays true."""
     served = []
     for pattern in urlpatterns:
-        view = getattr(pattern.callback, "cls", None)
+        view = getattr(pattern.callback, "view_class", None)  # set by every as_view()
         if view is None:
             continue
         route = "/v1/" + str(pattern.pattern).replace("<path:model_id>", "{id}")

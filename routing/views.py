@@ -4,19 +4,31 @@ Views are thin: authenticate, parse the body with the one schema, call the
 pipeline, render. Errors leave in the OpenAI shape through routing.errors, and
 so does any other path under /v1 (``unknown_endpoint``): an SDK calling an
 endpoint the router does not serve gets a JSON 404 that lists the ones it does.
+The chat view is a plain Django view: it reads the raw body itself, so DRF's
+request wrapping, content negotiation and parsers would be work for nothing
+on the hot path.
 """
 
 import time
 
 from django.conf import settings
+from django.db import Error as DatabaseFailure
 from django.http import JsonResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.views import APIView
 
 from routing import dispatch
-from routing.auth import key_for_request, touch_api_key
+from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.chat_request import parse_chat_body
 from routing.config.store import current_config
-from routing.errors import RouterError, router_error_response
+from routing.errors import (
+    RouterError,
+    database_unavailable_error,
+    error_response,
+    router_error_response,
+)
 from routing.models import ApiKey
 from routing.pipeline import open_decision, plan_request, unknown_model_error
 
@@ -24,7 +36,10 @@ DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 
 
 def _authenticated_key(request) -> ApiKey:
-    key = key_for_request(request)
+    try:
+        key = key_for_request(request)
+    except KeyCheckUnavailable:
+        raise database_unavailable_error("the API key cannot be checked") from None
     if key is None:
         raise RouterError(
             401,
@@ -107,13 +122,31 @@ def dry_run_body(plan) -> dict:
     }
 
 
-class ChatCompletionsView(APIView):
+def _config():
+    try:
+        return current_config()
+    except DatabaseFailure:
+        raise database_unavailable_error("the configuration cannot be read") from None
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ChatCompletionsView(View):
+    http_method_names = ["post"]
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        return error_response(
+            405,
+            f"Method {request.method} is not allowed here; use POST.",
+            "method_not_allowed",
+            headers={"Allow": "POST"},
+        )
+
     def post(self, request):
         started = time.monotonic()
         try:
             key = _authenticated_key(request)
             chat = parse_chat_body(_read_body(request))
-            config = current_config()
+            config = _config()
             dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
             plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
             if dry_run:
@@ -121,12 +154,11 @@ class ChatCompletionsView(APIView):
             decision = open_decision(plan, key)
         except RouterError as error:
             return router_error_response(error)
-        touch_api_key(key)
-        headers = explain_headers(plan, decision.pk)
+        headers = explain_headers(plan, decision.id)
         headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
         if chat.stream:
-            return dispatch.stream(plan, decision.pk, headers)
-        return dispatch.complete(plan, decision.pk, headers)
+            return dispatch.stream(plan, decision, headers)
+        return dispatch.complete(plan, decision, headers)
 
 
 def _model_object(config, model_id: str, created: int) -> dict | None:
@@ -151,7 +183,7 @@ class ModelsView(APIView):
     def get(self, request):
         try:
             _authenticated_key(request)
-            config = current_config()
+            config = _config()
         except RouterError as error:
             return router_error_response(error)
         created = int(time.time())
@@ -166,7 +198,7 @@ class ModelView(APIView):
     def get(self, request, model_id):
         try:
             _authenticated_key(request)
-            config = current_config()
+            config = _config()
             found = _model_object(config, model_id, int(time.time()))
             if found is None:
                 raise unknown_model_error(config, model_id)

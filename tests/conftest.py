@@ -33,6 +33,29 @@ from tests.support.openai_upstream import UpstreamServer
 CORPUS_DIR = corpus_dir_path()
 
 
+@pytest.fixture(autouse=True)
+def fresh_router_state(settings, tmp_path_factory):
+    """Each test starts with its own data directory (spool, change counter) and empty caches.
+
+    The caches (config rows, checked keys, reserved decision ids) are right
+    across requests, but a test's database is rolled back behind their back.
+    """
+    from routing.auth import forget_checked_keys
+    from routing.config.store import forget_cached_config
+    from routing.decision_ids import forget_reserved_ids
+
+    settings.DATA_DIR = tmp_path_factory.mktemp("data")
+
+    def forget():
+        forget_cached_config()
+        forget_checked_keys()
+        forget_reserved_ids()
+
+    forget()
+    yield
+    forget()
+
+
 @pytest.fixture
 def upstream():
     server = UpstreamServer().start()

@@ -1,25 +1,31 @@
 """The effective configuration for this request: the file plus admin overrides.
 
-Read on every request (two small queries), so a change saved in admin takes
-effect on the next request in every worker, with no restart and no cache to
-invalidate across processes.
-
 Where a provider key is sent is decided by the config file alone: an override
 of ``providers.*`` (base_url, api_key_env, ...) or of the relevance embedder's
 endpoint would let whoever can edit overrides send any environment variable of
 the router to a server of their choosing. Such keys are refused when saved and
 ignored (logged) if a row for one is found in the database. Every saved change
 leaves an admin log entry: who, which key, before and after.
+
+The admin rows (overrides, registered models) are cached per process behind
+the change counter (routing/changes.py): a request reads them from the
+database only when the counter moved or the cache is older than
+``changes.CACHE_SECONDS``, so a change saved in admin takes effect on the next
+request in every worker, with no restart. When the database cannot be read,
+the last rows read are used (logged); a worker that never read them fails.
 """
 
 import json
 import logging
 import threading
+import time
 from pathlib import Path
 
 from django.conf import settings
+from django.db import Error as DatabaseFailure
 from django.db import transaction
 
+from routing import changes
 from routing.config.schema import ConfigError, RouterConfig, validate_config
 from routing.config.source import DEFAULT_CONFIG_PATH, ConfigSource, apply_overrides
 from routing.models import ConfigOverride, RegisteredModel
@@ -31,6 +37,8 @@ FILE_ONLY_KEYS = ("providers", "pinch.relevance.base_url", "pinch.relevance.api_
 
 _source_lock = threading.Lock()
 _sources: dict[Path, ConfigSource] = {}
+# (counter version, monotonic time read, overrides, models), or None
+_rows = None
 
 
 def config_path() -> Path:
@@ -75,8 +83,33 @@ def stored_models() -> list[dict]:
     return [m.as_config() for m in RegisteredModel.objects.all()]
 
 
+def _admin_rows() -> tuple[dict, list[dict]]:
+    global _rows
+    cached = _rows
+    # The counter is read before the rows: a change landing in between leaves
+    # a newer counter behind, so the next request reads the rows again.
+    current = changes.version()
+    if cached is not None and changes.fresh(cached[0], cached[1], current):
+        return cached[2], cached[3]
+    try:
+        overrides, models = _applicable(stored_overrides()), stored_models()
+    except DatabaseFailure as error:
+        if cached is None:
+            raise
+        log.warning("config_overrides_unavailable using=cached reason=%s", type(error).__name__)
+        return cached[2], cached[3]
+    _rows = (current, time.monotonic(), overrides, models)
+    return overrides, models
+
+
+def forget_cached_config() -> None:
+    """Drop this process's cached admin rows (the next request reads them)."""
+    global _rows
+    _rows = None
+
+
 def current_config() -> RouterConfig:
-    return config_source().effective(_applicable(stored_overrides()), stored_models())
+    return config_source().effective(*_admin_rows())
 
 
 def check_overrides(overrides: dict, models: list[dict] | None = None) -> RouterConfig:

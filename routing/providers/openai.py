@@ -5,8 +5,7 @@ provider's key comes from the environment variable its config names and is
 sent upstream; it is never logged and never put in an error message.
 """
 
-import json
-
+from routing import jsonio
 from routing.providers.base import ProviderError, StreamReply, error_from_response
 from routing.providers.http import HttpProvider
 
@@ -20,7 +19,7 @@ class OpenAICompatibleProvider(HttpProvider):
         return headers
 
     def _post(self, body: dict, stream: bool, deadline: float):
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = jsonio.dumps(body)
         url = f"{self.config.base_url}/chat/completions"
         return self._send(url, data, self._headers(), stream, deadline)
 

@@ -77,6 +77,7 @@ def test_an_answer_carries_the_decision_as_its_request_id(sdk):
     stream = sdk.chat.completions.with_raw_response.create(
         model="echo-medium", messages=HI, stream=True
     )
+    list(stream.parse())  # a stream's row is written when its answer ends, before [DONE]
     newest = RouteDecision.objects.order_by("-pk").first()
     assert stream.headers["x-request-id"] == f"decision-{newest.pk}"
 

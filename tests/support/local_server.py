@@ -26,6 +26,7 @@ class LocalHandler(BaseHTTPRequestHandler):
                     "headers": dict(self.headers.items()),
                     "body": raw,
                     "at": time.monotonic(),
+                    "client": self.client_address,  # (host, port): one per connection
                 }
             )
         return raw

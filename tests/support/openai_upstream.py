@@ -29,8 +29,9 @@ by the ``model`` the router sends, so one server serves every scenario:
   ``prompt_tokens_details.cached_tokens`` the tokens of the leading messages
   equal to the previous ``cache-*`` request's (OpenAI's automatic cache).
 
-Every request is kept in ``server.received`` (path, headers, raw body bytes, and
-the monotonic time it arrived).
+Every request is kept in ``server.received`` (path, headers, raw body bytes,
+the monotonic time it arrived, and the client's address, which tells
+connections apart).
 """
 
 import gzip

@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import requests
 import yaml
 
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV
@@ -52,6 +53,16 @@ class Served:
             text=True,
             check=True,
         ).stdout
+
+    def chat(self, body: dict, key: str | None = None, **kwargs):
+        """POST /v1/chat/completions with this router's key (or ``key``); the response."""
+        return requests.post(
+            self.url + "/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {key or self.key}"},
+            timeout=30,
+            **kwargs,
+        )
 
     def count_rows(self, **filters) -> int:
         code = (

@@ -1,0 +1,110 @@
+"""The change counter: how every worker learns that the config overrides or the keys changed.
+
+The effective config (routing/config/store.py) and the router keys
+(routing/auth.py) are cached per process so that a request reads nothing from
+the database. A change saved through Django (admin, the named services, the
+ORM) bumps this counter, once when it is made and again when it commits; a
+worker that sees a new value drops its caches at its next request. On one host
+the counter is a file in the data directory, so telling it apart costs a
+``stat``, no query; with ``REDIS_URL`` set it is a Redis key, so the workers of
+every host see it. Caches also expire after ``CACHE_SECONDS`` whatever the
+counter says, which bounds how long a change made outside Django (raw SQL,
+another host without Redis) takes to apply.
+
+``version()`` returns None when the counter cannot be read (Redis down): the
+callers then read the database, as if nothing were cached.
+"""
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 30.0
+REDIS_KEY = "llm-router:state-version"
+
+_redis_lock = threading.Lock()
+_redis_clients: dict = {}
+
+
+def counter_path() -> Path:
+    return Path(settings.DATA_DIR) / "state.version"
+
+
+def _redis():
+    url = settings.REDIS_URL
+    if not url:
+        return None
+    with _redis_lock:
+        client = _redis_clients.get(url)
+        if client is None:
+            import redis
+
+            client = _redis_clients[url] = redis.Redis.from_url(
+                url, socket_timeout=0.25, socket_connect_timeout=0.25
+            )
+        return client
+
+
+def version():
+    """An opaque value that changes whenever bump() is called, or None if unknown."""
+    client = _redis()
+    if client is not None:
+        try:
+            return client.get(REDIS_KEY) or b"0"
+        except Exception as error:  # any Redis failure: read the database instead
+            log.warning("state_version_unavailable reason=%s", type(error).__name__)
+            return None
+    try:
+        stat = counter_path().stat()
+    except FileNotFoundError:
+        return "none"
+    except OSError:
+        return None
+    # A new file replaces the old one on each bump: its inode changes even
+    # when two bumps fall in the same clock tick.
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def _bump_now():
+    client = _redis()
+    if client is not None:
+        try:
+            client.incr(REDIS_KEY)
+            return
+        except Exception as error:
+            log.warning("state_version_bump_failed reason=%s", type(error).__name__)
+    path = counter_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        temporary.write_text(f"{time.time_ns()}\n")
+        os.replace(temporary, path)
+    except OSError as error:
+        log.warning("state_version_bump_failed reason=%s", error)
+
+
+def bump():
+    """Tell every worker to re-read overrides and keys: now, and once the change commits.
+
+    The first bump covers the workers that read after the commit anyway; the
+    second one, after the commit, drops what a worker may have cached from the
+    database between the first bump and the commit.
+    """
+    _bump_now()
+    transaction.on_commit(_bump_now)
+
+
+def fresh(cached_version, loaded_at: float, current_version, max_age=None) -> bool:
+    """Is a cache entry read at ``loaded_at`` (monotonic) under ``cached_version`` still good?"""
+    return (
+        current_version is not None
+        and cached_version == current_version
+        and time.monotonic() - loaded_at < (CACHE_SECONDS if max_age is None else max_age)
+    )

@@ -1,0 +1,121 @@
+"""Decisions in flight, on disk: a worker that dies mid-answer still leaves its row.
+
+A decision is written once, when its answer ends (routing/decisions.py). A
+worker killed before that (OOM, SIGKILL at the end of a graceful timeout, a
+crash mid-stream) would leave nothing, though the upstream was called and
+paid. So each process appends the row it opens to its own journal,
+``<ROUTER_DATA_DIR>/spool/inflight-<pid>.jsonl`` (a plain write, no fsync: it
+has to survive the process, not the machine), and empties the file whenever
+nothing is in flight. The process holds an flock on its journal for as long
+as it lives; a journal whose lock can be taken belongs to a dead process, and
+``recover`` turns its entries into rows marked interrupted (status 500,
+``error`` saying so, the prompt tokens estimated, no completion). Entries
+whose request did finish are in the database or the spool under the same id
+already, and the spool's "ignore a row whose id exists" skips them; the spool
+is drained first so a finished row always wins over its interrupted twin.
+
+Only requests with a reserved id are journaled (routing/decision_ids.py): a
+crash of a request that started while the database could not even hand out
+an id loses its row.
+"""
+
+import fcntl
+import logging
+import os
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Past this size the journal is rewritten with only what is still in flight
+# (under steady load the in-flight set may never be empty).
+MAX_BYTES = 4 * 1024 * 1024
+INTERRUPTED = "interrupted: the router worker stopped before the answer ended"
+
+_lock = threading.Lock()
+_state = {"fd": None, "pid": None, "path": None}
+_in_flight: dict[int, bytes] = {}
+
+
+def _fd(directory: Path) -> int:
+    """This process's journal, opened and locked on first use (and after a fork or a move)."""
+    pid = os.getpid()
+    path = directory / f"inflight-{pid}.jsonl"
+    if _state["fd"] is None or _state["pid"] != pid or _state["path"] != path:
+        if _state["fd"] is not None:
+            # After a fork the lock stays with the parent's copy; closing ours is safe.
+            os.close(_state["fd"])
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _state.update(fd=fd, pid=pid, path=path)
+        _in_flight.clear()
+    return _state["fd"]
+
+
+def opened(directory: Path, fields: dict, encode) -> None:
+    """Note a decision in flight (``encode``: the spool's line encoder)."""
+    decision_id = fields.get("id")
+    if decision_id is None:
+        return
+    line = encode(fields)
+    try:
+        with _lock:
+            fd = _fd(directory)
+            _in_flight[decision_id] = line
+            os.write(fd, line)
+    except OSError as error:
+        log.warning("journal_unavailable reason=%s", error)
+
+
+def closed(decision_id) -> None:
+    """The decision is in the database or the spool: drop it from the journal."""
+    if decision_id is None:
+        return
+    try:
+        with _lock:
+            if _in_flight.pop(decision_id, None) is None or _state["pid"] != os.getpid():
+                return
+            fd = _state["fd"]
+            if not _in_flight:
+                os.ftruncate(fd, 0)
+            elif os.fstat(fd).st_size > MAX_BYTES:
+                os.ftruncate(fd, 0)
+                os.write(fd, b"".join(_in_flight.values()))
+    except OSError as error:
+        log.warning("journal_unavailable reason=%s", error)
+
+
+def dead_journals(directory: Path):
+    """Yield (path, lines) of each journal whose process is gone; the file goes after the loop step.
+
+    The caller writes the rows, then the generator removes the file; a caller
+    that stops early (a database error) leaves the file for the next time.
+    """
+    for path in sorted(directory.glob("inflight-*.jsonl")):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its process is alive (this one included)
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+            yield path, lines
+            path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def interrupted(fields: dict) -> dict:
+    """The final row of a decision whose worker died before its answer ended."""
+    return {
+        **fields,
+        "status_code": 500,
+        "error": INTERRUPTED,
+        "prompt_tokens": fields.get("measured_tokens"),
+        "completion_tokens": 0,
+        "usage_estimated": True,
+    }

@@ -1,0 +1,257 @@
+"""The decision spool: finished rows the database could not take, kept on disk until it can.
+
+A request that reached an upstream is paid for, so its row must exist in the
+end. When the write fails (the database is locked, stopped, unreachable), the
+row goes here: one JSON line appended to ``<ROUTER_DATA_DIR>/spool/decisions.jsonl``
+and fsync'd before the answer is completed. ``drain()`` writes the spooled rows
+to the database: the next request of any worker that wrote its own row calls
+it when the spool is not empty, and so does ``manage.py drain_spool``.
+
+Exactly once: every spooled row carries its id (routing/decision_ids.py, or
+one reserved at drain time), and the drain inserts with "ignore a row whose id
+exists", so a drain that stops between its commit and removing its file
+writes nothing twice when the next one runs. Draining first renames the spool
+(under an flock that appends also take, so no append lands in a file being
+drained), then writes it, then deletes it; a leftover ``draining-*`` file from
+a drain that died is picked up by the next.
+"""
+
+import fcntl
+import logging
+import os
+import threading
+import time
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db import Error as DatabaseFailure
+
+from routing import journal
+from routing.db_writes import request_write
+from routing.models import ApiKey, RouteDecision
+
+log = logging.getLogger(__name__)
+
+SPOOL_NAME = "decisions.jsonl"
+# Rows (or cut lines) the database will never take: kept for a person, never drained.
+REJECTED_NAME = "rejected.jsonl"
+DRAIN_BATCH = 500
+
+LEFTOVER_CHECK_SECONDS = 10.0
+
+_drain_lock = threading.Lock()
+_leftovers_checked_at = -LEFTOVER_CHECK_SECONDS
+
+
+def spool_dir() -> Path:
+    return Path(settings.DATA_DIR) / "spool"
+
+
+@contextmanager
+def _flock():
+    directory = spool_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "spool.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield directory
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def encode_row(fields: dict) -> bytes:
+    line = dict(fields)
+    line["created_at"] = fields["created_at"].isoformat()
+    return orjson.dumps(line) + b"\n"
+
+
+def decode_row(line: bytes) -> dict:
+    fields = orjson.loads(line)
+    fields["created_at"] = datetime.fromisoformat(fields["created_at"])
+    return fields
+
+
+def spool(fields: dict) -> None:
+    """Append one finished row and fsync it; raises OSError if even the disk refuses."""
+    data = encode_row(fields)
+    with _flock() as directory:
+        fd = os.open(directory / SPOOL_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            # The leading newline ends a line an earlier append left cut short,
+            # so this row is never glued to it (empty lines are skipped).
+            os.write(fd, b"\n" + data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    log.warning("decision_spooled id=%s", fields.get("id"))
+
+
+def pending() -> bool:
+    """Is anything waiting in the spool? A stat, cheap enough to ask after every write.
+
+    Files a dead drain left behind are looked for at most every
+    ``LEFTOVER_CHECK_SECONDS`` (a directory listing is not free).
+    """
+    global _leftovers_checked_at
+    directory = spool_dir()
+    try:
+        if (directory / SPOOL_NAME).stat().st_size > 0:
+            return True
+    except OSError:
+        pass
+    now = time.monotonic()
+    if now - _leftovers_checked_at < LEFTOVER_CHECK_SECONDS:
+        return False
+    _leftovers_checked_at = now
+    if not directory.is_dir():
+        return False
+    # A journal other than this process's may be a dead worker's (drain finds out).
+    own = f"inflight-{os.getpid()}.jsonl"
+    return any(directory.glob("draining-*.jsonl")) or any(
+        path.name != own for path in directory.glob("inflight-*.jsonl")
+    )
+
+
+def _take_spool() -> list[Path]:
+    """Rename the live spool aside and return every file there is to drain."""
+    with _flock() as directory:
+        live = directory / SPOOL_NAME
+        if live.exists() and live.stat().st_size > 0:
+            live.rename(directory / f"draining-{time.time_ns()}-{os.getpid()}.jsonl")
+        return sorted(directory.glob("draining-*.jsonl"))
+
+
+def without_stale_key(fields: dict) -> dict | None:
+    """The row with its API key dropped when that key was deleted meanwhile, else None.
+
+    The key's foreign key is the one constraint a finished row can break
+    besides its id (``on_delete=SET_NULL`` could not reach a row not yet
+    written); left alone, such a row would stop every later drain.
+    """
+    key_id = fields.get("api_key_id")
+    if key_id is None or ApiKey.objects.filter(pk=key_id).exists():
+        return None
+    return {**fields, "api_key_id": None}
+
+
+def _insert(rows: list[dict]) -> None:
+    with request_write(), transaction.atomic():
+        RouteDecision.objects.bulk_create(
+            [RouteDecision(**fields) for fields in rows], ignore_conflicts=True
+        )
+
+
+def _write(rows: list[dict]) -> None:
+    for start in range(0, len(rows), DRAIN_BATCH):
+        batch = rows[start : start + DRAIN_BATCH]
+        try:
+            _insert(batch)
+        except IntegrityError:
+            # One row breaks a constraint: write the others one by one.
+            for fields in batch:
+                try:
+                    _insert([fields])
+                except IntegrityError:
+                    fixed = without_stale_key(fields)
+                    if fixed is None:
+                        _reject(fields)
+                    else:
+                        _insert([fixed])
+
+
+def _reject(fields: dict) -> None:
+    """Keep a row the database will never take apart, for a person to look at.
+
+    Nothing the router writes should get here; it is what keeps one bad row
+    from stopping every later drain. (SQLite's INSERT OR IGNORE skips a row
+    that breaks NOT NULL without a word; PostgreSQL raises, and it lands here.)
+    """
+    log.error("spooled_decision_rejected id=%s", fields.get("id"))
+    _set_aside(encode_row(fields))
+
+
+def _set_aside(line: bytes) -> None:
+    with open(spool_dir() / REJECTED_NAME, "ab") as handle:
+        handle.write(line)
+
+
+def drain(raise_errors: bool = False) -> int:
+    """Write every spooled row to the database; returns how many rows it took from the spool.
+
+    Stops at the first database error, leaving the rest for later (and
+    raising it if asked). Only one drain runs at a time in a process; two
+    processes draining the same file write each row once all the same.
+    """
+    if not _drain_lock.acquire(blocking=not raise_errors):
+        return 0
+    progress = {"rows": 0}
+    try:
+        _drain_spool_files(progress)
+        # Last, so that a finished row in the spool wins over its interrupted twin.
+        _recover_journals(progress)
+    except DatabaseFailure as error:
+        log.warning("spool_drain_stopped reason=%s", type(error).__name__)
+        if raise_errors:
+            raise
+    finally:
+        _drain_lock.release()
+    return progress["rows"]
+
+
+def _drain_spool_files(progress: dict) -> None:
+    for path in _take_spool():
+        try:
+            lines = path.read_bytes().splitlines()
+        except FileNotFoundError:
+            continue  # another process drained it meanwhile
+        rows = _decode_lines(lines)
+        with_id = [row for row in rows if row.get("id") is not None]
+        without_id = [row for row in rows if row.get("id") is None]
+        _write(with_id)
+        if without_id:
+            # Give them ids first and save the file again: a drain that dies
+            # after this commit must not insert them twice.
+            _assign_ids(path, with_id, without_id)
+            _write(without_id)
+        path.unlink(missing_ok=True)
+        progress["rows"] += len(rows)
+        log.info("spool_drained rows=%d file=%s", len(rows), path.name)
+
+
+def _decode_lines(lines: list[bytes]) -> list[dict]:
+    """The rows of a file; a line cut short (the disk filled, the machine stopped) goes aside."""
+    rows = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            rows.append(decode_row(line))
+        except (ValueError, KeyError, TypeError):
+            log.error("spooled_line_unreadable bytes=%d", len(line))
+            _set_aside(line + b"\n")
+    return rows
+
+
+def _recover_journals(progress: dict) -> None:
+    for path, lines in journal.dead_journals(spool_dir()):
+        rows = [journal.interrupted(row) for row in _decode_lines(lines)]
+        _write(rows)
+        progress["rows"] += len(rows)
+        if rows:
+            log.warning("journal_recovered rows=%d file=%s", len(rows), path.name)
+
+
+def _assign_ids(path: Path, with_id: list[dict], without_id: list[dict]) -> None:
+    from routing.decision_ids import next_id
+
+    for row in without_id:
+        row["id"] = next_id()
+        if row["id"] is None:
+            raise DatabaseError("no decision id could be reserved")
+    temporary = path.with_suffix(".tmp")
+    temporary.write_bytes(b"".join(encode_row(row) for row in with_id + without_id))
+    os.replace(temporary, path)
