@@ -11,8 +11,9 @@ every host see it. Caches also expire after ``CACHE_SECONDS`` whatever the
 counter says, which bounds how long a change made outside Django (raw SQL,
 another host without Redis) takes to apply.
 
-``version()`` returns None when the counter cannot be read (Redis down): the
-callers then read the database, as if nothing were cached.
+``version()`` returns None when the counter cannot be read (Redis down, or
+its breaker open: pinch/shared_redis.py): the callers then read the
+database, as if nothing were cached.
 """
 
 import logging
@@ -24,13 +25,12 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from pinch.shared_redis import RedisUnavailable, shared_redis
+
 log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 30.0
 REDIS_KEY = "llm-router:state-version"
-
-_redis_lock = threading.Lock()
-_redis_clients: dict = {}
 
 
 def counter_path() -> Path:
@@ -38,18 +38,7 @@ def counter_path() -> Path:
 
 
 def _redis():
-    url = settings.REDIS_URL
-    if not url:
-        return None
-    with _redis_lock:
-        client = _redis_clients.get(url)
-        if client is None:
-            import redis
-
-            client = _redis_clients[url] = redis.Redis.from_url(
-                url, socket_timeout=0.25, socket_connect_timeout=0.25
-            )
-        return client
+    return shared_redis(settings.REDIS_URL) if settings.REDIS_URL else None
 
 
 def version():
@@ -57,10 +46,9 @@ def version():
     client = _redis()
     if client is not None:
         try:
-            return client.get(REDIS_KEY) or b"0"
-        except Exception as error:  # any Redis failure: read the database instead
-            log.warning("state_version_unavailable reason=%s", type(error).__name__)
-            return None
+            return client.call(lambda redis: redis.get(REDIS_KEY)) or b"0"
+        except RedisUnavailable:
+            return None  # read the database instead (the breaker has logged why)
     try:
         stat = counter_path().stat()
     except FileNotFoundError:
@@ -76,10 +64,10 @@ def _bump_now():
     client = _redis()
     if client is not None:
         try:
-            client.incr(REDIS_KEY)
+            client.call(lambda redis: redis.incr(REDIS_KEY))
             return
-        except Exception as error:
-            log.warning("state_version_bump_failed reason=%s", type(error).__name__)
+        except RedisUnavailable as error:
+            log.warning("state_version_bump_failed reason=%s", error)
     path = counter_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

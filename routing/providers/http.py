@@ -65,6 +65,10 @@ class UpstreamResponse:
     def content(self) -> bytes:
         return self.raw.data
 
+    def iter_content(self, chunk_size: int):
+        """The body in decoded chunks of up to ``chunk_size`` (an error answer, read capped)."""
+        return self.raw.stream(chunk_size, decode_content=True)
+
     @property
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")

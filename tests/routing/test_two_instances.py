@@ -70,10 +70,11 @@ def test_a_conversation_alternating_between_instances_keeps_one_prefix_probe(two
     code = (
         "from routing.models import RouteDecision as R; import json; print(json.dumps(["
         "[r.pk, r.prefix_match, r.prefix_previous_length, r.prefix_current_length, "
-        "r.prefix_fallback, r.status_code] for r in R.objects.order_by('id')]))"
+        "r.prefix_fallback, r.status_code] for r in R.objects.order_by('created_at')]))"
     )
     rows = json.loads(first.manage("shell", "-c", code).strip().splitlines()[-1])
-    assert [str(r[0]) for r in rows] == served_by  # every request, from both, in order
+    # Every request, from both, in order (by time: each worker reserves its ids in blocks).
+    assert [str(r[0]) for r in rows] == served_by
     # Turn n repeats all of turn n-1's payload, whichever instance served it.
     assert [r[1:] for r in rows] == [
         [0 if n == 0 else 2 * n - 1, 0 if n == 0 else 2 * n - 1, 2 * n + 1, False, 200]
