@@ -1,5 +1,7 @@
-"""Router API keys: ``Authorization: Bearer <key>`` checked against stored hashes.
+"""Router API keys: ``Authorization: Bearer <key>`` or ``x-api-key`` checked against stored hashes.
 
+``x-api-key`` is how Anthropic clients send a key (Claude Code with
+``ANTHROPIC_API_KEY``; ``ANTHROPIC_AUTH_TOKEN`` sends a bearer token).
 Every change to a key goes through the services here (``create_api_key``,
 ``issue_api_key``, ``update_api_key``, ``revoke_api_keys``, ``touch_api_key``);
 the admin, the createapikey command and the decision write call them.
@@ -53,13 +55,13 @@ def bearer_token(request) -> str | None:
 
 
 def key_for_request(request) -> ApiKey | None:
-    """The active ApiKey the request's bearer token belongs to, or None.
+    """The active ApiKey the request's bearer token (or x-api-key) belongs to, or None.
 
     Raises KeyCheckUnavailable when the database is down and the key was not
     checked in the last KEY_CACHE_SECONDS.
     """
-    token = bearer_token(request)
-    if token is None:
+    token = bearer_token(request) or request.META.get("HTTP_X_API_KEY", "").strip()
+    if not token:
         return None
     digest = hash_key(token)
     entry = _checked.get(digest)

@@ -131,6 +131,10 @@ class ChatRequest:
     include_usage: bool
     max_tokens: int
     tools: list | None
+    # The request in the client's own protocol when that is not chat
+    # completions (a MessagesSource for /v1/messages): what an upstream of that
+    # protocol is sent, with pinch's changes mapped back onto it.
+    source: object = None
 
     @property
     def has_images(self) -> bool:
@@ -204,10 +208,14 @@ def parse_chat_request(body) -> ChatRequest:
     )
 
 
-def parse_chat_body(raw: bytes) -> ChatRequest:
-    """Raw request bytes -> ChatRequest, or RouterError(400); the one step before the pipeline."""
+def json_body(raw: bytes):
+    """Raw request bytes parsed as JSON, or RouterError(400); the one JSON reader of the API."""
     try:
-        body = pydantic_core.from_json(raw, allow_inf_nan=False)
+        return pydantic_core.from_json(raw, allow_inf_nan=False)
     except ValueError as error:
         raise RouterError(400, f"The body is not valid JSON: {error}", "invalid_json") from None
-    return parse_chat_request(body)
+
+
+def parse_chat_body(raw: bytes) -> ChatRequest:
+    """Raw request bytes -> ChatRequest, or RouterError(400); the one step before the pipeline."""
+    return parse_chat_request(json_body(raw))

@@ -7,8 +7,13 @@ the next candidate when it is not. On the routed path the next candidate
 follows (same tier by price, then the tiers above). A stream can be retried
 only while nothing has reached the client, so the first event is read before
 the response starts. After that, events are relayed as they arrive, never
-buffered whole; anything that is not a chat-completions SSE event ends the
-stream with a clean SSE error event, and the row records the failure.
+buffered whole; anything that is not an SSE event ends the stream with a
+clean error event, and the row records the failure.
+
+What the client's protocol changes (how the upstream is called, how the
+answer, its usage and its stream read, the error shape) is a ``Wire``: the
+chat-completions one here, the Messages API's in routing.messages_wire.
+Retries, fallback and recording are the same for every wire.
 """
 
 import logging
@@ -95,7 +100,7 @@ class UpstreamFailed(Exception):
 
 
 def _call_with_fallback(plan, outcome: Outcome, send):
-    """Run ``send(provider, body, context)`` down the chain; return (model, result, start_ms).
+    """Run ``send(provider, model, context)`` down the chain; return (model, result, start_ms).
 
     A retryable failure is tried once more on the same model (after waiting
     out a short retry-after), then the next candidate; a long retry-after or
@@ -105,12 +110,11 @@ def _call_with_fallback(plan, outcome: Outcome, send):
     last_error = None
     for model in plan.candidates:
         provider = provider_for(model.provider, plan.config.providers[model.provider])
-        body = plan.upstream_body(model)
         context = plan.call_context(model)
         for attempt in range(TRIES_PER_MODEL):
             started = monotonic_ms()
             try:
-                result = send(provider, body, context)
+                result = send(provider, model, context)
             except ProviderError as error:
                 outcome.attempts.append(
                     {
@@ -207,8 +211,73 @@ def failure_response(error: ProviderError, attempts: list = ()):
     return error_response(502, message, "upstream_unavailable")
 
 
-def _fail(decision, outcome: Outcome, failure: UpstreamFailed, headers: dict):
-    response = failure_response(failure.error, outcome.attempts)
+class ChatWatcher:
+    """Reads a chat-completions stream as it is relayed: usage, errors, answer size, the end."""
+
+    def __init__(self, plan, outcome: Outcome):
+        self.caller_wants_usage = plan.request.include_usage
+        self.outcome = outcome
+        self.answer_chars = 0
+        self.completed = False  # [DONE], or a finish_reason: the upstream said it was done
+
+    def see(self, event: bytes) -> tuple[bytes | None, bool]:
+        """(what to send the client, or None; whether the client reads nothing after it)."""
+        if event == DONE_EVENT:
+            self.completed = True
+            return event, True
+        chunk = parse_event(event)
+        if chunk is None:
+            return event, False
+        send = event
+        if chunk.get("usage"):
+            self.outcome.take_usage(chunk["usage"])
+            # We asked for usage on the caller's behalf: hide the extra chunk.
+            if not self.caller_wants_usage and not chunk.get("choices"):
+                send = None
+        if isinstance(chunk.get("error"), dict):
+            upstream_error_event(self.outcome, chunk["error"])
+        self.completed = self.completed or _finished(chunk.get("choices"))
+        self.answer_chars += _answer_chars(chunk.get("choices"))
+        return send, False
+
+
+class Wire:
+    """Chat completions to the client, from whatever protocol the provider speaks."""
+
+    content_type = "application/json"
+
+    def answer(self, plan, provider, model, context) -> dict:
+        return provider.chat(plan.upstream_body(model), context=context)
+
+    def open_stream(self, plan, provider, model, context):
+        return provider.chat_stream(plan.upstream_body(model), context=context)
+
+    def usage(self, data: dict):
+        """The answer's usage in chat-completions terms (what Outcome records)."""
+        return data.get("usage")
+
+    def answer_chars(self, data: dict) -> int:
+        return _answer_chars(data.get("choices"))
+
+    def render(self, data: dict) -> bytes:
+        return jsonio.dumps(data)
+
+    def watcher(self, plan, outcome: Outcome):
+        return ChatWatcher(plan, outcome)
+
+    def stream_error_event(self, status: int, message: str) -> bytes:
+        body = error_body(status, message, "upstream_stream_broken")
+        return b"data: " + jsonio.dumps(body) + b"\n\n"
+
+    def failure_response(self, error: ProviderError, attempts: list):
+        return failure_response(error, attempts)
+
+
+CHAT = Wire()
+
+
+def _fail(decision, outcome: Outcome, failure: UpstreamFailed, headers: dict, wire: Wire):
+    response = wire.failure_response(failure.error, outcome.attempts)
     outcome.status = response.status_code
     outcome.error = tried(outcome.attempts)
     log.warning(
@@ -222,32 +291,34 @@ def _fail(decision, outcome: Outcome, failure: UpstreamFailed, headers: dict):
     return response
 
 
-def complete(plan, decision, headers: dict):
+def complete(plan, decision, headers: dict, wire: Wire = CHAT):
     """Non-streamed answer."""
     outcome = Outcome()
     try:
         model, data, started = _call_with_fallback(
-            plan, outcome, lambda provider, body, context: provider.chat(body, context=context)
+            plan,
+            outcome,
+            lambda provider, model, context: wire.answer(plan, provider, model, context),
         )
     except UpstreamFailed as failure:
-        return _fail(decision, outcome, failure, headers)
+        return _fail(decision, outcome, failure, headers, wire)
     outcome.latency_ms = round(monotonic_ms() - started, 2)
     outcome.status = 200
-    outcome.take_usage(data.get("usage"))
+    outcome.take_usage(wire.usage(data))
     if outcome.prompt_tokens is None:
-        _estimate_usage(outcome, plan, _answer_chars(data.get("choices")))
+        _estimate_usage(outcome, plan, wire.answer_chars(data))
     finish_decision(decision, outcome)
-    response = HttpResponse(jsonio.dumps(data), content_type="application/json")
+    response = HttpResponse(wire.render(data), content_type=wire.content_type)
     _set_headers(response, headers, model)
     return response
 
 
-def stream(plan, decision, headers: dict):
+def stream(plan, decision, headers: dict, wire: Wire = CHAT):
     """Streamed answer: SSE events relayed as they arrive."""
     outcome = Outcome()
 
-    def open_stream(provider, body, context):
-        reply = provider.chat_stream(body, context=context)
+    def open_stream(provider, model, context):
+        reply = wire.open_stream(plan, provider, model, context)
         try:
             first = next(reply.events)
             parse_event(first)
@@ -264,9 +335,9 @@ def stream(plan, decision, headers: dict):
     try:
         model, (reply, first), started = _call_with_fallback(plan, outcome, open_stream)
     except UpstreamFailed as failure:
-        return _fail(decision, outcome, failure, headers)
+        return _fail(decision, outcome, failure, headers, wire)
     outcome.status = 200
-    relay = _relay(plan, decision, outcome, reply, first, started)
+    relay = _relay(plan, decision, outcome, reply, first, started, wire)
     response = StreamingHttpResponse(relay, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # tell nginx-style proxies not to buffer
@@ -274,11 +345,9 @@ def stream(plan, decision, headers: dict):
     return response
 
 
-def _relay(plan, decision, outcome: Outcome, reply, first, started):
-    caller_wants_usage = plan.request.include_usage
-    answer_chars = 0
+def _relay(plan, decision, outcome: Outcome, reply, first, started, wire: Wire):
+    watcher = wire.watcher(plan, outcome)
     finished = False
-    completed = False  # [DONE], or a finish_reason: the upstream said it was done
 
     def finish():
         nonlocal finished
@@ -288,36 +357,24 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started):
         reply.close()
         outcome.latency_ms = round(monotonic_ms() - started, 2)
         if outcome.prompt_tokens is None:
-            _estimate_usage(outcome, plan, answer_chars)
+            _estimate_usage(outcome, plan, watcher.answer_chars)
         finish_decision(decision, outcome)
 
     try:
         event = first
         events = reply.events
         while event is not None:
-            if event == DONE_EVENT:
-                completed = True
-                # Clients stop reading at [DONE]: record the row before they can look for it.
+            send, last = watcher.see(event)
+            if last:
+                # Clients stop reading at the last event: record the row before they can look.
                 finish()
-            chunk = parse_event(event)
-            send = True
-            if chunk is not None:
-                if chunk.get("usage"):
-                    outcome.take_usage(chunk["usage"])
-                    # We asked for usage on the caller's behalf: hide the extra chunk.
-                    if not caller_wants_usage and not chunk.get("choices"):
-                        send = False
-                if isinstance(chunk.get("error"), dict):
-                    _upstream_error_event(outcome, chunk["error"])
-                completed = completed or _finished(chunk.get("choices"))
-                answer_chars += _answer_chars(chunk.get("choices"))
-            if send:
-                yield event + b"\n\n"
+            if send is not None:
+                yield send + b"\n\n"
             event = None if finished else next(events, None)
-        if not completed and not outcome.error:
+        if not watcher.completed and not outcome.error:
             raise ProviderError("connect", "the upstream stream ended before it was finished")
     except ProviderError as error:
-        yield _stream_failed(outcome, error)
+        yield wire.stream_error_event(*_stream_failed(outcome, error))
     except GeneratorExit:
         outcome.status = CLIENT_CLOSED_STATUS
         outcome.error = "client disconnected"
@@ -326,17 +383,16 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started):
         finish()
 
 
-def _stream_failed(outcome: Outcome, error: ProviderError) -> bytes:
-    """Record a stream that failed after it started; the SSE error event that tells the client."""
+def _stream_failed(outcome: Outcome, error: ProviderError) -> tuple[int, str]:
+    """Record a stream that failed after it started; the status and message to tell the client."""
     status = 504 if error.kind == "timeout" else 502
     outcome.status = status
     outcome.error = error.message
     log.warning("upstream_stream_failed reason=%s", error.message)
-    body = error_body(status, error.message, "upstream_stream_broken")
-    return b"data: " + jsonio.dumps(body) + b"\n\n"
+    return status, error.message
 
 
-def _upstream_error_event(outcome: Outcome, error: dict):
+def upstream_error_event(outcome: Outcome, error: dict):
     # The upstream reported a failure inside the stream: relayed, and the row says so.
     outcome.status = 502
     outcome.error = f"upstream error event: {error.get('message') or error.get('type') or ''}"

@@ -1,10 +1,12 @@
-"""Errors in the OpenAI shape: ``{"error": {"message", "type", "code"}}``.
+"""Errors in the client's shape: OpenAI's ``{"error": {"message", "type", "code"}}``, and on
+the Messages API (/v1/messages) Anthropic's ``{"type": "error", "error": {"type", "message"}}``.
 
-Clients (the official SDKs, agents) read ``error.message`` and branch on the
+Clients (the official SDKs, agents) read the message and branch on the
 status, so every failure of the API, whether raised by the router, by DRF or
 relayed from a provider, leaves through here with the right status.
 """
 
+import json
 import logging
 
 from django.db import Error as DatabaseFailure
@@ -28,6 +30,25 @@ _TYPES = {
     502: "upstream_error",
     503: "upstream_error",
     504: "timeout_error",
+}
+
+
+# Where clients speak the Messages API and read errors in its shape.
+MESSAGES_PATH = "/v1/messages"
+
+# status -> the Anthropic error type (docs.anthropic.com "Errors"); others: api_error
+ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
 }
 
 
@@ -70,6 +91,17 @@ def router_error_response(error: RouterError):
     return error_response(error.status, error.message, error.code, error.param)
 
 
+def anthropic_error_body(status: int, message: str, error_type: str | None = None) -> dict:
+    error_type = error_type or ANTHROPIC_TYPES.get(
+        status, "api_error" if status >= 500 else "invalid_request_error"
+    )
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def anthropic_error_response(status: int, message: str, error_type: str | None = None):
+    return JsonResponse(anthropic_error_body(status, message, error_type), status=status)
+
+
 def openai_exception_handler(exc, context):
     """DRF's exception handler, answering in the OpenAI shape."""
     if isinstance(exc, RouterError):
@@ -83,8 +115,27 @@ def openai_exception_handler(exc, context):
     return None
 
 
+def as_anthropic(response):
+    """An error response in the OpenAI shape, in Anthropic's: same status, message, Retry-After.
+
+    The type is the Anthropic one the body names (the Anthropic provider keeps
+    the upstream's own type as the ``code``), else the status's.
+    """
+    body = json.loads(response.content)
+    detail = body.get("error") if isinstance(body, dict) else None
+    detail = detail if isinstance(detail, dict) else {}
+    known = set(ANTHROPIC_TYPES.values())
+    error_type = next((t for t in (detail.get("code"), detail.get("type")) if t in known), None)
+    converted = anthropic_error_response(
+        response.status_code, str(detail.get("message") or ""), error_type
+    )
+    if response.has_header("Retry-After"):
+        converted["Retry-After"] = response["Retry-After"]
+    return converted
+
+
 class ApiErrorMiddleware:
-    """The last resort: an exception no view handled still answers in the OpenAI shape.
+    """The last resort: an exception no view handled still answers in JSON, in the client's shape.
 
     A config file broken while the router runs answers 500 naming the key, on
     every path. On the API paths, a database that cannot be reached answers
@@ -99,6 +150,12 @@ class ApiErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
+        response = self._answer(request, exception)
+        if response is not None and request.path.startswith(MESSAGES_PATH):
+            return as_anthropic(response)  # Claude Code reads Anthropic's shape
+        return response
+
+    def _answer(self, request, exception):
         from routing.config import ConfigError
 
         if isinstance(exception, ConfigError):

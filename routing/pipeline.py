@@ -10,6 +10,10 @@ the dry run report is what the router does. Its order is a contract:
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
   answer ends (routing/decisions.py).
+
+A client's model name goes through the config's ``aliases`` first, so a name
+like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
+the name the client asked for.
 """
 
 from dataclasses import dataclass, field
@@ -25,7 +29,7 @@ from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
-from routing.providers import CallContext
+from routing.providers import CallContext, speaks_messages
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
@@ -107,13 +111,14 @@ def plan_request(
 ) -> Plan:
     """Decide where the request goes and what is sent. No database writes, no upstream call."""
     extra_tokens = tools_overhead_tokens(request.tools)
-    if request.model == config.routing.auto_model:
+    target = config.resolve_model_name(request.model)
+    if target == config.routing.auto_model:
         path = RouteDecision.PATH_ROUTED
         classification = classify(request.messages, request.tools, config)
         tier, classifier_name = classification.tier, classification.outcome
         price_model = _cheapest_of_tier(config, tier)
     else:
-        pinned = config.model(request.model)
+        pinned = config.model(target)
         if pinned is None:
             raise unknown_model_error(config, request.model)
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
@@ -137,6 +142,11 @@ def plan_request(
         candidates = candidates_for(
             config, tier, measured, request.max_tokens, request.needed_capabilities
         )
+        if request.source is not None and request.source.untranslatable:
+            # Server tools, documents...: only a model that takes the Messages API
+            # as sent can serve them (Claude Code's WebSearch is such a request).
+            native = [m for m in candidates if speaks_messages(config, m)]
+            candidates = native or candidates
     else:
         candidates = [pinned]
 

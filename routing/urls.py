@@ -1,12 +1,22 @@
-"""The OpenAI-compatible API under /v1/; anything else under /v1/ answers a JSON 404."""
+"""The API under /v1/: OpenAI chat completions, the Anthropic Messages API, the models;
+anything else under /v1/ answers a JSON 404."""
 
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from routing.views import ChatCompletionsView, ModelsView, ModelView, unknown_endpoint
+from routing.views import (
+    ChatCompletionsView,
+    CountTokensView,
+    MessagesView,
+    ModelsView,
+    ModelView,
+    unknown_endpoint,
+)
 
 urlpatterns = [
     path("chat/completions", ChatCompletionsView.as_view(), name="chat-completions"),
+    path("messages", MessagesView.as_view(), name="messages"),
+    path("messages/count_tokens", CountTokensView.as_view(), name="messages-count-tokens"),
     path("models", ModelsView.as_view(), name="models"),
     path("models/<path:model_id>", ModelView.as_view(), name="model"),
     # Last: every other path, whatever the method (no CSRF: API clients send no cookie).

@@ -1,15 +1,18 @@
-"""The OpenAI-compatible API: POST /v1/chat/completions, GET /v1/models[/{id}].
+"""The API: POST /v1/chat/completions, POST /v1/messages (+ count_tokens), GET /v1/models[/{id}].
 
-Views are thin: authenticate, parse the body with the one schema, call the
-pipeline, render. Errors leave in the OpenAI shape through routing.errors, and
-so does any other path under /v1 (``unknown_endpoint``): an SDK calling an
-endpoint the router does not serve gets a JSON 404 that lists the ones it does.
-The chat view is a plain Django view: it reads the raw body itself, so DRF's
-request wrapping, content negotiation and parsers would be work for nothing
-on the hot path.
+Views are thin: authenticate, parse the body with the one schema of its
+protocol, call the pipeline, render. Both completion endpoints run the same
+``_serve``; what differs is the parser, the dispatcher's wire and the error
+shape (OpenAI's, or Anthropic's on /v1/messages), through routing.errors. Any
+other path under /v1 (``unknown_endpoint``) gets a JSON 404 that lists the
+endpoints served: an SDK calling one the router does not serve learns which.
+The completion views are plain Django views: they read the raw body
+themselves, so DRF's request wrapping, content negotiation and parsers would
+be work for nothing on the hot path.
 """
 
 import time
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import Error as DatabaseFailure
@@ -24,11 +27,15 @@ from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.chat_request import parse_chat_body
 from routing.config.store import current_config
 from routing.errors import (
+    MESSAGES_PATH,
     RouterError,
+    anthropic_error_response,
     database_unavailable_error,
     error_response,
     router_error_response,
 )
+from routing.messages_request import parse_messages_body
+from routing.messages_wire import MessagesWire, count_tokens, forwarded_headers
 from routing.models import ApiKey
 from routing.pipeline import open_decision, plan_request, unknown_model_error
 
@@ -129,6 +136,31 @@ def _config():
         raise database_unavailable_error("the configuration cannot be read") from None
 
 
+def _serve(request, parse, wire, error_response):
+    """Authenticate, parse, plan, record, dispatch: every completion endpoint's one path."""
+    started = time.monotonic()
+    try:
+        key = _authenticated_key(request)
+        chat = parse(_read_body(request))
+        config = _config()
+        dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
+        plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
+        if dry_run:
+            return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
+        decision = open_decision(plan, key)
+    except RouterError as error:
+        return error_response(error)
+    headers = explain_headers(plan, decision.id)
+    headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
+    if chat.stream:
+        return dispatch.stream(plan, decision, headers, wire(request, chat))
+    return dispatch.complete(plan, decision, headers, wire(request, chat))
+
+
+def _anthropic_error(error: RouterError):
+    return anthropic_error_response(error.status, error.message)
+
+
 @method_decorator(csrf_exempt, name="dispatch")
 class ChatCompletionsView(View):
     http_method_names = ["post"]
@@ -142,36 +174,68 @@ class ChatCompletionsView(View):
         )
 
     def post(self, request):
-        started = time.monotonic()
+        return _serve(
+            request, parse_chat_body, lambda request, chat: dispatch.CHAT, router_error_response
+        )
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class AnthropicView(View):
+    """A Messages API endpoint: POST only, every error in Anthropic's shape."""
+
+    http_method_names = ["post"]
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        response = anthropic_error_response(
+            405, f"Method {request.method} is not allowed here; use POST."
+        )
+        response["Allow"] = "POST"
+        return response
+
+
+class MessagesView(AnthropicView):
+    """The Anthropic Messages API, for Claude Code (ANTHROPIC_BASE_URL at the router)."""
+
+    def post(self, request):
+        return _serve(
+            request,
+            parse_messages_body,
+            lambda request, chat: MessagesWire(forwarded_headers(request), chat.model),
+            _anthropic_error,
+        )
+
+
+class CountTokensView(AnthropicView):
+    """The prompt's input tokens: the Claude upstream's count, else the router's estimate."""
+
+    def post(self, request):
         try:
             key = _authenticated_key(request)
-            chat = parse_chat_body(_read_body(request))
-            config = _config()
-            dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
-            plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
-            if dry_run:
-                return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
-            decision = open_decision(plan, key)
+            chat = parse_messages_body(_read_body(request), count_only=True)
+            plan = plan_request(chat, _config(), api_key_id=key.pk, measure_prefix=False)
         except RouterError as error:
-            return router_error_response(error)
-        headers = explain_headers(plan, decision.id)
-        headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
-        if chat.stream:
-            return dispatch.stream(plan, decision, headers)
-        return dispatch.complete(plan, decision, headers)
+            return _anthropic_error(error)
+        return JsonResponse(count_tokens(plan, forwarded_headers(request)))
 
 
 def _model_object(config, model_id: str, created: int) -> dict | None:
-    """One entry of GET /v1/models, in the OpenAI shape plus the router's own fields."""
+    """One entry of GET /v1/models: OpenAI's fields, Anthropic's, and the router's own."""
+    entry = {
+        "id": model_id,
+        "object": "model",
+        "created": created,
+        "owned_by": "router",
+        "type": "model",
+        "display_name": model_id,
+        "created_at": datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
     if model_id == config.routing.auto_model:
-        return {"id": model_id, "object": "model", "created": created, "owned_by": "router"}
+        return entry
     model = config.model(model_id)
     if model is None:
         return None
     return {
-        "id": model.id,
-        "object": "model",
-        "created": created,
+        **entry,
         "owned_by": model.provider,
         "tier": model.tier,
         "context_window": model.context_window,
@@ -180,6 +244,8 @@ def _model_object(config, model_id: str, created: int) -> dict | None:
 
 
 class ModelsView(APIView):
+    """The models, in a list both SDKs read: OpenAI's fields and Anthropic's side by side."""
+
     def get(self, request):
         try:
             _authenticated_key(request)
@@ -189,7 +255,16 @@ class ModelsView(APIView):
         created = int(time.time())
         ids = [config.routing.auto_model, *(m.id for m in config.models)]
         data = [_model_object(config, model_id, created) for model_id in ids]
-        return JsonResponse({"object": "list", "data": data})
+        return JsonResponse(
+            {
+                "object": "list",
+                "data": data,
+                # Anthropic's list fields: its SDK pages with them.
+                "has_more": False,
+                "first_id": data[0]["id"],
+                "last_id": data[-1]["id"],
+            }
+        )
 
 
 class ModelView(APIView):
@@ -208,7 +283,7 @@ class ModelView(APIView):
 
 
 def unknown_endpoint(request, rest=""):
-    """Any other path under /v1: a JSON 404 in the OpenAI shape naming what is served."""
+    """Any other path under /v1: a JSON 404 naming what is served, in the client's shape."""
     from routing.urls import served_endpoints
 
     served = ", ".join(served_endpoints())
@@ -216,4 +291,7 @@ def unknown_endpoint(request, rest=""):
         f"This router does not serve {request.method} {request.path}. "
         f"It serves: {served}. See the README's 'The API'."
     )
+    if request.path.startswith(MESSAGES_PATH):
+        # /v1/messages/batches and the like: Claude Code reads Anthropic's shape.
+        return anthropic_error_response(404, message)
     return router_error_response(RouterError(404, message, "unknown_endpoint"))

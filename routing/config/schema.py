@@ -10,6 +10,7 @@ of the environment variable that holds one.
 from __future__ import annotations
 
 import os
+from fnmatch import fnmatchcase
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -220,6 +221,12 @@ class RouterConfig(Strict):
     classifier: ClassifierConfig = ClassifierConfig()
     pinch: PinchConfig = PinchConfig()
     objective: ObjectiveConfig = ObjectiveConfig()
+    # Client model names (exact, or globs like "claude-haiku-*") -> a model id or
+    # the auto model. Claude Code asks for Claude names; this sends its main
+    # model to auto and its background model to a cheap tier. An exact alias
+    # wins, then a model id or the auto model as named, then globs in the
+    # order written.
+    aliases: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _references_resolve(self):
@@ -235,12 +242,32 @@ class RouterConfig(Strict):
                 raise ValueError(f"{where}.tier: {model.tier!r} is not one of routing.tiers")
         if self.routing.auto_model in seen:
             raise ValueError("routing.auto_model: must not also be a model id")
+        for name, target in self.aliases.items():
+            if target != self.routing.auto_model and target not in seen:
+                raise ValueError(
+                    f"aliases.{name}: {target!r} is neither a model id nor "
+                    f"{self.routing.auto_model!r}"
+                )
+            if name in seen or name == self.routing.auto_model:
+                raise ValueError(f"aliases.{name}: a model id cannot be an alias")
         if self.classifier.llm is not None and self.classifier.llm.model not in seen:
             raise ValueError(f"classifier.llm.model: unknown model {self.classifier.llm.model!r}")
         return self
 
     def model(self, model_id: str) -> ModelConfig | None:
         return next((m for m in self.models if m.id == model_id), None)
+
+    def resolve_model_name(self, name: str) -> str:
+        """The model id or auto model a client's model name stands for (itself if no alias)."""
+        target = self.aliases.get(name)
+        if target is not None:
+            return target
+        if name == self.routing.auto_model or self.model(name) is not None:
+            return name
+        for pattern, target in self.aliases.items():
+            if fnmatchcase(name, pattern):
+                return target
+        return name
 
     def cache_prices(self, model: ModelConfig) -> CacheModel:
         """How ``model``'s prompt cache bills, as pinch's payback rule prices its steps.

@@ -6,7 +6,7 @@ classes are registered by the ``kind`` a provider's config names.
 
 import threading
 
-from routing.config import ProviderConfig
+from routing.config import ModelConfig, ProviderConfig, RouterConfig
 from routing.providers.anthropic import AnthropicProvider
 from routing.providers.base import CallContext, Provider, ProviderError, StreamReply, monotonic_ms
 from routing.providers.demo import DemoProvider
@@ -19,6 +19,7 @@ __all__ = [
     "StreamReply",
     "monotonic_ms",
     "provider_for",
+    "speaks_messages",
 ]
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
@@ -26,6 +27,11 @@ PROVIDER_CLASSES: dict[str, type[Provider]] = {
     "demo": DemoProvider,
     "anthropic": AnthropicProvider,
 }
+
+
+def speaks_messages(config: RouterConfig, model: ModelConfig) -> bool:
+    """Whether the model's provider takes a Messages API request as the client sent it."""
+    return PROVIDER_CLASSES[config.providers[model.provider].kind].speaks_messages
 
 
 _lock = threading.Lock()

@@ -6,6 +6,11 @@ on the prefix pinch will not rewrite, POSTs ``{base_url}/v1/messages``, and
 answers chat-completions JSON or chat-completions SSE events, so the
 dispatcher's retries, fallback and relay work as for any provider.
 
+A request that came in on /v1/messages (Claude Code) is sent as the client
+wrote it instead (``messages``, ``messages_stream``, ``count_tokens``): only
+breakpoints are added and the client's anthropic-beta and anthropic-version
+forwarded, and the answer comes back untranslated (routing.messages_wire).
+
 The key (``x-api-key``) comes from the environment variable the config
 names; it is never logged, and a key quoted in an error is redacted before
 the error is relayed.
@@ -26,6 +31,8 @@ DEFAULT_MIN_CACHE_TOKENS = 1024
 
 
 class AnthropicProvider(HttpProvider):
+    speaks_messages = True
+
     def _headers(self) -> dict:
         headers = {
             "Content-Type": "application/json",
@@ -56,9 +63,12 @@ class AnthropicProvider(HttpProvider):
                     "invalid_request_error", error.message, error.param
                 ),
             ) from None
+        return self._with_breakpoints(request, context, len(body["messages"]))
+
+    def _with_breakpoints(self, request, context: CallContext | None, messages: int) -> dict:
+        model = context.model if context else None
         cache = model.cache if model else None
-        everything = len(body["messages"])
-        stable, previous = context.stable_prefixes() if context else (everything, everything)
+        stable, previous = context.stable_prefixes() if context else (messages, messages)
         place_breakpoints(
             request,
             stable,
@@ -69,9 +79,14 @@ class AnthropicProvider(HttpProvider):
         return request.body
 
     def _post(self, body: dict, context, stream: bool, deadline: float):
-        data = json.dumps(self.messages_body(body, context), ensure_ascii=False).encode()
-        url = f"{self.config.base_url}/v1/messages"
-        response = self._send(url, data, self._headers(), stream, deadline)
+        return self._post_messages(self.messages_body(body, context), stream, deadline)
+
+    def _post_messages(
+        self, body: dict, stream: bool, deadline: float, headers=None, path="/v1/messages"
+    ):
+        data = json.dumps(body, ensure_ascii=False).encode()
+        url = f"{self.config.base_url}{path}"
+        response = self._send(url, data, {**self._headers(), **(headers or {})}, stream, deadline)
         if response.status_code != 200:
             try:
                 raise self._status_error(response)
@@ -85,13 +100,16 @@ class AnthropicProvider(HttpProvider):
         response = self._post(
             body, context, stream=False, deadline=timeout or self.config.timeout_seconds
         )
+        return to_chat_completion(self._message(response))
+
+    def _message(self, response) -> dict:
         try:
             message = self._json_body(response)
         finally:
             response.close()
         if message.get("type") != "message" or not isinstance(message.get("content"), list):
             raise ProviderError("malformed", f"provider {self.name!r} answered without a message")
-        return to_chat_completion(message)
+        return message
 
     def chat_stream(self, body: dict, context: CallContext | None = None) -> StreamReply:
         response = self._post(body, context, stream=True, deadline=self.config.timeout_seconds)
@@ -116,6 +134,49 @@ class AnthropicProvider(HttpProvider):
             ) from None
         if not done:
             raise ProviderError("connect", f"provider {self.name!r} stream ended mid-answer")
+
+    # The Messages API as the client sent it (/v1/messages in, this provider out):
+    # the request is the client's own, only breakpoints are added, and the
+    # answer comes back untranslated. ``headers``: the client's anthropic-beta
+    # and anthropic-version, forwarded.
+
+    def messages(self, request, context: CallContext | None, headers: dict) -> dict:
+        body = self._with_breakpoints(request, context, len(request.block_of))
+        response = self._post_messages(
+            body, False, self.config.timeout_seconds, self._forwarded(headers)
+        )
+        return self._message(response)
+
+    def messages_stream(self, request, context: CallContext | None, headers: dict) -> StreamReply:
+        body = self._with_breakpoints(request, context, len(request.block_of))
+        response = self._post_messages(
+            body, True, self.config.timeout_seconds, self._forwarded(headers)
+        )
+        return StreamReply(response, self._read_events(response))
+
+    def count_tokens(self, body: dict, headers: dict) -> dict:
+        response = self._post_messages(
+            body,
+            False,
+            self.config.timeout_seconds,
+            self._forwarded(headers),
+            "/v1/messages/count_tokens",
+        )
+        try:
+            return self._json_body(response)
+        finally:
+            response.close()
+
+    def _forwarded(self, headers: dict) -> dict:
+        """The client's anthropic-version, and its anthropic-beta flags before the config's."""
+        forwarded = {}
+        if headers.get("anthropic-version"):
+            forwarded["anthropic-version"] = headers["anthropic-version"]
+        betas = [b.strip() for b in (headers.get("anthropic-beta") or "").split(",") if b.strip()]
+        betas += [b for b in self.config.anthropic_beta if b not in betas]
+        if betas:
+            forwarded["anthropic-beta"] = ",".join(betas)
+        return forwarded
 
     def _status_error(self, response) -> ProviderError:
         error = error_from_response(response, self.name, self.config.api_key())

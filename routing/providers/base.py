@@ -86,6 +86,10 @@ class CallContext:
 class Provider:
     """Base: send a chat-completions body, get JSON back or a stream of SSE events."""
 
+    # Takes a Messages API request as the client sent it (``messages``,
+    # ``messages_stream``, ``count_tokens``): /v1/messages goes out untranslated.
+    speaks_messages = False
+
     def __init__(self, name: str, config: ProviderConfig):
         self.name = name
         self.config = config

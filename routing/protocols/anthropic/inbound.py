@@ -1,0 +1,348 @@
+"""A Messages API request (Claude Code's) as a chat-completions request, and pinch's changes back.
+
+The inverse of ``request.py``. The pipeline plans on chat-completions
+messages: this turns a Messages body into one (``from_messages_request``),
+with every ``tool_result`` block presented as a ``tool`` message of its own,
+named after the ``tool_use`` it answers, so pinch finds its candidates, its
+window and its tool names exactly as on a chat request. The chat body is also
+what an OpenAI-compatible upstream is sent.
+
+For an Anthropic upstream the client's own body goes out instead
+(``native_request``): every block is the client's, copied key for key, except
+the ``tool_result`` blocks pinch rewrote, whose text is replaced in place
+(``cache_control``, ``is_error``, images kept). Thinking and
+``redacted_thinking`` blocks with their signatures, ``tool_use`` blocks,
+images, documents, ``system`` blocks and the client's ``cache_control``
+markers therefore reach the upstream as the client sent them, and its cache
+breakpoints keep hitting.
+
+Blocks chat completions has no place for (thinking, documents, server-tool
+blocks) are left out of the chat messages and named in
+``untranslatable`` when an OpenAI-compatible upstream would lose meaning by
+their absence; thinking is simply dropped there (it is the model's own
+scratch work, and a signature only an Anthropic model can check).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from routing.protocols.anthropic.request import MessagesRequest, TranslationError
+from routing.protocols.anthropic.response import THINKING_BLOCKS
+
+# Anthropic tool_choice type -> chat-completions tool_choice.
+_TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+_ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class MessagesSource:
+    """The client's Messages request, kept to be sent natively or mapped back."""
+
+    body: dict
+    # chat message index -> (turn, block) of the tool_result it presents
+    results: dict = field(default_factory=dict)
+    # for each chat message: where its last block is in the native body
+    block_of: list = field(default_factory=list)
+    # what a chat-completions upstream cannot be sent: "messages.0.content.1: 'document'"
+    untranslatable: tuple = ()
+
+
+def _bad(message: str, param: str | None = None) -> TranslationError:
+    return TranslationError(message, param)
+
+
+def _is_custom_tool(tool: dict) -> bool:
+    # Client tools have an input_schema; server tools (web_search_..., bash_...) a versioned type.
+    return tool.get("type") in (None, "custom") and "input_schema" in tool
+
+
+def check_messages_body(body, count_only: bool = False) -> None:
+    """Raise TranslationError naming the first field the router cannot work with."""
+    if not isinstance(body, dict):
+        raise _bad("The body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad("model: Field required (a string)", "model")
+    max_tokens = body.get("max_tokens")
+    if not count_only and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise _bad("max_tokens: Field required (a positive integer)", "max_tokens")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("messages: Field required (a non-empty list)", "messages")
+    for i, turn in enumerate(messages):
+        where = f"messages.{i}"
+        if not isinstance(turn, dict):
+            raise _bad(f"{where}: must be an object", where)
+        if turn.get("role") not in _ROLES:
+            raise _bad(f"{where}.role: must be 'user' or 'assistant'", f"{where}.role")
+        _check_content(turn.get("content"), f"{where}.content")
+    system = body.get("system")
+    if system is not None and not isinstance(system, str):
+        _check_content(system, "system")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        raise _bad("stream: must be true or false", "stream")
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise _bad("tools: must be a list", "tools")
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                raise _bad(f"tools.{i}: a tool needs a name", f"tools.{i}")
+    for name, kind in (("tool_choice", dict), ("metadata", dict), ("stop_sequences", list)):
+        if body.get(name) is not None and not isinstance(body[name], kind):
+            raise _bad(f"{name}: must be {'an object' if kind is dict else 'a list'}", name)
+    if not all(isinstance(s, str) for s in body.get("stop_sequences") or ()):
+        raise _bad("stop_sequences: must be strings", "stop_sequences")
+    for name in ("temperature", "top_p", "top_k"):
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise _bad(f"{name}: must be a number", name)
+
+
+# Block type -> (field, the type it must have) the router reads; the rest passes as sent.
+_BLOCK_FIELDS = {
+    "text": (("text", str),),
+    "image": (("source", dict),),
+    "tool_use": (("id", str), ("name", str), ("input", dict)),
+    "tool_result": (("tool_use_id", str),),
+}
+
+
+def _check_content(content, where: str) -> None:
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise _bad(f"{where}: must be a string or a list of blocks", where)
+    for j, block in enumerate(content):
+        at = f"{where}.{j}"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise _bad(f"{at}: a block must be an object with a type", at)
+        for name, kind in _BLOCK_FIELDS.get(block["type"], ()):
+            if not isinstance(block.get(name), kind):
+                raise _bad(f"{at}.{name}: Field required ({kind.__name__})", f"{at}.{name}")
+        if block["type"] == "tool_result":
+            inner = block.get("content")
+            if inner is not None and not isinstance(inner, str):
+                _check_content(inner, f"{at}.content")
+
+
+def _blocks(content) -> list:
+    # A string content is one text block, as the API documents it.
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, MessagesSource]:
+    """(chat body, MessagesSource) for a Messages body; TranslationError if malformed."""
+    check_messages_body(body, count_only)
+    chat_messages: list = []
+    block_of: list = []
+    results: dict = {}
+    untranslatable: list = []
+
+    system = body.get("system")
+    if system:
+        text = system if isinstance(system, str) else _joined_text(system)
+        chat_messages.append({"role": "system", "content": text})
+        block_of.append(("system", 0 if isinstance(system, str) else len(system) - 1))
+
+    tool_names: dict = {}
+    for t, turn in enumerate(body["messages"]):
+        blocks = _blocks(turn["content"])
+        if turn["role"] == "assistant":
+            message = _assistant_message(blocks, tool_names, t, untranslatable)
+            chat_messages.append(message)
+            block_of.append(("messages", t, len(blocks) - 1) if blocks else None)
+            continue
+        # Tool results first: a chat upstream wants them right after the calls they answer.
+        images_of_results = []
+        for j, block in enumerate(blocks):
+            if block["type"] != "tool_result":
+                continue
+            text, images = _result_content(block.get("content"))
+            images_of_results += images
+            results[len(chat_messages)] = (t, j)
+            chat_messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": block["tool_use_id"],
+                    "name": tool_names.get(block["tool_use_id"], "tool"),
+                    "content": text,
+                }
+            )
+            block_of.append(("messages", t, j))
+        parts, last = _user_parts(blocks, t, untranslatable)
+        parts += images_of_results
+        if parts:
+            chat_messages.append({"role": "user", "content": _compact(parts)})
+            block_of.append(("messages", t, last) if last is not None else None)
+
+    chat: dict = {"model": body["model"], "messages": chat_messages}
+    if not count_only:
+        chat["max_tokens"] = body["max_tokens"]
+    for name in ("temperature", "top_p", "stream"):
+        if body.get(name) is not None:
+            chat[name] = body[name]
+    if body.get("stop_sequences"):
+        chat["stop"] = list(body["stop_sequences"])
+    user_id = (body.get("metadata") or {}).get("user_id")
+    if isinstance(user_id, str) and user_id:
+        chat["user"] = user_id
+    tools = [t for t in body.get("tools") or () if _is_custom_tool(t)]
+    if tools:
+        chat["tools"] = [_chat_tool(tool) for tool in tools]
+        choice = _chat_tool_choice(body.get("tool_choice"))
+        if choice is not None:
+            chat["tool_choice"] = choice
+        if (body.get("tool_choice") or {}).get("disable_parallel_tool_use"):
+            chat["parallel_tool_calls"] = False
+    for i, tool in enumerate(body.get("tools") or ()):
+        if not _is_custom_tool(tool):
+            untranslatable.append(f"tools.{i}: server tool {tool.get('type')!r}")
+    source = MessagesSource(
+        body=body, results=results, block_of=block_of, untranslatable=tuple(untranslatable)
+    )
+    return chat, source
+
+
+def _joined_text(blocks: list) -> str:
+    return "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
+
+
+def _assistant_message(blocks: list, tool_names: dict, t: int, untranslatable: list) -> dict:
+    texts, calls = [], []
+    for j, block in enumerate(blocks):
+        kind = block["type"]
+        if kind == "text":
+            texts.append(block.get("text") or "")
+        elif kind == "tool_use":
+            tool_names[block.get("id")] = block.get("name")
+            calls.append(
+                {
+                    "id": block.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": block.get("name"),
+                        "arguments": json.dumps(block.get("input") or {}, ensure_ascii=False),
+                    },
+                }
+            )
+        elif kind not in THINKING_BLOCKS:
+            untranslatable.append(f"messages.{t}.content.{j}: {kind!r}")
+    message: dict = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _image_part(block: dict) -> dict | None:
+    source = block.get("source") or {}
+    if source.get("type") == "base64":
+        url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+    elif source.get("type") == "url":
+        url = source.get("url")
+    else:
+        return None
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _result_content(content) -> tuple[str, list]:
+    """The text of a tool_result's content, and its images as chat parts."""
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, list):
+        return "", []
+    texts, images = [], []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif block.get("type") == "image":
+            part = _image_part(block)
+            if part is not None:
+                images.append(part)
+    return "\n".join(texts), images
+
+
+def _user_parts(blocks: list, t: int, untranslatable: list) -> tuple[list, int | None]:
+    """Chat parts of a user turn's blocks other than tool results, and the last one's index."""
+    parts, last = [], None
+    for j, block in enumerate(blocks):
+        kind = block["type"]
+        if kind == "tool_result":
+            continue
+        last = j
+        if kind == "text":
+            if block.get("text"):
+                parts.append({"type": "text", "text": block["text"]})
+            continue
+        part = _image_part(block) if kind == "image" else None
+        if part is None:
+            untranslatable.append(f"messages.{t}.content.{j}: {kind!r}")
+            continue
+        parts.append(part)
+    return parts, last
+
+
+def _compact(parts: list):
+    # Text only: a plain string, which every chat-completions server accepts.
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _chat_tool(tool: dict) -> dict:
+    function = {
+        "name": tool["name"],
+        "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
+    }
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    return {"type": "function", "function": function}
+
+
+def _chat_tool_choice(choice):
+    if not isinstance(choice, dict):
+        return None
+    if choice.get("type") == "tool":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return _TOOL_CHOICES.get(choice.get("type"))
+
+
+def native_request(
+    source: MessagesSource, original: list, sent: list, model_name: str
+) -> MessagesRequest:
+    """The client's Messages body for an Anthropic upstream, with pinch's changes applied.
+
+    ``original`` and ``sent``: the chat messages before and after pinch (the
+    same objects where pinch changed nothing). Every block is a fresh shallow
+    copy with the client's keys in the client's order, so breakpoints placed
+    on the result never touch the request kept for a retry.
+    """
+    body = dict(source.body)
+    body["model"] = model_name
+    if body.get("system"):
+        body["system"] = [dict(block) for block in _blocks(body["system"])]
+    turns = [
+        {**turn, "content": [dict(block) for block in _blocks(turn["content"])]}
+        for turn in body["messages"]
+    ]
+    for index, (t, j) in source.results.items():
+        if sent[index] is original[index]:
+            continue
+        block = turns[t]["content"][j]
+        block["content"] = _replaced_content(block.get("content"), sent[index]["content"])
+    body["messages"] = turns
+    return MessagesRequest(body=body, block_of=list(source.block_of))
+
+
+def _replaced_content(content, text: str):
+    """The result's content with its text replaced by pinch's; images and documents kept."""
+    if not isinstance(content, list):
+        return text
+    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
+    return [{"type": "text", "text": text}, *kept]
