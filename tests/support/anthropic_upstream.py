@@ -35,6 +35,7 @@ What it answers is chosen by the model name:
 - ``claude-refuse-*``: stop reason ``refusal``;
 - ``claude-hang-*``: accepts and never answers (until the server stops);
 - ``claude-parallel-*``: two tool calls at once when tools are offered;
+- ``POST /v1/messages/count_tokens``: the request's tokens, counted as the cache counts them;
 - ``claude-leaks-key-*``: answers and streams the key it was sent, every
   mention ``\\u``-escaped (a spelling only decoding reveals);
 - ``claude-drip-*``: a plain answer sent one byte every 50 ms;
@@ -51,6 +52,11 @@ import re
 import typing
 
 from anthropic import types as sdk
+from anthropic.types import beta
+from anthropic.types.beta.message_create_params import (
+    MessageCreateParamsBase as BetaMessageCreateParamsBase,
+)
+from anthropic.types.message_count_tokens_params import MessageCountTokensParams
 from anthropic.types.message_create_params import MessageCreateParamsBase
 from pydantic import TypeAdapter, ValidationError
 
@@ -92,10 +98,11 @@ BLOCK_KEYS = {
     "tool_result": _keys(sdk.ToolResultBlockParam),
     "thinking": _keys(sdk.ThinkingBlockParam),
     "redacted_thinking": _keys(sdk.RedactedThinkingBlockParam),
+    "document": _keys(sdk.DocumentBlockParam),
 }
+COUNT_KEYS = _keys(MessageCountTokensParams)
 SIGNATURE = "sig-test"
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-SYSTEM_KEYS = _keys(sdk.TextBlockParam)
 TOOL_KEYS = _keys(sdk.ToolParam)
 IMAGE_SOURCE_KEYS = {
     "base64": _keys(sdk.Base64ImageSourceParam),
@@ -108,6 +115,21 @@ TOOL_CHOICE_KEYS = {
     "none": _keys(sdk.ToolChoiceNoneParam),
 }
 EVENT = TypeAdapter(sdk.RawMessageStreamEvent)
+
+# With an anthropic-beta header the API takes the beta request shape (Claude
+# Code sends context_management, beta tool fields and so on).
+BETA_REQUEST_KEYS = _keys(BetaMessageCreateParamsBase)
+BETA_REQUEST_KEYS[1].add("stream")
+BETA_REQUEST_KEYS[1].discard("betas")  # the SDK sends these as the header
+BETA_BLOCK_KEYS = {
+    "text": _keys(beta.BetaTextBlockParam),
+    "image": _keys(beta.BetaImageBlockParam),
+    "tool_use": _keys(beta.BetaToolUseBlockParam),
+    "tool_result": _keys(beta.BetaToolResultBlockParam),
+    "thinking": _keys(beta.BetaThinkingBlockParam),
+    "redacted_thinking": _keys(beta.BetaRedactedThinkingBlockParam),
+    "document": _keys(beta.BetaRequestDocumentBlockParam),
+}
 
 
 class RequestRejected(Exception):
@@ -126,25 +148,27 @@ def _check_keys(where: str, value, keys: tuple[set, set]):
         raise RequestRejected(f"{where}.{sorted(extra)[0]}: Extra inputs are not permitted")
 
 
-def check_request(body, version: str = SAMPLING_REMOVED_IN) -> None:
+def check_request(body, version: str = SAMPLING_REMOVED_IN, betas: bool = False) -> None:
     """Raise RequestRejected with the API's kind of message for a request it would refuse."""
-    required, allowed = REQUEST_KEYS
+    required, allowed = BETA_REQUEST_KEYS if betas else REQUEST_KEYS
     if version < SAMPLING_REMOVED_IN:
         allowed = allowed | SAMPLING_KEYS
     _check_keys("body", body, (required, allowed))
     if not version:
         raise RequestRejected("anthropic-version: header is required")
+    block_keys = BETA_BLOCK_KEYS if betas else BLOCK_KEYS
     for i, block in enumerate(body.get("system") or ()):
-        _check_keys(f"system.{i}", block, SYSTEM_KEYS)
+        _check_keys(f"system.{i}", block, block_keys["text"])
         if not block.get("text"):
             raise RequestRejected(f"system.{i}: text content blocks must be non-empty")
     for i, tool in enumerate(body.get("tools") or ()):
-        _check_keys(f"tools.{i}", tool, TOOL_KEYS)
+        _check_keys(f"tools.{i}", tool, _keys(beta.BetaToolParam) if betas else TOOL_KEYS)
     if "tool_choice" in body:
         choice = body["tool_choice"]
         _check_keys("tool_choice", choice, TOOL_CHOICE_KEYS.get(choice.get("type"), ({"?"}, set())))
     thinking = body.get("thinking")
-    if thinking is not None:
+    # "adaptive" (what Claude Code sends) and "disabled" have no budget to check.
+    if thinking is not None and thinking.get("type") == "enabled":
         if thinking.get("budget_tokens", 0) < 1024:
             raise RequestRejected("thinking.budget_tokens: must be at least 1024")
         if thinking["budget_tokens"] >= body["max_tokens"]:
@@ -165,9 +189,9 @@ def check_request(body, version: str = SAMPLING_REMOVED_IN) -> None:
         seen_other = False
         for j, block in enumerate(blocks):
             kind = block.get("type") if isinstance(block, dict) else None
-            if kind not in BLOCK_KEYS:
+            if kind not in block_keys:
                 raise RequestRejected(f"{where}.content.{j}.type: unknown block type {kind!r}")
-            _check_keys(f"{where}.content.{j}", block, BLOCK_KEYS[kind])
+            _check_keys(f"{where}.content.{j}", block, block_keys[kind])
             if kind == "text" and not block["text"]:
                 raise RequestRejected(f"{where}.content.{j}: text content blocks must be non-empty")
             if kind == "image":
@@ -271,11 +295,17 @@ class AnthropicHandler(LocalHandler):
         raw = self._read_request()
         server = self.server
         self.leaked_key = ""
+        if self.path == "/v1/messages/count_tokens":
+            return self._count_tokens(raw)
         if self.path != "/v1/messages":
             return self._error(404, f"Not found: {self.path}")
         try:
             body = json.loads(raw)
-            check_request(body, self.headers.get("anthropic-version") or "")
+            check_request(
+                body,
+                self.headers.get("anthropic-version") or "",
+                betas=bool(self.headers.get("anthropic-beta")),
+            )
         except (ValueError, RequestRejected, KeyError, TypeError, AttributeError) as error:
             server.note_error(f"request: {error}")
             return self._error(400, str(error))
@@ -314,6 +344,16 @@ class AnthropicHandler(LocalHandler):
             data = gzip.compress(json.dumps(message).encode())
             return self._raw(200, data, "application/json", {"Content-Encoding": "gzip"})
         return self._json(200, message)
+
+    def _count_tokens(self, raw):
+        try:
+            body = json.loads(raw)
+            _check_keys("body", body, COUNT_KEYS)
+        except (ValueError, RequestRejected) as error:
+            self.server.note_error(f"count_tokens request: {error}")
+            return self._error(400, str(error))
+        _, reach = prefix_keys(body)
+        return self._json(200, {"input_tokens": reach[-1] if reach else 0})
 
     def _spelled(self, data: bytes) -> bytes:
         """For claude-leaks-key: every mention of the key, \\u-escaped as JSON allows."""
@@ -505,8 +545,8 @@ class AnthropicHandler(LocalHandler):
 
 
 class AnthropicServer(LocalServer):
-    def __init__(self, address=("127.0.0.1", 0), min_cacheable_tokens=1024):
-        super().__init__(address, AnthropicHandler)
+    def __init__(self, address=("127.0.0.1", 0), min_cacheable_tokens=1024, handler=None):
+        super().__init__(address, handler or AnthropicHandler)
         self.usages = []
         self.cache = set()
         self.protocol_errors = []

@@ -4,9 +4,12 @@ Real sockets, real HTTP/1.1 (keep-alive, chunked SSE). What it does is chosen
 by the ``model`` the router sends, so one server serves every scenario:
 
 - ``echo-*``: a normal answer; streamed when asked, with usage when asked;
-  tool calls when the request offers tools.
+  a tool call when the request offers tools, unless the last message is a
+  tool result: that is answered with text naming the results' ids.
+- ``parallel-*``: like echo, with two tool calls at once.
 - ``slow-*``: a stream whose chunks wait on ``server.release`` (an Event) after
-  the first one, to show the router relays before the upstream has finished.
+  the first two (the role, the first word), to show the router relays before
+  the upstream has finished.
 - ``fail-<status>-<n>-*``: answers <status> for the first <n> requests, then echoes.
 - ``hang-*``: accepts and never answers (until the server stops).
 - ``garbage-*``: 200 with a body that is not JSON.
@@ -98,24 +101,40 @@ class UpstreamHandler(LocalHandler):
             return self._stream(body, slow=model.startswith("slow"))
         return self._json(200, self._completion(body))
 
+    def _tool_calls(self, body) -> list:
+        """The calls to answer with: none after tool results or without tools offered."""
+        messages = body.get("messages") or [{}]
+        if not body.get("tools") or messages[-1].get("role") == "tool":
+            return []
+        name = _tool_name(body)
+        paths = ["a.py", "b.py"] if body.get("model", "").startswith("parallel") else ["README.md"]
+        return [
+            {
+                "id": f"call_{k + 1}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps({"path": path})},
+            }
+            for k, path in enumerate(paths)
+        ]
+
+    def _text(self, body) -> str:
+        model = body.get("model", "")
+        results = []
+        for message in reversed(body.get("messages") or ()):
+            if message.get("role") != "tool":
+                break
+            results.insert(0, message.get("tool_call_id"))
+        if results:
+            return f"Got {len(results)} results: {', '.join(results)}"
+        return model[len("says-") :] if model.startswith("says-") else ANSWER
+
     def _completion(self, body):
         model = body.get("model", "")
-        text = model[len("says-") :] if model.startswith("says-") else ANSWER
-        message = {"role": "assistant", "content": text}
+        message = {"role": "assistant", "content": self._text(body)}
         finish = "stop"
-        if body.get("tools"):
-            name = _tool_name(body)
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": name, "arguments": '{"path": "README.md"}'},
-                    }
-                ],
-            }
+        calls = self._tool_calls(body)
+        if calls:
+            message = {"role": "assistant", "content": None, "tool_calls": calls}
             finish = "tool_calls"
         result = {
             "id": "chatcmpl-test",
@@ -168,36 +187,18 @@ class UpstreamHandler(LocalHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         chunks = [self._chunk(body, {"role": "assistant", "content": ""})]
-        if body.get("tools"):
-            name = _tool_name(body)
-            chunks.append(
-                self._chunk(
-                    body,
-                    {
-                        "tool_calls": [
-                            {
-                                "index": 0,
-                                "id": "call_1",
-                                "type": "function",
-                                "function": {"name": name, "arguments": ""},
-                            }
-                        ]
-                    },
-                )
-            )
-            chunks.append(
-                self._chunk(
-                    body,
-                    {
-                        "tool_calls": [
-                            {"index": 0, "function": {"arguments": '{"path": "README.md"}'}}
-                        ]
-                    },
-                )
-            )
+        calls = self._tool_calls(body)
+        for k, call in enumerate(calls):
+            start = {**call, "index": k, "function": {**call["function"], "arguments": ""}}
+            arguments = call["function"]["arguments"]
+            chunks.append(self._chunk(body, {"tool_calls": [start]}))
+            for cut in (arguments[:6], arguments[6:]):
+                piece = {"index": k, "function": {"arguments": cut}}
+                chunks.append(self._chunk(body, {"tool_calls": [piece]}))
+        if calls:
             chunks.append(self._chunk(body, {}, "tool_calls"))
         else:
-            for word in ANSWER.split(" "):
+            for word in self._text(body).split(" "):
                 chunks.append(self._chunk(body, {"content": word + " "}))
             chunks.append(self._chunk(body, {}, "stop"))
         wants_usage = (body.get("stream_options") or {}).get("include_usage")
@@ -215,7 +216,7 @@ class UpstreamHandler(LocalHandler):
         try:
             for i, chunk in enumerate(chunks):
                 self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                if slow and i == 0:
+                if slow and i == 1:
                     self.server.release.wait(30)
                 if i == 1 and body.get("model", "").startswith("breaks"):
                     self.close_connection = True
@@ -326,8 +327,8 @@ def _text(message):
 
 
 class UpstreamServer(LocalServer):
-    def __init__(self, address=("127.0.0.1", 0)):
-        super().__init__(address, UpstreamHandler)
+    def __init__(self, address=("127.0.0.1", 0), handler=None):
+        super().__init__(address, handler or UpstreamHandler)
         self.cached_prefix = []
 
     @property
