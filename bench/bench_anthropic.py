@@ -11,7 +11,11 @@ times, as the router runs them:
 * translate + breakpoints: the pruned chat-completions body into a Messages
   body (``to_messages_request``) with its cache breakpoints placed;
 * serialise: ``json.dumps`` of that Messages body, against ``json.dumps`` of
-  the chat-completions body the OpenAI-compatible provider sends.
+  the chat-completions body the OpenAI-compatible provider sends;
+* inbound (a Claude Code request on /v1/messages, the same conversation as a
+  Messages body): reading it into the chat-completions request the pipeline
+  plans on (``inbound.from_messages_request``), and mapping pinch's changes
+  back onto the client's body for a Claude upstream (``inbound.native_request``).
 
 Figures are medians over the requests of ms per 100k prompt tokens (the
 unit of bench_prune.py), and the ratio to the pinch stage.
@@ -44,6 +48,7 @@ from bench.machine import describe_machine
 from routing.config import DEFAULT_CONFIG_PATH, apply_overrides, validate_config
 from routing.config.source import read_config_file
 from routing.protocols.anthropic.cache import place_breakpoints
+from routing.protocols.anthropic.inbound import from_messages_request, native_request
 from routing.protocols.anthropic.request import to_messages_request
 from routing.pruning import pinch_messages, stable_prefixes
 
@@ -82,6 +87,8 @@ def main() -> None:
         "translate + breakpoints": [],
         "serialise Messages body": [],
         "serialise chat body": [],
+        "inbound: Messages -> chat": [],
+        "inbound: pinch back onto it": [],
     }
     gc.disable()
     try:
@@ -97,6 +104,10 @@ def main() -> None:
                 return translated
 
             messages_body = translate().body
+            # The request as Claude Code would send it: the unpruned conversation.
+            inbound = to_messages_request({**body, "messages": request}).body
+            chat, source = from_messages_request(inbound)
+            pruned, _ = pinch_messages(chat["messages"], pinch, 0)
             per = PER / max(outcome.original_tokens, 1)
             timings = {
                 "pinch (every request)": lambda r=request: pinch_messages(r, pinch, 0),
@@ -104,6 +115,10 @@ def main() -> None:
                 "translate + breakpoints": translate,
                 "serialise Messages body": lambda b=messages_body: json.dumps(b),
                 "serialise chat body": lambda b=body: json.dumps(b),
+                "inbound: Messages -> chat": lambda b=inbound: from_messages_request(b),
+                "inbound: pinch back onto it": lambda s=source, c=chat, p=pruned: native_request(
+                    s, c["messages"], p, "claude"
+                ),
             }
             for name, fn in timings.items():
                 columns[name].append(median_ns(fn, args.rounds) / 1e6 * per)

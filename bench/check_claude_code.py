@@ -1,0 +1,315 @@
+"""The real Claude Code through the router: a multi-tool task, to each kind of upstream.
+
+Claude Code is the client most users point at the router, and only the
+real one shows what it really sends (its system prompt, ~20 tools, beta
+headers, background calls on the small model, streaming always on). This
+installs it from npm (``@anthropic-ai/claude-code``, into a cache directory,
+never the repo), serves the router with gunicorn on loopback (its own temp
+SQLite and config), and for each upstream kind (the Anthropic test server,
+natively; the OpenAI-compatible one, translated) runs
+
+    claude -p "<task>" --output-format json --model claude-sonnet-4-6
+
+in a scratch git repo with ``ANTHROPIC_BASE_URL`` at the router. The
+upstream is a scripted model (tests/support/agent_upstream.py) that asks for
+two ``Read`` calls at once, a ``Bash`` call and a ``Write`` call, then gives
+its final answer; the check passes when Claude Code ran all of them (the
+file it wrote is there), printed the final answer, every decision row ended
+200, and pinch shrank the conversation on the later turns.
+
+Nothing may leave the machine: Claude Code runs with
+``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``DISABLE_TELEMETRY=1``,
+``DISABLE_AUTOUPDATER=1``, ``DISABLE_ERROR_REPORTING=1`` and a fresh HOME,
+under ``strace -f -e trace=connect`` when strace is there; any connect to an
+address other than loopback (or the local DNS stub) fails the check, and the
+addresses seen are printed.
+
+Run: ``.venv/bin/python bench/check_claude_code.py [--upstream anthropic|openai|both]``
+Needs node/npm (CI runs it when node is present). ``CLAUDE_CODE_BIN``
+points at an installed ``claude`` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml
+
+from bench.bench_proxy import prepare_router, serve_router, stop
+from tests.support.agent_upstream import (
+    FINAL_ANSWER,
+    AgentAnthropicServer,
+    AgentOpenAIServer,
+    steps,
+)
+
+PACKAGE = "@anthropic-ai/claude-code"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "router-bench"
+# Aliased to agent-model; --model claude-opus-4-6 goes to auto through the "claude-*" glob.
+CLIENT_MODEL = "claude-sonnet-4-6"
+TASK = (
+    "Read README.md and check.py, run check.py with python3, then write a one-line "
+    "summary to ANSWER.md."
+)
+CLAUDE_TIMEOUT_SECONDS = 240
+# What Claude Code may connect to: the router, on loopback (and a local DNS stub).
+LOCAL_ADDRESS = re.compile(
+    r'sin6?_addr=inet_(?:pton\(AF_INET6, )?(?:addr\()?"(127\.|::1|::ffff:127\.)'
+)
+
+
+def claude_binary() -> Path:
+    given = os.environ.get("CLAUDE_CODE_BIN")
+    if given:
+        return Path(given)
+    prefix = CACHE / "claude-code"
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    if not binary.exists():
+        if not shutil.which("npm"):
+            sys.exit("npm is needed to install Claude Code (or set CLAUDE_CODE_BIN)")
+        prefix.mkdir(parents=True, exist_ok=True)
+        print(f"installing {PACKAGE} into {prefix}", flush=True)
+        subprocess.run(
+            ["npm", "install", "--no-fund", "--no-audit", "--prefix", str(prefix), PACKAGE],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return binary
+
+
+def scratch_repo(tmp: Path) -> Path:
+    repo = tmp / "repo"
+    repo.mkdir()
+    # A long README: its Read result is what pinch compresses on later turns.
+    (repo / "README.md").write_text(
+        "# Demo\n\n" + "".join(f"Line {i}: the demo project explains itself.\n" for i in range(800))
+    )
+    (repo / "check.py").write_text('print("CHECK-OK")\n')
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return repo
+
+
+def config_for(kind: str, url: str) -> dict:
+    provider = {"kind": kind, "base_url": url if kind == "anthropic" else f"{url}/v1"}
+    model = {
+        "id": "agent-model",
+        "provider": "agent",
+        "tier": "medium",
+        "context_window": 200000,
+        "prompt_price": 3.0,
+        "cached_prompt_price": 0.3,
+        "completion_price": 15.0,
+        "capabilities": ["tools", "vision"],
+    }
+    small = {**model, "id": "agent-small", "tier": "easy", "prompt_price": 1.0}
+    large = {**model, "id": "agent-large", "tier": "hard", "prompt_price": 15.0}
+    return {
+        "providers": {"agent": provider},
+        "models": [small, model, large],
+        "aliases": {
+            CLIENT_MODEL: "agent-model",
+            "claude-haiku-*": "agent-small",
+            "claude-*": "auto",
+        },
+        # A small budget and window so that Claude Code's own conversation is
+        # pruned within the few turns of the task.
+        "pinch": {
+            "budget_tokens": 2000,
+            "keep_last_turns": 1,
+            "keep_last_tool_results": 1,
+            "window_step": None,
+        },
+    }
+
+
+# What keeps Claude Code from calling home; --allow-traffic leaves them out to see what it tries.
+QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+}
+
+
+def run_claude(
+    binary: Path, repo: Path, home: Path, router, trace: Path | None, quiet=True, client_model=""
+):
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": router.url,
+        "ANTHROPIC_API_KEY": router.key,
+        **(QUIET if quiet else {}),
+    }
+    command = [
+        str(binary),
+        "-p",
+        TASK,
+        "--output-format",
+        "json",
+        "--model",
+        client_model,
+        "--allowedTools",
+        "Read,Bash,Write",
+    ]
+    if trace is not None:
+        command = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *command]
+    started = time.monotonic()
+    done = subprocess.run(
+        command,
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLAUDE_TIMEOUT_SECONDS,
+        stdin=subprocess.DEVNULL,
+    )
+    return done, time.monotonic() - started
+
+
+def connects(trace: Path) -> tuple[int, list[str]]:
+    """(how many connects went to loopback, the ones to anywhere else), unix sockets aside."""
+    local, outside = 0, []
+    for line in trace.read_text().splitlines():
+        if "connect(" not in line or "AF_UNIX" in line or "AF_NETLINK" in line:
+            continue
+        if LOCAL_ADDRESS.search(line):
+            local += 1
+        else:
+            outside.append(line.split("connect(", 1)[1][:160])
+    return local, outside
+
+
+def decisions(database: Path) -> list[dict]:
+    with sqlite3.connect(database) as db:
+        db.row_factory = sqlite3.Row
+        rows = db.execute(
+            "SELECT requested_model, chosen_model, path, stream, status_code, "
+            "pinch_original_tokens, pinch_final_tokens, pinch_summarized, prompt_tokens, "
+            "cache_read_tokens, cache_write_tokens "
+            "FROM routing_routedecision ORDER BY id"
+        ).fetchall()
+    return [dict(row) for row in rows]
+
+
+def check(kind: str, binary: Path, quiet: bool = True, client_model: str = CLIENT_MODEL) -> bool:
+    with tempfile.TemporaryDirectory(prefix=f"claude-code-{kind}-") as name:
+        tmp = Path(name)
+        repo = scratch_repo(tmp)
+        home = tmp / "home"
+        home.mkdir()
+        server_class = AgentAnthropicServer if kind == "anthropic" else AgentOpenAIServer
+        upstream = server_class(str(repo)).start()
+        router = prepare_router(tmp, "http://127.0.0.1:9/v1")
+        Path(router.env["ROUTER_CONFIG"]).write_text(
+            yaml.safe_dump(config_for(kind, upstream.base_url.removesuffix("/v1")))
+        )
+        trace = tmp / "connect.trace" if shutil.which("strace") else None
+        try:
+            serve_router(router)
+            done, seconds = run_claude(binary, repo, home, router, trace, quiet, client_model)
+        finally:
+            if router.process is not None:
+                stop(router.process)
+            upstream.stop()
+        rows = decisions(tmp / "router.sqlite3")
+        return report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model)
+
+
+def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model) -> bool:
+    problems = []
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = {}
+        problems.append(f"claude printed no JSON (exit {done.returncode}): {done.stdout[-800:]}")
+    if (result.get("result") or "").strip() != FINAL_ANSWER:
+        problems.append(
+            f"final answer: {result.get('result')!r} (is_error={result.get('is_error')})"
+        )
+    if not (repo / "ANSWER.md").exists():
+        problems.append("ANSWER.md was not written: the Write tool did not run")
+    main = [r for r in rows if r["requested_model"] == client_model]
+    tool_steps = len(steps(str(repo)))
+    if len(main) < tool_steps + 1:
+        problems.append(f"{len(main)} main-model decisions; the task needs {tool_steps + 1}")
+    failed = [r for r in rows if r["status_code"] != 200]
+    if failed:
+        problems.append(f"decisions not 200: {failed}")
+    pruned = [r for r in main if (r["pinch_final_tokens"] or 0) < (r["pinch_original_tokens"] or 0)]
+    if not pruned:
+        problems.append("pinch pruned none of Claude Code's requests")
+    # What the tools gave back, as the upstream saw it in the last request.
+    seen = json.dumps(upstream.bodies()[-1]) if upstream.received else ""
+    for tool, evidence in (("Read", "Line 799: the demo"), ("Bash", "CHECK-OK")):
+        if evidence not in seen:
+            problems.append(f"the {tool} tool's result ({evidence!r}) never reached the upstream")
+    local, outside = connects(trace) if trace is not None else (0, [])
+    if trace is not None and not local:
+        problems.append("strace saw no connect at all: the trace is not working")
+    if outside and quiet:
+        problems.append(f"connects off the machine: {outside[:5]}")
+    if getattr(upstream, "protocol_errors", None):
+        problems.append(f"upstream protocol errors: {upstream.protocol_errors[:3]}")
+
+    saved = sum((r["pinch_original_tokens"] or 0) - (r["pinch_final_tokens"] or 0) for r in main)
+    print(f"\n== Claude Code -> router -> {kind} upstream: {seconds:.1f}s, exit {done.returncode}")
+    print(f"final answer: {result.get('result')!r}")
+    print(f"decisions: {len(rows)} ({len(main)} main model, {len(rows) - len(main)} background)")
+    for r in rows:
+        print(
+            f"  {r['requested_model']:<28} -> {r['chosen_model']:<12} {r['path']:<11} "
+            f"status {r['status_code']} stream {bool(r['stream'])} pinch "
+            f"{r['pinch_original_tokens']} -> {r['pinch_final_tokens']} "
+            f"({r['pinch_summarized'] or 0} results compressed), billed prompt "
+            f"{r['prompt_tokens']} (cache read {r['cache_read_tokens']}, "
+            f"written {r['cache_write_tokens']})"
+        )
+    print(f"pinch saved {saved} estimated tokens over {len(pruned)} pruned requests")
+    if trace is None:
+        print("connects: not traced (no strace)")
+    else:
+        print(f"connects: {local} to loopback, {len(outside)} elsewhere {outside[:8]}")
+    for problem in problems:
+        print(f"FAIL: {problem}")
+    if problems and done.stderr:
+        print(f"claude stderr:\n{done.stderr[-2000:]}")
+    return not problems
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--upstream", choices=["anthropic", "openai", "both"], default="both")
+    parser.add_argument("--model", default=CLIENT_MODEL, help="the model name Claude Code asks for")
+    parser.add_argument(
+        "--allow-traffic",
+        action="store_true",
+        help="run without the variables that silence Claude Code, and show what it tries to reach",
+    )
+    args = parser.parse_args()
+    binary = claude_binary()
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
+    print(f"Claude Code {version.stdout.strip()} at {binary}")
+    kinds = ["anthropic", "openai"] if args.upstream == "both" else [args.upstream]
+    results = [
+        check(kind, binary, quiet=not args.allow_traffic, client_model=args.model) for kind in kinds
+    ]
+    sys.exit(0 if all(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
