@@ -2,7 +2,7 @@
 
 The named cases are the ones that crashed the view in issue 13; the property
 tests throw generated bodies at every client endpoint (today chat completions;
-the Messages endpoint joins ENDPOINTS when it lands). Bodies go through the
+and, in their own error shapes, the other client endpoints). Bodies go through the
 whole stack in process (Django's test client) to a real local upstream, so a
 body the schema lets through is really planned, pruned, sent and recorded.
 """
@@ -307,3 +307,30 @@ def test_generated_raw_bytes_never_get_a_5xx(call, endpoint, raw):
     event(f"status {status}")
     assert_openai_answer(status, content_type, content)
     assert RouteDecision.objects.count() == 0
+
+
+# --- the other client protocols: the same promise in their own error shapes ---------
+
+# endpoint -> a check that an error body is in that endpoint's protocol shape
+OTHER_PROTOCOLS = {
+    "/v1/messages": lambda body: body["type"] == "error" and body["error"]["message"],
+}
+
+
+@pytest.mark.parametrize("endpoint", sorted(OTHER_PROTOCOLS))
+@settings(FUZZ, max_examples=EXAMPLES // 2)
+@given(
+    raw=st.binary(max_size=200)
+    | json_values.map(lambda v: json.dumps(v).encode())
+    | chat_bodies.map(lambda v: json.dumps(v).encode())
+)
+def test_generated_bodies_on_the_other_endpoints_never_get_a_5xx(call, upstream, endpoint, raw):
+    rows_before = RouteDecision.objects.count()
+    status, content_type, content = call(raw, endpoint)
+    event(f"{endpoint} status {status}")
+
+    assert status < 500, content[:500]
+    if status != 200:
+        assert content_type.startswith("application/json"), content[:200]
+        assert OTHER_PROTOCOLS[endpoint](json.loads(content)), content[:300]
+        assert RouteDecision.objects.count() == rows_before
