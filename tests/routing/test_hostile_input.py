@@ -1,8 +1,8 @@
 """Hostile and broken bodies: always an answer in the OpenAI shape, never a 5xx, never half a row.
 
 The named cases are the ones that crashed the view in issue 13; the property
-tests throw generated bodies at every client endpoint (today chat completions;
-and, in their own error shapes, the other client endpoints). Bodies go through the
+tests throw generated bodies at every client endpoint (chat completions, and the
+other client protocols in their own error shapes). Bodies go through the
 whole stack in process (Django's test client) to a real local upstream, so a
 body the schema lets through is really planned, pruned, sent and recorded.
 """
