@@ -135,6 +135,9 @@ class ChatRequest:
     # completions (a MessagesSource for /v1/messages): what an upstream of that
     # protocol is sent, with pinch's changes mapped back onto it.
     source: object = None
+    # The client's own name for the conversation (the Responses API's
+    # prompt_cache_key), when it gives one: the prefix probe's key then.
+    conversation: str | None = None
 
     @property
     def has_images(self) -> bool:

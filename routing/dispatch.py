@@ -246,6 +246,9 @@ class Wire:
 
     content_type = "application/json"
 
+    def check(self, plan) -> None:
+        """Raise RouterError for a request the planned model cannot be sent, before any row."""
+
     def answer(self, plan, provider, model, context) -> dict:
         return provider.chat(plan.upstream_body(model), context=context)
 

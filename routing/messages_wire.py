@@ -19,12 +19,13 @@ stream has started and as an ``error`` event after.
 import json
 import logging
 
-from routing.dispatch import DONE_EVENT, Wire, failure_response, upstream_error_event
+from routing.dispatch import Wire, failure_response, upstream_error_event
 from routing.errors import anthropic_error_body, as_anthropic
 from routing.protocols.anthropic.inbound import native_request
 from routing.protocols.anthropic.reply import MessageEvents, sse, to_message
 from routing.protocols.anthropic.response import chat_usage
 from routing.protocols.anthropic.stream import parse_event
+from routing.protocols.chunks import translate
 from routing.providers import ProviderError, StreamReply, provider_for
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,11 @@ class MessagesWire(Wire):
             )
             return StreamReply(reply.response, self._native_events(reply.events, provider))
         reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
-        return StreamReply(reply.response, self._translated_events(reply.events, provider))
+        # Anthropic sends a ping after message_start; clients expect to ignore some.
+        events = translate(
+            reply.events, MessageEvents(self.model_name), sse, provider.name, ({"type": "ping"},)
+        )
+        return StreamReply(reply.response, events)
 
     def _native_events(self, events, provider):
         """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
@@ -96,24 +101,6 @@ class MessagesWire(Wire):
             yield raw
             if kind in ("message_stop", "error"):
                 return
-        raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
-
-    def _translated_events(self, chunks, provider):
-        translator = MessageEvents(self.model_name)
-        for raw in chunks:
-            if raw == DONE_EVENT:
-                for event in translator.end():
-                    yield sse(event)
-                return
-            chunk = parse_event(raw)
-            if chunk is None:
-                continue
-            first = not translator.started
-            for event in translator.feed(chunk):
-                yield sse(event)
-            if first:
-                # Anthropic sends a ping after message_start; clients expect to ignore some.
-                yield sse({"type": "ping"})
         raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
 
     def usage(self, data: dict):

@@ -262,3 +262,30 @@ class RegisteredModel(models.Model):
             "completion_price": self.completion_price,
             "capabilities": capabilities,
         }
+
+
+class StoredResponse(models.Model):
+    """A Responses API answer kept for ``previous_response_id`` and ``GET /v1/responses/{id}``.
+
+    ``input_items`` is the whole conversation the response answered (its own
+    history included), so continuing from it never needs an older row.
+    """
+
+    response_id = models.CharField(max_length=100, unique=True)
+    api_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.CASCADE, related_name="responses"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    input_items = models.JSONField(default=list)
+    response = models.JSONField(help_text="The response object, output items included.")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # Deleting the expired rows when a new one is kept.
+            models.Index(fields=["expires_at"], name="stored_response_expiry_idx"),
+        ]
+
+    def __str__(self):
+        return self.response_id

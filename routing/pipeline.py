@@ -29,7 +29,7 @@ from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
-from routing.providers import CallContext, speaks_messages
+from routing.providers import CallContext, speaks
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
@@ -128,7 +128,7 @@ def plan_request(
     if config.pinch.enabled:
         # One store per process (Redis when configured) for the ledger and the probe.
         store = probe or prefix_probe(settings.REDIS_URL)
-        key = conversation_key(api_key_id, request.model, request.messages)
+        key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     send_messages, pinch = pinch_messages(
         request.messages,
         config.pinch,
@@ -142,10 +142,12 @@ def plan_request(
         candidates = candidates_for(
             config, tier, measured, request.max_tokens, request.needed_capabilities
         )
-        if request.source is not None and request.source.untranslatable:
-            # Server tools, documents...: only a model that takes the Messages API
-            # as sent can serve them (Claude Code's WebSearch is such a request).
-            native = [m for m in candidates if speaks_messages(config, m)]
+        source = request.source
+        if source is not None and source.needs_native:
+            # Server tools, documents, built-in tools...: only a model that takes the
+            # client's protocol as sent can serve them (Claude Code's WebSearch, a
+            # Responses request with file_search, are such requests).
+            native = [m for m in candidates if speaks(config, m, source.native_flag)]
             candidates = native or candidates
     else:
         candidates = [pinned]

@@ -5,7 +5,9 @@ an early message this turn, the prefix breaks there and the discount is lost;
 these three integers per decision (matching leading messages, previous and
 current payload length) are the evidence.
 
-A conversation is recognised without the client's help: a hash of the API
+A client that names its conversations (the Responses API's
+``prompt_cache_key``, sent by Codex CLI) is taken at its word. Otherwise a
+conversation is recognised without the client's help: a hash of the API
 key, the requested model, the first system message and the first user
 message. Limits: two conversations that open identically under one key (the
 same task run twice at once) share a slot and disturb each other's figures;
@@ -53,7 +55,11 @@ REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"
 
 
-def conversation_key(api_key_id, requested_model: str, messages) -> str:
+def conversation_key(api_key_id, requested_model: str, messages, named: str | None = None) -> str:
+    """The conversation's slot: the client's own name for it when given, else its opening."""
+    if named is not None:
+        seed = json.dumps([api_key_id, "named", named])
+        return hashlib.blake2b(seed.encode(), digest_size=16).hexdigest()
     first = {}
     for message in messages:
         role = message.get("role")

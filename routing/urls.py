@@ -1,5 +1,7 @@
-"""The API under /v1/: OpenAI chat completions, the Anthropic Messages API, the models;
-anything else under /v1/ answers a JSON 404."""
+"""The API under /v1/: OpenAI chat completions and Responses, the Anthropic Messages API,
+the models; anything else under /v1/ answers a JSON 404."""
+
+import re
 
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
@@ -10,6 +12,9 @@ from routing.views import (
     MessagesView,
     ModelsView,
     ModelView,
+    ResponseInputItemsView,
+    ResponsesView,
+    ResponseView,
     unknown_endpoint,
 )
 
@@ -17,6 +22,13 @@ urlpatterns = [
     path("chat/completions", ChatCompletionsView.as_view(), name="chat-completions"),
     path("messages", MessagesView.as_view(), name="messages"),
     path("messages/count_tokens", CountTokensView.as_view(), name="messages-count-tokens"),
+    path("responses", ResponsesView.as_view(), name="responses"),
+    path("responses/<str:response_id>", ResponseView.as_view(), name="response"),
+    path(
+        "responses/<str:response_id>/input_items",
+        ResponseInputItemsView.as_view(),
+        name="response-input-items",
+    ),
     path("models", ModelsView.as_view(), name="models"),
     path("models/<path:model_id>", ModelView.as_view(), name="model"),
     # Last: every other path, whatever the method (no CSRF: API clients send no cookie).
@@ -31,7 +43,7 @@ def served_endpoints() -> list[str]:
         view = getattr(pattern.callback, "view_class", None)  # set by every as_view()
         if view is None:
             continue
-        route = "/v1/" + str(pattern.pattern).replace("<path:model_id>", "{id}")
+        route = "/v1/" + re.sub(r"<(?:\w+:)?\w+>", "{id}", str(pattern.pattern))
         methods = [m.upper() for m in view.http_method_names if m != "options" and hasattr(view, m)]
         served += [f"{method} {route}" for method in methods]
     return served

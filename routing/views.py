@@ -1,7 +1,8 @@
-"""The API: POST /v1/chat/completions, POST /v1/messages (+ count_tokens), GET /v1/models[/{id}].
+"""The API: POST /v1/chat/completions, POST /v1/messages (+ count_tokens), POST /v1/responses
+(+ GET and DELETE /v1/responses/{id}, GET .../input_items), GET /v1/models[/{id}].
 
 Views are thin: authenticate, parse the body with the one schema of its
-protocol, call the pipeline, render. Both completion endpoints run the same
+protocol, call the pipeline, render. The three completion endpoints run the same
 ``_serve``; what differs is the parser, the dispatcher's wire and the error
 shape (OpenAI's, or Anthropic's on /v1/messages), through routing.errors. Any
 other path under /v1 (``unknown_endpoint``) gets a JSON 404 that lists the
@@ -20,6 +21,7 @@ from django.http import JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from routing import dispatch
@@ -38,8 +40,29 @@ from routing.messages_request import parse_messages_body
 from routing.messages_wire import MessagesWire, count_tokens, forwarded_headers
 from routing.models import ApiKey
 from routing.pipeline import open_decision, plan_request, unknown_model_error
+from routing.responses_request import parse_responses_body
+from routing.responses_store import delete_response, input_items_page, stored_response
+from routing.responses_wire import ResponsesWire, optional_tools
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
+
+
+class AnyAccept(BaseContentNegotiation):
+    """The API answers JSON or an event stream whatever ``Accept`` says.
+
+    The views build their responses themselves; DRF's negotiation would only
+    refuse clients that ask for ``text/event-stream`` (Codex CLI does) with a 406.
+    """
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class ApiView(APIView):
+    content_negotiation_class = AnyAccept
 
 
 def _authenticated_key(request) -> ApiKey:
@@ -136,25 +159,27 @@ def _config():
         raise database_unavailable_error("the configuration cannot be read") from None
 
 
-def _serve(request, parse, wire, error_response):
+def _serve(request, parse, wire_for, render_error):
     """Authenticate, parse, plan, record, dispatch: every completion endpoint's one path."""
     started = time.monotonic()
     try:
         key = _authenticated_key(request)
-        chat = parse(_read_body(request))
+        chat = parse(_read_body(request), key)
         config = _config()
         dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
         plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
         if dry_run:
             return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
+        wire = wire_for(request, chat, key, config)
+        wire.check(plan)
         decision = open_decision(plan, key)
     except RouterError as error:
-        return error_response(error)
+        return render_error(error)
     headers = explain_headers(plan, decision.id)
     headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
     if chat.stream:
-        return dispatch.stream(plan, decision, headers, wire(request, chat))
-    return dispatch.complete(plan, decision, headers, wire(request, chat))
+        return dispatch.stream(plan, decision, headers, wire)
+    return dispatch.complete(plan, decision, headers, wire)
 
 
 def _anthropic_error(error: RouterError):
@@ -162,7 +187,9 @@ def _anthropic_error(error: RouterError):
 
 
 @method_decorator(csrf_exempt, name="dispatch")
-class ChatCompletionsView(View):
+class OpenAIView(View):
+    """An OpenAI completion endpoint: POST only, every error in the OpenAI shape."""
+
     http_method_names = ["post"]
 
     def http_method_not_allowed(self, request, *args, **kwargs):
@@ -173,9 +200,14 @@ class ChatCompletionsView(View):
             headers={"Allow": "POST"},
         )
 
+
+class ChatCompletionsView(OpenAIView):
     def post(self, request):
         return _serve(
-            request, parse_chat_body, lambda request, chat: dispatch.CHAT, router_error_response
+            request,
+            lambda raw, key: parse_chat_body(raw),
+            lambda request, chat, key, config: dispatch.CHAT,
+            router_error_response,
         )
 
 
@@ -199,8 +231,8 @@ class MessagesView(AnthropicView):
     def post(self, request):
         return _serve(
             request,
-            parse_messages_body,
-            lambda request, chat: MessagesWire(forwarded_headers(request), chat.model),
+            lambda raw, key: parse_messages_body(raw),
+            lambda request, chat, key, config: MessagesWire(forwarded_headers(request), chat.model),
             _anthropic_error,
         )
 
@@ -243,7 +275,53 @@ def _model_object(config, model_id: str, created: int) -> dict | None:
     }
 
 
-class ModelsView(APIView):
+class ResponsesView(OpenAIView):
+    """The OpenAI Responses API, for Codex CLI and the openai-agents SDK."""
+
+    def post(self, request):
+        return _serve(
+            request,
+            lambda raw, key: parse_responses_body(raw, key.pk, optional_tools(request)),
+            lambda request, chat, key, config: ResponsesWire(
+                chat, key.pk, config.responses.store_ttl_hours
+            ),
+            router_error_response,
+        )
+
+
+class ResponseView(ApiView):
+    """A stored response: read it back, or delete it."""
+
+    def get(self, request, response_id):
+        try:
+            key = _authenticated_key(request)
+            row = stored_response(key.pk, response_id)
+        except RouterError as error:
+            return router_error_response(error)
+        return JsonResponse(row.response)
+
+    def delete(self, request, response_id):
+        try:
+            key = _authenticated_key(request)
+            delete_response(key.pk, response_id)
+        except RouterError as error:
+            return router_error_response(error)
+        return JsonResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+class ResponseInputItemsView(ApiView):
+    """The input items a stored response answered, a page at a time."""
+
+    def get(self, request, response_id):
+        try:
+            key = _authenticated_key(request)
+            page = input_items_page(key.pk, response_id, request.GET)
+        except RouterError as error:
+            return router_error_response(error)
+        return JsonResponse(page)
+
+
+class ModelsView(ApiView):
     """The models, in a list both SDKs read: OpenAI's fields and Anthropic's side by side."""
 
     def get(self, request):
@@ -267,7 +345,7 @@ class ModelsView(APIView):
         )
 
 
-class ModelView(APIView):
+class ModelView(ApiView):
     """GET /v1/models/{id}: what the SDKs' ``models.retrieve`` calls."""
 
     def get(self, request, model_id):

@@ -44,6 +44,10 @@ class ProviderConfig(Strict):
     # no temperature/top_p: they are not sent), and anthropic-beta flags to send.
     anthropic_version: str = "2026-10-21"
     anthropic_beta: tuple[str, ...] = ()
+    # kind openai: the upstream also serves the Responses API (/responses), as
+    # OpenAI does; Responses clients (Codex CLI) are then passed through to it
+    # natively instead of translated to chat completions.
+    responses_api: bool = False
 
     @field_validator("base_url")
     @classmethod
@@ -214,6 +218,12 @@ class ObjectiveConfig(Strict):
     billing_reset_day: int | None = Field(None, ge=1, le=31)
 
 
+class ResponsesConfig(Strict):
+    # How long a response made with store: true can be continued from
+    # (previous_response_id) or read back (GET /v1/responses/{id}).
+    store_ttl_hours: float = Field(720.0, gt=0)
+
+
 class RouterConfig(Strict):
     providers: dict[str, ProviderConfig]
     models: tuple[ModelConfig, ...]
@@ -221,6 +231,7 @@ class RouterConfig(Strict):
     classifier: ClassifierConfig = ClassifierConfig()
     pinch: PinchConfig = PinchConfig()
     objective: ObjectiveConfig = ObjectiveConfig()
+    responses: ResponsesConfig = ResponsesConfig()
     # Client model names (exact, or globs like "claude-haiku-*") -> a model id or
     # the auto model. Claude Code asks for Claude names; this sends its main
     # model to auto and its background model to a cheap tier. An exact alias

@@ -19,7 +19,7 @@ __all__ = [
     "StreamReply",
     "monotonic_ms",
     "provider_for",
-    "speaks_messages",
+    "speaks",
 ]
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
@@ -29,9 +29,13 @@ PROVIDER_CLASSES: dict[str, type[Provider]] = {
 }
 
 
-def speaks_messages(config: RouterConfig, model: ModelConfig) -> bool:
-    """Whether the model's provider takes a Messages API request as the client sent it."""
-    return PROVIDER_CLASSES[config.providers[model.provider].kind].speaks_messages
+def speaks(config: RouterConfig, model: ModelConfig, flag: str) -> bool:
+    """Whether the model's provider takes the client's protocol as sent.
+
+    ``flag``: the provider's feature flag for it, ``speaks_messages`` or
+    ``speaks_responses`` (a source's ``native_flag``).
+    """
+    return bool(getattr(provider_for(model.provider, config.providers[model.provider]), flag))
 
 
 _lock = threading.Lock()

@@ -89,6 +89,9 @@ class Provider:
     # Takes a Messages API request as the client sent it (``messages``,
     # ``messages_stream``, ``count_tokens``): /v1/messages goes out untranslated.
     speaks_messages = False
+    # Takes a Responses API request as the client sent it (``responses``,
+    # ``responses_stream``): /v1/responses goes out untranslated.
+    speaks_responses = False
 
     def __init__(self, name: str, config: ProviderConfig):
         self.name = name

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from routing.protocols.anthropic.request import MessagesRequest, TranslationError
 from routing.protocols.anthropic.response import THINKING_BLOCKS
@@ -47,6 +48,12 @@ class MessagesSource:
     block_of: list = field(default_factory=list)
     # what a chat-completions upstream cannot be sent: "messages.0.content.1: 'document'"
     untranslatable: tuple = ()
+    # the provider flag of a model that takes this request as sent (routing.providers.speaks)
+    native_flag: ClassVar[str] = "speaks_messages"
+
+    @property
+    def needs_native(self) -> bool:
+        return bool(self.untranslatable)
 
 
 def _bad(message: str, param: str | None = None) -> TranslationError:

@@ -21,6 +21,7 @@ import json
 import uuid
 
 from routing.protocols.anthropic.response import FINISH_REASONS
+from routing.protocols.chunks import ChunkEvents
 
 # chat finish_reason -> the stop reason that FINISH_REASONS maps to it (first of each).
 STOP_REASONS: dict[str, str] = {}
@@ -103,7 +104,7 @@ def sse(event: dict) -> bytes:
     return f"event: {event['type']}\ndata: ".encode() + json.dumps(event).encode()
 
 
-class MessageEvents:
+class MessageEvents(ChunkEvents):
     """Feed chat-completions chunks in order; get the Messages events each one makes.
 
     One block is open at a time, as Anthropic streams them: a new tool call
@@ -111,42 +112,19 @@ class MessageEvents:
     """
 
     def __init__(self, model_name: str):
+        super().__init__()
         self.model_name = model_name
-        self.started = False
         self.blocks = 0  # content blocks opened so far
         self.open: int | None = None  # index of the open block
         self.open_is_text = False
         self.tools: dict[int, int] = {}  # chat tool call index -> block index
-        self.finish = None
-        self.usage: dict = {}
 
-    def feed(self, chunk: dict) -> list[dict]:
-        events = []
-        if not self.started:
-            self.started = True
-            events.append(self._message_start())
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
-        for choice in choices:
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            if isinstance(delta.get("content"), str) and delta["content"]:
-                events += self._text(delta["content"])
-            calls = delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else []
-            for call in calls:
-                if isinstance(call, dict):
-                    events += self._tool(call)
-            if choice.get("finish_reason"):
-                self.finish = choice["finish_reason"]
-        return events
+    def opening(self) -> list[dict]:
+        return [self._message_start()]
 
     def end(self) -> list[dict]:
         """The closing events, once the upstream's stream is complete."""
-        events = [] if self.started else [self._message_start()]
-        self.started = True
-        events += self._close()
+        events = self.start() + self._close()
         events.append(
             {
                 "type": "message_delta",
@@ -185,7 +163,7 @@ class MessageEvents:
         events.append({"type": "content_block_start", "index": self.open, "content_block": block})
         return events
 
-    def _text(self, text: str) -> list[dict]:
+    def text(self, text: str) -> list[dict]:
         events = []
         if self.open is None or not self.open_is_text:
             events = self._start({"type": "text", "text": ""}, is_text=True)
@@ -193,7 +171,7 @@ class MessageEvents:
         events.append({"type": "content_block_delta", "index": self.open, "delta": delta})
         return events
 
-    def _tool(self, call: dict) -> list[dict]:
+    def tool(self, call: dict) -> list[dict]:
         events = []
         index = call.get("index", 0)
         function = call.get("function") if isinstance(call.get("function"), dict) else {}

@@ -1,0 +1,225 @@
+"""The Responses API's side of the upstream call: native where it is spoken, translated elsewhere.
+
+A /v1/responses request was planned like any other (routing.pipeline); here
+the dispatcher's ``Wire`` is told how to reach the model it chose:
+
+* a provider with ``responses_api: true`` (OpenAI) gets the client's own
+  body, its items as sent except the ``function_call_output`` items pinch
+  rewrote (``inbound.native_body``), history from a stored response inlined;
+  its answer and events are relayed as they come, only ``model`` set back to
+  the name the client asked for;
+* any other provider (OpenAI-compatible chat, or Claude through the Anthropic
+  provider's translation) gets the chat-completions translation, and its
+  answer and chunks become a ``response`` and the Responses event stream
+  (``protocols.responses.reply``). Built-in tools it cannot run are a 400
+  naming them, unless the client listed them in ``X-Router-Optional-Tools``:
+  those are left out, with a log line, as are reasoning items.
+
+A finished response the client did not mark ``store: false`` is kept
+(routing.responses_store) for ``previous_response_id``. Failures leave in the
+OpenAI error shape before the stream has started, and as ``response.failed``
+(or an ``error`` event, on a native stream) after.
+"""
+
+import logging
+
+from routing.dispatch import Wire, upstream_error_event
+from routing.errors import RouterError, error_body
+from routing.protocols.anthropic.stream import parse_event
+from routing.protocols.chunks import translate
+from routing.protocols.responses.inbound import native_body
+from routing.protocols.responses.reply import (
+    ResponseEvents,
+    chat_usage,
+    new_id,
+    sse,
+    to_response,
+)
+from routing.providers import ProviderError, StreamReply, provider_for
+from routing.responses_store import keep_response
+
+log = logging.getLogger(__name__)
+
+OPTIONAL_TOOLS_HEADER = "HTTP_X_ROUTER_OPTIONAL_TOOLS"
+# Events that end a Responses stream.
+FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+def optional_tools(request) -> frozenset:
+    """Built-in tool types the client lets the router leave out (``*``: all of them)."""
+    value = request.META.get(OPTIONAL_TOOLS_HEADER, "")
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+class ResponsesWire(Wire):
+    def __init__(self, request, api_key_id, store_ttl_hours: float):
+        self.source = request.source
+        self.model_name = self.source.model  # what the client asked for, and is answered as
+        self.api_key_id = api_key_id
+        self.store_ttl_hours = store_ttl_hours
+        self.response_id = new_id("resp")
+        self.events = None  # the translator of a translated stream
+        self.last_sequence = -1
+
+    # What a chat upstream cannot be sent.
+
+    def _refusal(self, model, provider) -> str | None:
+        """Why ``model`` cannot take this request, or None."""
+        if provider.speaks_responses:
+            return None
+        source = self.source
+        refused = source.refused_tools
+        if not source.needs_native:
+            return None
+        what = "; ".join([f"built-in tool {t!r}" for t in refused] + list(source.untranslatable))
+        return (
+            f"The model {model.id!r} (provider {provider.name!r}) is not served through the "
+            f"Responses API and cannot run or read: {what}. Use a model whose provider has "
+            "responses_api: true, or send X-Router-Optional-Tools naming the built-in tools "
+            "the router may leave out."
+        )
+
+    def check(self, plan) -> None:
+        model = plan.model
+        provider = provider_for(model.provider, plan.config.providers[model.provider])
+        message = self._refusal(model, provider)
+        if message is not None:
+            raise RouterError(400, message, "unsupported_tool", "tools")
+
+    def _chat_body(self, plan, provider, model) -> dict:
+        message = self._refusal(model, provider)
+        if message is not None:
+            # A fallback candidate that cannot take what the first one could.
+            raise ProviderError(
+                "status", message, 400, error_body(400, message, "unsupported_tool")
+            )
+        source = self.source
+        if source.builtin_tools:
+            log.info(
+                "responses_tools_dropped model=%s tools=%s",
+                model.id,
+                ",".join(source.builtin_tools),
+            )
+        if source.dropped_reasoning:
+            log.info(
+                "responses_reasoning_dropped model=%s items=%d", model.id, source.dropped_reasoning
+            )
+        body = plan.upstream_body(model)
+        if not provider.speaks_messages:
+            # Claude's thinking blocks mean something to Claude alone.
+            body["messages"] = [
+                {k: v for k, v in m.items() if k != "thinking_blocks"} for m in body["messages"]
+            ]
+        return body
+
+    def _native_body(self, plan, model) -> dict:
+        return native_body(self.source, plan.request.messages, plan.send_messages, model.send_as)
+
+    # The Wire.
+
+    def answer(self, plan, provider, model, context) -> dict:
+        if provider.speaks_responses:
+            response = {
+                **provider.responses(self._native_body(plan, model)),
+                "model": self.model_name,
+            }
+        else:
+            completion = provider.chat(self._chat_body(plan, provider, model), context=context)
+            response = to_response(completion, self.source, self.response_id, self.model_name)
+        self.keep(response)
+        return response
+
+    def open_stream(self, plan, provider, model, context):
+        if provider.speaks_responses:
+            reply = provider.responses_stream(self._native_body(plan, model))
+            return StreamReply(reply.response, self._native_events(reply.events, provider))
+        reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
+        self.events = ResponseEvents(self.source, self.response_id, self.model_name)
+        events = translate(reply.events, self.events, sse, provider.name)
+        return StreamReply(reply.response, events)
+
+    def _native_events(self, events, provider):
+        """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
+        for raw in events:
+            event = parse_event(raw)
+            kind = event.get("type") if event else None
+            if event and isinstance(event.get("response"), dict):
+                event["response"]["model"] = self.model_name
+                raw = sse(event)
+            yield raw
+            if kind in FINAL_EVENTS:
+                return
+        raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
+
+    def usage(self, data: dict):
+        return chat_usage(data.get("usage"))
+
+    def answer_chars(self, data: dict) -> int:
+        return sum(_item_chars(item) for item in data.get("output") or ())
+
+    def watcher(self, plan, outcome):
+        return ResponsesWatcher(self, outcome)
+
+    def stream_error_event(self, status: int, message: str) -> bytes:
+        code = "upstream_timeout" if status == 504 else "upstream_stream_broken"
+        if self.events is not None:
+            return sse(self.events.failed(code, message)) + b"\n\n"
+        event = {
+            "type": "error",
+            "sequence_number": self.last_sequence + 1,
+            "code": code,
+            "message": message,
+            "param": None,
+        }
+        return sse(event) + b"\n\n"
+
+    def keep(self, response: dict) -> None:
+        """Store a finished response unless the client said ``store: false``."""
+        if self.source.body.get("store") is False:
+            return
+        if response.get("status") not in ("completed", "incomplete"):
+            return
+        keep_response(self.api_key_id, self.source.items, response, self.store_ttl_hours)
+
+
+def _item_chars(item) -> int:
+    if not isinstance(item, dict):
+        return 0
+    if item.get("type") == "message":
+        return sum(len(part.get("text") or "") for part in item.get("content") or ())
+    return len(item.get("arguments") or item.get("input") or "")
+
+
+class ResponsesWatcher:
+    """Reads a Responses event stream as it is relayed: usage, errors, answer size, the end."""
+
+    def __init__(self, wire: ResponsesWire, outcome):
+        self.wire = wire
+        self.outcome = outcome
+        self.answer_chars = 0
+        self.completed = False  # a final event: the upstream said it was done
+
+    def see(self, raw: bytes) -> tuple[bytes | None, bool]:
+        event = parse_event(raw)
+        if event is None:
+            return raw, False
+        kind = event.get("type")
+        if isinstance(event.get("sequence_number"), int):
+            self.wire.last_sequence = event["sequence_number"]
+        delta = event.get("delta")
+        if kind in ("response.output_text.delta", "response.function_call_arguments.delta"):
+            self.answer_chars += len(delta) if isinstance(delta, str) else 0
+        if kind in FINAL_EVENTS:
+            self.completed = True
+            response = event.get("response") if isinstance(event.get("response"), dict) else {}
+            self.outcome.take_usage(chat_usage(response.get("usage")))
+            if kind in ("error", "response.failed"):
+                error = event if kind == "error" else response.get("error") or {}
+                error = error if isinstance(error, dict) else {}
+                upstream_error_event(
+                    self.outcome, {"message": f"{error.get('code')}: {error.get('message')}"}
+                )
+            else:
+                self.wire.keep(response)
+            return raw, True
+        return raw, False
