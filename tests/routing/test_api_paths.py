@@ -19,7 +19,7 @@ def sdk(live_server, router_config, api_key):
 @pytest.mark.parametrize(
     "method, path",
     [
-        ("POST", "/v1/responses"),
+        ("POST", "/v1/responses/resp_1/cancel"),
         ("POST", "/v1/embeddings"),
         ("GET", "/v1/files"),
         ("POST", "/v1/chat/completions/extra"),
@@ -42,7 +42,13 @@ def test_an_unserved_v1_path_answers_a_json_404_listing_the_served_endpoints(
     error = response.json()["error"]
     assert error["code"] == "unknown_endpoint"
     assert f"{method} {path}" in error["message"]
-    for served in ("POST /v1/chat/completions", "GET /v1/models", "GET /v1/models/{id}"):
+    for served in (
+        "POST /v1/chat/completions",
+        "POST /v1/responses",
+        "GET /v1/responses/{id}",
+        "GET /v1/models",
+        "GET /v1/models/{id}",
+    ):
         assert served in error["message"]
 
 

@@ -119,3 +119,25 @@ def anthropic_config(anthropic_url: str, openai_url: str) -> dict:
         claude_model("claude-text-only", capabilities=[]),
     ]
     return data
+
+
+def responses_config(anthropic_url: str, openai_url: str) -> dict:
+    """The Anthropic config plus provider ``native``: the OpenAI upstream with its Responses API.
+
+    ``native-echo`` is answered by the test upstream's /v1/responses; every
+    other model of provider ``up`` by its chat completions; ``claude-echo`` by
+    the Anthropic server; ``script-agent`` (chat) and ``script-native``
+    (Responses) play the upstream's ``script``.
+    """
+    data = anthropic_config(anthropic_url, openai_url)
+    data["providers"]["native"] = {
+        **data["providers"]["up"],
+        "responses_api": True,
+        "timeout_seconds": 5,
+    }
+    data["models"] += [
+        _model("native-echo", "medium", 1.0, ("tools", "vision", "json_mode"), provider="native"),
+        _model("script-agent", "hard", 1.0, window=400000),
+        _model("script-native", "hard", 1.0, window=400000, provider="native"),
+    ]
+    return data

@@ -27,10 +27,17 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them).
 - ``ra-<seconds>-<n>-*``: 429 with ``Retry-After: <seconds>`` for the first <n>
   requests, then echoes.
+- ``script-*``: plays ``server.script``, a list of steps (``{"call": name,
+  "arguments": {...}}`` or ``{"text": ...}``): the step is the number of tool
+  results in the request, so an agent is led through several tool rounds to
+  a final answer; past the end, the last step.
 - ``cache-*``: like echo, with usage as a provider that caches prompt prefixes by
   itself reports it: ``prompt_tokens`` the messages' characters / 3, and
   ``prompt_tokens_details.cached_tokens`` the tokens of the leading messages
   equal to the previous ``cache-*`` request's (OpenAI's automatic cache).
+
+POST /v1/responses is the Responses API, served by
+tests/support/responses_upstream.py.
 
 Every request is kept in ``server.received`` (path, headers, raw body bytes,
 the monotonic time it arrived, and the client's address, which tells
@@ -42,6 +49,7 @@ import json
 import re
 import time
 
+from tests.support import responses_upstream
 from tests.support.local_server import LocalHandler, LocalServer
 
 ANSWER = "Hello from the test upstream."
@@ -97,13 +105,35 @@ class UpstreamHandler(LocalHandler):
             return
         if model.startswith("garbage"):
             return self._raw(200, b"<html>not json</html>", "text/html")
+        if self.path.endswith("/responses"):
+            return responses_upstream.answer(self, body, ANSWER)
         if body.get("stream"):
             return self._stream(body, slow=model.startswith("slow"))
         return self._json(200, self._completion(body))
 
+    def _script_step(self, body) -> dict | None:
+        if not body.get("model", "").startswith("script"):
+            return None
+        script = self.server.script
+        done = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
+        return script[min(done, len(script) - 1)]
+
     def _tool_calls(self, body) -> list:
         """The calls to answer with: none after tool results or without tools offered."""
         messages = body.get("messages") or [{}]
+        step = self._script_step(body)
+        if step is not None:
+            if "call" not in step:
+                return []
+            done = sum(1 for m in messages if m.get("role") == "tool")
+            arguments = json.dumps(step.get("arguments") or {})
+            return [
+                {
+                    "id": f"call_script_{done + 1}",
+                    "type": "function",
+                    "function": {"name": step["call"], "arguments": arguments},
+                }
+            ]
         if not body.get("tools") or messages[-1].get("role") == "tool":
             return []
         name = _tool_name(body)
@@ -119,6 +149,9 @@ class UpstreamHandler(LocalHandler):
 
     def _text(self, body) -> str:
         model = body.get("model", "")
+        step = self._script_step(body)
+        if step is not None and "text" in step:
+            return step["text"]
         results = []
         for message in reversed(body.get("messages") or ()):
             if message.get("role") != "tool":
@@ -330,6 +363,7 @@ class UpstreamServer(LocalServer):
     def __init__(self, address=("127.0.0.1", 0), handler=None):
         super().__init__(address, handler or UpstreamHandler)
         self.cached_prefix = []
+        self.script = [{"text": ANSWER}]
 
     @property
     def base_url(self):

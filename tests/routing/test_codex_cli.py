@@ -1,0 +1,200 @@
+"""The real client: Codex CLI (npm @openai/codex) in ``codex exec`` mode, through the router.
+
+Codex speaks only the Responses API. In a scratch git repo it is given a
+custom model provider whose ``base_url`` is the router (``wire_api =
+"responses"``); the router sends its requests to the test upstream's chat
+completions, where a script answers with tool calls: Codex runs each command
+in the scratch repo, sends the output back as a ``function_call_output``,
+and after the last one prints the upstream's final answer. Telemetry,
+feedback and update checks are off; the proxy variables point at a loopback
+recorder that refuses everything, so nothing leaves the machine, and the
+test knows what Codex tried to reach beyond the router.
+
+Codex is installed by scripts/install-codex (CI runs it); ``CODEX_BIN``
+names the binary.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from routing.models import RouteDecision
+from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
+from tests.support.egress import EgressRecorder
+from tests.support.responses_upstream import ENCRYPTED
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEFAULT_BIN = Path.home() / ".cache/router-tests/codex-0.171.0/node_modules/.bin/codex"
+TASK = "Look at the repo and tell me what notes.txt says."
+FINAL = "Three files checked: notes.txt has 3 lines and says the build is green."
+SCRIPT = [
+    {"call": "exec_command", "arguments": {"cmd": "ls"}},
+    {"call": "exec_command", "arguments": {"cmd": "cat notes.txt"}},
+    {"call": "exec_command", "arguments": {"cmd": "wc -l notes.txt"}},
+    {"text": FINAL},
+]
+
+
+@pytest.fixture
+def codex_bin():
+    found = os.environ.get("CODEX_BIN") or (str(DEFAULT_BIN) if DEFAULT_BIN.exists() else None)
+    if not found or not shutil.which(found):
+        if os.environ.get("CI"):
+            pytest.fail("CI needs Codex CLI: run scripts/install-codex and set CODEX_BIN")
+        pytest.skip("Codex CLI is not installed (scripts/install-codex, then set CODEX_BIN)")
+    return found
+
+
+@pytest.fixture
+def scratch_repo(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "notes.txt").write_text("build: green\ntests: 42 passed\nowner: router team\n")
+    (repo / "main.py").write_text("print('hello')\n")
+    (repo / "README.md").write_text("# scratch\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return repo
+
+
+def codex_home(tmp_path, router_url: str, model: str) -> Path:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        f"""
+model = "{model}"
+model_provider = "router"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[model_providers.router]
+name = "LLM router"
+base_url = "{router_url}/v1"
+env_key = "ROUTER_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+# Codex offers its built-in web_search tool, which a chat upstream cannot run.
+http_headers = {{ "X-Router-Optional-Tools" = "web_search" }}
+"""
+    )
+    return home
+
+
+def run_codex(codex_bin, repo: Path, home: Path, api_key: str, task: str = TASK):
+    """Run ``codex exec`` in ``repo``; (the finished process, what it tried to reach)."""
+    with EgressRecorder() as egress:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home.parent),
+            "CODEX_HOME": str(home),
+            "ROUTER_API_KEY": api_key,
+            "HTTP_PROXY": egress.url,
+            "HTTPS_PROXY": egress.url,
+            "ALL_PROXY": egress.url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "NO_COLOR": "1",
+        }
+        done = subprocess.run(
+            [codex_bin, "exec", "--sandbox", "danger-full-access", "--skip-git-repo-check", task],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+        return done, list(egress.targets)
+
+
+def tool_outputs(body) -> list:
+    """The command outputs Codex sent back, from a chat or a Responses request."""
+    if "messages" in body:
+        return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    return [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+
+
+# model -> what the router sends it: chat completions (translated) or the Responses API (native)
+MODELS = {"script-agent": "/v1/chat/completions", "script-native": "/v1/responses"}
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
+    model,
+    codex_bin,
+    scratch_repo,
+    tmp_path,
+    live_server,
+    upstream,
+    write_config,
+    monkeypatch,
+    api_key,
+):
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+    upstream.script = SCRIPT
+    home = codex_home(tmp_path, live_server.url, model)
+
+    done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
+
+    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
+    assert done.returncode == 0, report
+    assert FINAL in done.stdout, report
+
+    assert {r["path"] for r in upstream.received} == {MODELS[model]}, report
+    bodies = [json.loads(r["body"]) for r in upstream.received]
+    assert len(bodies) == 4, report
+    # Each command's real output went back to the model as a tool result.
+    results = tool_outputs(bodies[-1])
+    assert len(results) == 3
+    assert "notes.txt" in results[0] and "main.py" in results[0]
+    assert "tests: 42 passed" in results[1]
+    assert "3 notes.txt" in results[2]
+    if model == "script-agent":
+        # Codex's tools reached the chat upstream as functions, its web_search left out.
+        names = {t["function"]["name"] for t in bodies[0]["tools"]}
+        assert "exec_command" in names and "web_search" not in names
+        assert all(
+            m["name"] == "exec_command" for m in bodies[-1]["messages"] if m["role"] == "tool"
+        )
+    else:
+        # The Responses upstream got Codex's tools as sent, web_search included, and
+        # the encrypted reasoning it produced came back to it untouched.
+        assert "web_search" in [t["type"] for t in bodies[0]["tools"]]
+        if "reasoning.encrypted_content" in (bodies[0].get("include") or ()):
+            reasoning = [i for i in bodies[-1]["input"] if i.get("type") == "reasoning"]
+            assert reasoning and all(i["encrypted_content"] == ENCRYPTED for i in reasoning)
+
+    rows = list(RouteDecision.objects.order_by("id"))
+    assert len(rows) == 4
+    assert all(r.status_code == 200 and r.stream and r.chosen_model == model for r in rows)
+    # Only loopback traffic: the recorder refused whatever Codex tried beyond the router.
+    print(f"Codex tried to reach, beyond the router: {tried or 'nothing'}")
+
+
+def test_codex_on_the_auto_model_is_routed(
+    codex_bin, scratch_repo, tmp_path, live_server, upstream, write_config, monkeypatch, api_key
+):
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+    home = codex_home(tmp_path, live_server.url, "auto")
+
+    done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
+
+    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
+    assert done.returncode == 0, report
+    # The echo models call the first tool once, then answer naming the result they got.
+    assert "Got 1 results: call_1" in done.stdout, report
+    rows = list(RouteDecision.objects.order_by("id"))
+    assert len(rows) == 2
+    assert all(r.path == "routed" and r.requested_model == "auto" for r in rows)
+    assert all(r.status_code == 200 and r.chosen_model.startswith("echo-") for r in rows)

@@ -1,0 +1,167 @@
+"""The Responses API side of the OpenAI test upstream: POST /v1/responses, plain and streamed.
+
+What OpenAI serves beside chat completions, for the router's native path
+(a provider with ``responses_api: true``). It answers as the chat side does:
+a ``function_call`` to the first function tool when tools are offered and
+the last input item is not a tool output, else text (naming the call ids of
+the outputs it was given). Asked to ``include`` ``reasoning.encrypted_content``
+it puts a ``reasoning`` item with an opaque ``encrypted_content`` before its
+answer, as a reasoning model does; the client is to send it back untouched.
+Events carry increasing ``sequence_number``s and end with ``response.completed``.
+A ``script-*`` model plays the server's ``script``, one step per tool output
+in the input, as the chat side does.
+"""
+
+import json
+import time
+
+ENCRYPTED = "gAAAAB-opaque-reasoning-blob=="
+USAGE = {
+    "input_tokens": 13,
+    "input_tokens_details": {"cached_tokens": 5},
+    "output_tokens": 9,
+    "output_tokens_details": {"reasoning_tokens": 2},
+    "total_tokens": 22,
+}
+
+
+def _items(body) -> list:
+    value = body.get("input")
+    return (
+        [{"type": "message", "role": "user", "content": value}] if isinstance(value, str) else value
+    )
+
+
+def _call(name: str, arguments: dict, number: int) -> dict:
+    return {
+        "type": "function_call",
+        "id": f"fc_{number}",
+        "call_id": f"call_{number}",
+        "name": name,
+        "arguments": json.dumps(arguments),
+        "status": "completed",
+    }
+
+
+def _message(text: str) -> dict:
+    return {
+        "type": "message",
+        "id": "msg_1",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+    }
+
+
+def output_items(body, answer: str, script: list) -> list:
+    """The answer's items; a ``script-*`` model plays ``script`` as the chat side does."""
+    items = _items(body)
+    output = []
+    if "reasoning.encrypted_content" in (body.get("include") or ()):
+        output.append(
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": ENCRYPTED}
+        )
+    done = sum(1 for item in items if item.get("type") == "function_call_output")
+    if body.get("model", "").startswith("script"):
+        step = script[min(done, len(script) - 1)]
+        if "call" in step:
+            return [*output, _call(step["call"], step.get("arguments") or {}, done + 1)]
+        return [*output, _message(step["text"])]
+    functions = [t for t in body.get("tools") or () if t.get("type") == "function"]
+    if functions and items[-1].get("type") != "function_call_output":
+        return [*output, _call(functions[0]["name"], {"path": "README.md"}, 1)]
+    results = []
+    for item in reversed(items):
+        if item.get("type") != "function_call_output":
+            break
+        results.insert(0, item["call_id"])
+    text = f"Got {len(results)} results: {', '.join(results)}" if results else answer
+    return [*output, _message(text)]
+
+
+def response(body, output, status="completed") -> dict:
+    return {
+        "id": f"resp_upstream_{time.monotonic_ns()}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "model": body.get("model"),
+        "output": output,
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") or [],
+        "usage": USAGE if status == "completed" else None,
+    }
+
+
+def events(body, answer: str, script: list) -> list:
+    """The event stream of the answer, as (type, payload) pairs in order."""
+    output = output_items(body, answer, script)
+    done = response(body, output)
+    shell = {**done, "status": "in_progress", "output": []}
+    found = [
+        ("response.created", {"response": shell}),
+        ("response.in_progress", {"response": shell}),
+    ]
+    for index, item in enumerate(output):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            ids = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            found += [
+                (
+                    "response.output_item.added",
+                    {
+                        "output_index": index,
+                        "item": {**item, "status": "in_progress", "content": []},
+                    },
+                ),
+                ("response.content_part.added", {**ids, "part": part}),
+            ]
+            found += [
+                ("response.output_text.delta", {**ids, "delta": w + " "})
+                for w in text.split(" ")[:-1]
+            ]
+            found.append(("response.output_text.delta", {**ids, "delta": text.split(" ")[-1]}))
+            found += [
+                ("response.output_text.done", {**ids, "text": text}),
+                ("response.content_part.done", {**ids, "part": item["content"][0]}),
+            ]
+        elif item["type"] == "function_call":
+            ids = {"item_id": item["id"], "output_index": index}
+            found += [
+                (
+                    "response.output_item.added",
+                    {
+                        "output_index": index,
+                        "item": {**item, "arguments": "", "status": "in_progress"},
+                    },
+                ),
+                ("response.function_call_arguments.delta", {**ids, "delta": item["arguments"]}),
+                ("response.function_call_arguments.done", {**ids, "arguments": item["arguments"]}),
+            ]
+        else:
+            found.append(("response.output_item.added", {"output_index": index, "item": item}))
+        found.append(("response.output_item.done", {"output_index": index, "item": item}))
+    found.append(("response.completed", {"response": done}))
+    return found
+
+
+def answer(handler, body, text: str) -> None:
+    """Serve one POST /v1/responses for the OpenAI test upstream; ``text``: its answer."""
+    if not body.get("stream"):
+        return handler._json(200, response(body, output_items(body, text, handler.server.script)))
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    try:
+        for number, (kind, payload) in enumerate(events(body, text, handler.server.script)):
+            data = json.dumps({"type": kind, "sequence_number": number, **payload})
+            handler._write_chunk(f"event: {kind}\ndata: {data}\n\n".encode())
+        handler._write_chunk(b"")
+    except (BrokenPipeError, ConnectionResetError):
+        pass
