@@ -314,6 +314,7 @@ def test_generated_raw_bytes_never_get_a_5xx(call, endpoint, raw):
 # endpoint -> a check that an error body is in that endpoint's protocol shape
 OTHER_PROTOCOLS = {
     "/v1/messages": lambda body: body["type"] == "error" and body["error"]["message"],
+    "/v1/responses": lambda body: isinstance(body["error"]["message"], str),
 }
 
 
