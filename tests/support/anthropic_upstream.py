@@ -362,20 +362,6 @@ class AnthropicHandler(LocalHandler):
         escaped = "".join(f"\\u{ord(c):04x}" for c in self.leaked_key)
         return data.replace(self.leaked_key.encode(), escaped.encode())
 
-    def _drip(self, data: bytes):
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            for i in range(len(data)):
-                if self.server.stopping.wait(0.05):
-                    return
-                self.wfile.write(data[i : i + 1])
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
     def _content(self, body):
         model = body["model"]
         content = []

@@ -92,7 +92,7 @@ class UpstreamHandler(LocalHandler):
         if model.startswith(("notsse", "badjson", "stall", "errorevent")) and body.get("stream"):
             return self._broken_stream(body, model)
         if model.startswith("drip"):
-            return self._drip(body)
+            return self._drip(json.dumps(self._completion(body)).encode())
         if model.startswith("gzip") and not body.get("stream"):
             data = gzip.compress(json.dumps(self._completion(body)).encode())
             return self._raw(200, data, "application/json", {"Content-Encoding": "gzip"})
@@ -328,21 +328,6 @@ class UpstreamHandler(LocalHandler):
                     self._write_chunk(b"data: {this is not json\n\n")
                 self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def _drip(self, body):
-        data = json.dumps(self._completion(body)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            for i in range(len(data)):
-                if self.server.stopping.wait(0.05):
-                    return
-                self.wfile.write(data[i : i + 1])
-                self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
 
