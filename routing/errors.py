@@ -55,27 +55,43 @@ ANTHROPIC_TYPES = {
 class RouterError(Exception):
     """A request the router refuses or cannot complete; carries its HTTP status."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, param=None):
+    def __init__(
+        self, status: int, message: str, code: str | None = None, param=None, headers=None
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.param = param
+        self.headers = dict(headers or {})  # e.g. Retry-After, on every protocol's answer
+
+    # (status, error type) in each client protocol; None: the status's usual type. A
+    # refusal the providers answer differently (an exhausted budget) overrides them.
+    def as_openai(self) -> tuple[int, str | None]:
+        return self.status, None
+
+    def as_anthropic(self) -> tuple[int, str | None]:
+        return self.status, None
 
 
-def error_body(status: int, message: str, code: str | None = None, param=None) -> dict:
+def error_body(
+    status: int, message: str, code: str | None = None, param=None, error_type=None
+) -> dict:
     return {
         "error": {
             "message": message,
-            "type": _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error"),
+            "type": error_type
+            or _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error"),
             "param": param,
             "code": code,
         }
     }
 
 
-def error_response(status: int, message: str, code: str | None = None, param=None, headers=None):
-    response = JsonResponse(error_body(status, message, code, param), status=status)
+def error_response(
+    status: int, message: str, code: str | None = None, param=None, headers=None, error_type=None
+):
+    response = JsonResponse(error_body(status, message, code, param, error_type), status=status)
     for name, value in (headers or {}).items():
         response[name] = value
     return response
@@ -88,7 +104,16 @@ def database_unavailable_error(what: str) -> RouterError:
 
 
 def router_error_response(error: RouterError):
-    return error_response(error.status, error.message, error.code, error.param)
+    status, error_type = error.as_openai()
+    return error_response(status, error.message, error.code, error.param, error.headers, error_type)
+
+
+def anthropic_router_error_response(error: RouterError):
+    status, error_type = error.as_anthropic()
+    response = anthropic_error_response(status, error.message, error_type)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
 
 
 def anthropic_error_body(status: int, message: str, error_type: str | None = None) -> dict:

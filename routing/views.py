@@ -32,10 +32,12 @@ from routing.errors import (
     MESSAGES_PATH,
     RouterError,
     anthropic_error_response,
+    anthropic_router_error_response,
     database_unavailable_error,
     error_response,
     router_error_response,
 )
+from routing.limits.admission import admit
 from routing.messages_request import parse_messages_body
 from routing.messages_wire import MessagesWire, count_tokens, forwarded_headers
 from routing.models import ApiKey
@@ -167,15 +169,23 @@ def _serve(request, parse, wire_for, render_error):
         chat = parse(_read_body(request), key)
         config = _config()
         dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
-        plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
+        admission = admit(key, config, dry_run)
+        plan = plan_request(
+            chat,
+            config,
+            api_key_id=key.pk,
+            measure_prefix=not dry_run,
+            cheaper_tier=admission.cheaper_tier,
+        )
         if dry_run:
             return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
         wire = wire_for(request, chat, key, config)
         wire.check(plan)
+        admission.take(plan.measured_tokens)
         decision = open_decision(plan, key)
     except RouterError as error:
         return render_error(error)
-    headers = explain_headers(plan, decision.id)
+    headers = explain_headers(plan, decision.id) | admission.headers()
     headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
     if chat.stream:
         return dispatch.stream(plan, decision, headers, wire)
@@ -183,7 +193,7 @@ def _serve(request, parse, wire_for, render_error):
 
 
 def _anthropic_error(error: RouterError):
-    return anthropic_error_response(error.status, error.message)
+    return anthropic_router_error_response(error)
 
 
 @method_decorator(csrf_exempt, name="dispatch")
