@@ -2,6 +2,7 @@
 
 from django.core.management.base import CommandError
 
+from routing.limits.settings import LIMIT_FIELDS
 from routing.models import BUDGET_PERIODS
 
 UNSET = object()  # a flag not given: the limit stays as it is
@@ -55,12 +56,6 @@ def add_limit_arguments(parser) -> None:
 
 def limits_from_options(options: dict) -> dict:
     """The limits the flags given set: field -> value (None removes a limit)."""
-    fields = (
-        "rpm_limit",
-        "tpm_limit",
-        "budget_usd",
-        "soft_budget_usd",
-        "budget_period",
-        "budget_fallback",
-    )
-    return {field: options[field] for field in fields if options.get(field, UNSET) is not UNSET}
+    return {
+        field: options[field] for field in LIMIT_FIELDS if options.get(field, UNSET) is not UNSET
+    }

@@ -7,7 +7,6 @@ an error.
 """
 
 import logging
-import os
 import random
 
 import pytest
@@ -15,23 +14,14 @@ import redis
 
 from routing.limits.rate import REDIS_PREFIX, Bucket, MemoryBuckets, RedisBuckets, take
 from tests.support.ports import refused_port
-
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
-
-
-def redis_buckets():
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.RedisError as error:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs Redis at {REDIS_URL}: {error}")
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    return RedisBuckets(REDIS_URL, MemoryBuckets())
+from tests.support.redis import REDIS_URL, redis_url_or_skip
 
 
 @pytest.fixture(params=["memory", "redis"])
 def store(request):
-    return MemoryBuckets() if request.param == "memory" else redis_buckets()
+    if request.param == "memory":
+        return MemoryBuckets()
+    return RedisBuckets(redis_url_or_skip(), MemoryBuckets())
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ Redis), and the decision log must hold every request, from both.
 """
 
 import json
-import os
 import uuid
 
 import pytest
@@ -15,21 +14,15 @@ import requests
 
 from tests.support.config import base_config
 from tests.support.postgres import scratch_database
+from tests.support.redis import REDIS_URL, redis_url_or_skip
 from tests.support.served import gunicorn_router, prepare, router_env
 
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 TURNS = 8
 
 
 @pytest.fixture
 def shared_redis_url():
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.RedisError as error:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs Redis at {REDIS_URL}: {error}")
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    return REDIS_URL
+    return redis_url_or_skip()
 
 
 @pytest.fixture
