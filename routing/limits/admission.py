@@ -82,7 +82,7 @@ def admit(key: ApiKey, config: RouterConfig, dry_run: bool = False) -> Admission
     if not has_budget(key):
         return Admission(key)
     state = spend_cache.state(key, config)
-    if state.exhausted:
+    if state is not None and state.exhausted:
         count_refusal(key, LimitRefusal.REASON_BUDGET)
         raise budget_exhausted(key, state)
     return Admission(key, state)

@@ -6,7 +6,9 @@ estimate (``estimated_cost_usd``) for a request whose usage has not arrived
 or never came; plus the completion tokens at the chosen model's completion
 price. One grouped query per period sums it (by key and model, on the
 ``decision_key_created_idx`` index), and the request path re-sums a key at
-most every ``limits.spend_refresh_seconds`` per process.
+most every ``limits.spend_refresh_seconds`` per process. A database that
+cannot be read leaves the key on its last known spend (or unchecked), logged:
+the budget is not worth failing requests for.
 
 Periods start at midnight in the router's time zone: a day, a week from
 Monday, or a month from ``objective.billing_reset_day`` (the 1st when unset),
@@ -15,12 +17,14 @@ the same billing period ``pinch_summary`` reports.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time as clock
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
+from django.db import Error as DatabaseFailure
 from django.db.models import F, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -29,6 +33,8 @@ from metrics.summary import billing_period
 from routing.config import RouterConfig
 from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey, RouteDecision
 from routing.pricing import PER_TOKENS
+
+log = logging.getLogger("router.limits")
 
 # The prompt's cost as billed, else as estimated: the one figure budgets count.
 PROMPT_COST = Coalesce(F("billed_prompt_cost_usd"), F("estimated_cost_usd"))
@@ -129,7 +135,8 @@ class SpendCache:
         self._lock = threading.Lock()
         self._states: dict[int, tuple[float, BudgetState]] = {}
 
-    def state(self, key: ApiKey, config: RouterConfig) -> BudgetState:
+    def state(self, key: ApiKey, config: RouterConfig) -> BudgetState | None:
+        """The key's state; the last one known (or None) while the database cannot be read."""
         now = clock.monotonic()
         cached = self._states.get(key.pk)
         fresh_for = config.limits.spend_refresh_seconds
@@ -137,7 +144,13 @@ class SpendCache:
             state = cached[1]
             if timezone.now() < state.resets_at and _same_limits(state, key):
                 return state
-        state = spend_by_key([key], config)[key.pk]
+        try:
+            state = spend_by_key([key], config)[key.pk]
+        except DatabaseFailure as error:
+            # The decision write spools meanwhile (routing/spool.py): admitting on the last
+            # known spend beats refusing every request of a key for an outage.
+            log.warning("budget_unchecked key=%s: %s", key.pk, type(error).__name__)
+            return cached[1] if cached is not None else None
         with self._lock:
             self._states[key.pk] = (now, state)
         return state

@@ -262,3 +262,38 @@ def test_a_dry_run_of_a_key_over_its_budget_is_answered(live_server, router_conf
         model="auto", messages=HELLO, extra_headers={"X-Router-Dry-Run": "1"}
     )
     assert dry.http_response.json()["dry_run"] is True
+
+
+def test_with_redis_down_a_key_is_limited_by_this_process_and_nothing_fails(
+    live_server, router_config, settings, caplog
+):
+    from tests.support.ports import refused_port
+
+    key, raw = limited_key(rpm_limit=2)
+    with refused_port() as port:
+        settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+        sdk = openai_sdk(live_server, raw)
+        for _ in range(2):
+            assert sdk.chat.completions.create(model="echo-medium", messages=HELLO).choices
+        with pytest.raises(openai.RateLimitError):
+            sdk.chat.completions.create(model="echo-medium", messages=HELLO)
+    assert any("rate_limits_local" in r.getMessage() for r in caplog.records)
+
+
+def test_a_budget_that_cannot_be_summed_admits_the_request_and_says_so(
+    live_server, router_config, monkeypatch, caplog
+):
+    from django.db import OperationalError
+
+    from routing.limits import budgets
+
+    def unreadable(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    _, raw = limited_key(budget_usd=1.0)
+    monkeypatch.setattr(budgets, "spend_by_key", unreadable)
+    answer = openai_sdk(live_server, raw).chat.completions.create(
+        model="echo-medium", messages=HELLO
+    )
+    assert answer.choices[0].message.content
+    assert any("budget_unchecked" in r.getMessage() for r in caplog.records)
