@@ -13,7 +13,9 @@ limited, one scenario at a time:
 
 and prints, per scenario, Claude Code's exit code and time, what it printed,
 how many requests the router refused (by reason) and how many reached the
-upstream. Codex CLI's behaviour is held by tests/routing/test_codex_limits.py.
+upstream; it fails when Claude Code does not do what it does against the real
+API (``EXPECTED``). Codex CLI's behaviour is held by
+tests/routing/test_codex_limits.py.
 
 Run: ``.venv/bin/python bench/check_limited_clients.py [--scenario budget|rpm|both]``
 Needs node/npm (Claude Code is installed as bench/check_claude_code.py does).
@@ -45,6 +47,18 @@ from bench.check_claude_code import (  # noqa: E402
 from tests.support.agent_upstream import AgentAnthropicServer  # noqa: E402
 
 SCENARIOS = {"budget": ["--budget-usd", "0"], "rpm": ["--rpm", "3"]}
+# What Claude Code does against the real API, measured with 2.1.197: a spent budget
+# stops it at the first request, naming the reset; a rate limit it waits out and
+# finishes the task, without hammering (one or two refusals).
+EXPECTED = {
+    "budget": lambda o: (
+        o["exit"] != 0
+        and o["refused"] == {"budget": 1}
+        and o["upstream_requests"] == 0
+        and "regain access" in o["printed"]
+    ),
+    "rpm": lambda o: o["exit"] == 0 and o["wrote_answer"] and 1 <= o["refused"].get("rpm", 0) <= 2,
+}
 
 
 def refusals(database: Path) -> dict:
@@ -102,10 +116,17 @@ def main() -> None:
     binary = claude_binary()
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
     print(f"Claude Code {version.stdout.strip()}")
+    failed = []
     for scenario in SCENARIOS if args.scenario == "both" else [args.scenario]:
         print(f"\n== {scenario} ({' '.join(SCENARIOS[scenario])})")
-        for name, value in run(scenario, binary).items():
+        outcome = run(scenario, binary)
+        for name, value in outcome.items():
             print(f"  {name}: {value}")
+        if not EXPECTED[scenario](outcome):
+            failed.append(scenario)
+    if failed:
+        sys.exit(f"Claude Code did not behave as against the real API: {', '.join(failed)}")
+    print("\nClaude Code behaved as against the real API in every scenario.")
 
 
 if __name__ == "__main__":
