@@ -1,4 +1,5 @@
-"""What the router stores: its decisions, its API keys and the admin's config overrides.
+"""What the router stores: its decisions, its API keys (with their limits and refusal counts)
+and the admin's config overrides.
 
 Provider keys are never stored; router keys only as a SHA-256 hash (they are
 long random tokens, so a fast hash is enough to make a leaked table useless).
