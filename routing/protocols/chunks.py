@@ -8,10 +8,8 @@ tool-call pieces arrive in ``delta``s, the finish reason and usage come last, an
 what its protocol makes of each piece. ``translate`` is the relay loop.
 """
 
-from routing.protocols.anthropic.stream import parse_event
-from routing.providers.base import ProviderError
-
-DONE_EVENT = b"data: [DONE]"
+from routing.errors import ProviderError
+from routing.protocols.base import DONE_EVENT, parse_event
 
 
 class ChunkEvents:

@@ -21,7 +21,7 @@ import time
 
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
-from routing.providers.base import ProviderError
+from routing.errors import ProviderError
 from routing.providers.sse import SseBuffer
 
 # Read size: read1 returns whatever has arrived, up to this.

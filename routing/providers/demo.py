@@ -13,7 +13,9 @@ import time
 import uuid
 
 from pinch import extract_text
-from routing.providers.base import Provider, StreamReply
+from routing.protocols.base import StreamReply
+from routing.providers.base import Provider
+from routing.selection import measure_prompt_tokens
 
 DEMO_NOTICE = "[demo provider: no language model was called]"
 QUOTE_CHARS = 200  # enough of the caller's last message to show it arrived
@@ -42,8 +44,6 @@ class _NoConnection:
 
 class DemoProvider(Provider):
     def _usage(self, body: dict, answer: str) -> dict:
-        from routing.selection import measure_prompt_tokens
-
         prompt = measure_prompt_tokens(body.get("messages") or [], body.get("tools"))
         completion = max(1, len(answer) // 3)
         return {

@@ -33,7 +33,8 @@ from urllib3.exceptions import (
 )
 
 from routing import jsonio
-from routing.providers.base import Provider, ProviderError
+from routing.errors import ProviderError
+from routing.providers.base import Provider
 from routing.providers.deadlines import read_body, read_events
 
 # Per host: as many idle keep-alive connections as a worker has threads

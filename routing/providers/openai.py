@@ -11,14 +11,16 @@ sent upstream; it is never logged and never put in an error message.
 """
 
 from routing import jsonio
-from routing.providers.base import ProviderError, StreamReply, error_from_response
+from routing.errors import ProviderError
+from routing.protocols.base import StreamReply
+from routing.providers.base import Capabilities, error_from_response
 from routing.providers.http import HttpProvider
 
 
 class OpenAICompatibleProvider(HttpProvider):
     @property
-    def speaks_responses(self) -> bool:
-        return self.config.responses_api
+    def capabilities(self) -> Capabilities:
+        return Capabilities(responses=self.config.responses_api)
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 
+from routing.protocols.base import event_data
+
 REDACTED = "[redacted]"
 
 
@@ -71,15 +73,13 @@ class Redactor:
         return raw
 
     def sse_event(self, event: bytes) -> bytes:
-        """One SSE event: each ``data:`` payload as JSON, every other line as bytes."""
+        """One SSE event: its data (read by the one SSE parser) as JSON, other lines as bytes."""
         if not self.might_hide(event):
             return event
-        lines = []
-        for line in event.split(b"\n"):
-            if line.startswith(b"data:"):
-                payload = line[5:].lstrip(b" ")
-                line = b"data: " + self.json_bytes(payload)
-            else:
-                line = self.raw_bytes(line)
-            lines.append(line)
+        data = event_data(event)
+        lines = [
+            self.raw_bytes(line) for line in event.split(b"\n") if not line.startswith(b"data")
+        ]
+        if data is not None:
+            lines.append(b"data: " + self.json_bytes(data))
         return b"\n".join(lines)

@@ -12,14 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.chat_request import parse_chat_request
 from routing.corpus import load_sessions
 from routing.errors import RouterError
-from routing.protocols.anthropic.cache import place_breakpoints
-from routing.protocols.anthropic.errors import StreamError, error_parts, openai_error_body
-from routing.protocols.anthropic.request import TranslationError, to_messages_request
-from routing.protocols.anthropic.response import chat_usage, finish_reason, to_chat_completion
-from routing.protocols.anthropic.stream import ChunkTranslator, chat_chunks
+from routing.protocols.base import TranslationError
+from routing.protocols.chat.request import parse_chat_request
+from routing.protocols.messages.shapes import chat_usage, finish_reason
+from routing.providers.anthropic.cache import place_breakpoints
+from routing.providers.anthropic.errors import StreamError, error_parts, openai_error_body
+from routing.providers.anthropic.request import to_messages_request
+from routing.providers.anthropic.response import to_chat_completion
+from routing.providers.anthropic.stream import ChunkTranslator, chat_chunks
 from tests.support.anthropic_upstream import RequestRejected, check_request
 
 

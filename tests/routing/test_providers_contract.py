@@ -13,7 +13,8 @@ import json
 import pytest
 
 from routing.config import ProviderConfig
-from routing.providers import PROVIDER_CLASSES, Provider, ProviderError
+from routing.errors import ProviderError
+from routing.providers import PROVIDER_CLASSES, Provider
 from tests.support.anthropic_upstream import AnthropicServer
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV
 from tests.support.openai_upstream import UpstreamServer

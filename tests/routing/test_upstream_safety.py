@@ -9,9 +9,9 @@ import time
 import pytest
 import requests
 
-from routing.dispatch import BACKOFF_BASE_SECONDS, retry_pause
+from routing.dispatch.attempts import BACKOFF_BASE_SECONDS, retry_pause
+from routing.errors import ProviderError
 from routing.models import RouteDecision
-from routing.providers import ProviderError
 from routing.providers.redact import Redactor
 from tests.support.config import PROVIDER_KEY
 

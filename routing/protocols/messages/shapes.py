@@ -1,21 +1,25 @@
-"""An Anthropic Message as a chat completion.
+"""The Messages API's shapes that both directions of its translation share.
 
-Text blocks become ``content``, ``tool_use`` blocks ``tool_calls`` with
-their ids kept (the client sends them back as ``tool_call_id`` and the
-request translation maps them to ``tool_use_id``), thinking becomes
-``reasoning_content``, and the thinking blocks themselves, signature
-included, ride along as ``thinking_blocks``: the API wants them back on the
-assistant turn before a tool result, and a client that sends the message
-back as it got it does so. Usage counts cache reads and writes in
-``prompt_tokens``, as chat-completions clients expect of a prompt, and
-names them apart in ``prompt_tokens_details`` (``cached_tokens``,
-``cache_write_tokens``, the fields OpenAI uses for the same figures).
+Stop reasons and finish reasons, usage (cache reads and writes counted in
+``prompt_tokens``, as chat-completions clients expect of a prompt, and named
+apart in ``prompt_tokens_details``: ``cached_tokens``, ``cache_write_tokens``,
+the fields OpenAI uses for the same figures), thinking blocks (kept whole,
+signature included: the API wants them back on the assistant turn before a
+tool result), and a Messages request with where each chat message landed.
+The inbound adapter (client to chat) and the Anthropic provider (chat to
+upstream, and back) read them here.
 """
 
-from __future__ import annotations
+from dataclasses import dataclass, field
 
-import json
-import time
+
+@dataclass
+class MessagesRequest:
+    body: dict
+    # For each chat message: ("system", i) or ("messages", turn, block) of
+    # its last block, or None when it produced no block.
+    block_of: list = field(default_factory=list)
+
 
 FINISH_REASONS = {
     "end_turn": "stop",
@@ -62,47 +66,3 @@ THINKING_BLOCKS = {
 def thinking_block(block: dict) -> dict:
     """A thinking block as the API wants it back: its own keys, nothing else."""
     return {key: block.get(key) or "" for key in THINKING_BLOCKS[block["type"]]}
-
-
-def tool_call(block: dict, arguments: str) -> dict:
-    return {
-        "id": block.get("id"),
-        "type": "function",
-        "function": {"name": block.get("name"), "arguments": arguments},
-    }
-
-
-def to_chat_completion(message: dict) -> dict:
-    texts, thinking, calls, kept = [], [], [], []
-    for block in message.get("content") or ():
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(block.get("text") or "")
-        elif kind in THINKING_BLOCKS:
-            thinking.append(block.get("thinking") or "")
-            kept.append(thinking_block(block))
-        elif kind == "tool_use":
-            calls.append(tool_call(block, json.dumps(block.get("input") or {})))
-    answer: dict = {"role": "assistant", "content": "".join(texts) if texts else None}
-    if calls:
-        answer["tool_calls"] = calls
-    if any(thinking):
-        answer["reasoning_content"] = "".join(thinking)
-    if kept:
-        answer["thinking_blocks"] = kept
-    completion = {
-        "id": message.get("id"),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": message.get("model"),
-        "choices": [
-            {
-                "index": 0,
-                "message": answer,
-                "finish_reason": finish_reason(message.get("stop_reason")) or "stop",
-            }
-        ],
-    }
-    if isinstance(message.get("usage"), dict):
-        completion["usage"] = chat_usage(message["usage"])
-    return completion

@@ -202,11 +202,6 @@ def to_response(completion: dict, source: ResponsesSource, response_id: str, mod
     return _finish(response, choice.get("finish_reason"), completion.get("usage"))
 
 
-def sse(event: dict) -> bytes:
-    """One Responses SSE event (without the blank line that ends it)."""
-    return f"event: {event['type']}\ndata: ".encode() + json.dumps(event).encode()
-
-
 class ResponseEvents(ChunkEvents):
     """Feed chat-completions chunks in order; get the Responses events each one makes."""
 

@@ -10,36 +10,22 @@ tool calls announced with their id and name and then fed their argument
 JSON in pieces under their ``index`` (counted over tool blocks only, as
 chat clients number them), the finish reason, and the usage chunk. A
 thinking block, once complete with its signature, also goes out whole as
-``thinking_blocks`` (see response.py).
+``thinking_blocks`` (see routing.protocols.messages.shapes).
 """
 
 from __future__ import annotations
 
-import json
 import time
 
-from routing.protocols.anthropic.errors import StreamError
-from routing.protocols.anthropic.response import (
+from routing.protocols.base import DONE_EVENT, data_sse, parse_event
+from routing.protocols.messages.shapes import (
     THINKING_BLOCKS,
     chat_usage,
     finish_reason,
     thinking_block,
-    tool_call,
 )
-
-DONE = b"data: [DONE]"
-
-
-def parse_event(raw: bytes) -> dict | None:
-    """The JSON ``data`` of one SSE event (bytes without the blank line), or None."""
-    data = [line[5:].strip() for line in raw.split(b"\n") if line.startswith(b"data:")]
-    if not data:
-        return None
-    try:
-        event = json.loads(b"\n".join(data))
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
+from routing.providers.anthropic.errors import StreamError
+from routing.providers.anthropic.response import tool_call
 
 
 class ChunkTranslator:
@@ -147,7 +133,7 @@ def chat_chunks(events, include_usage: bool):
         if event is None:
             continue
         for chunk in translator.feed(event):
-            yield b"data: " + json.dumps(chunk).encode()
+            yield data_sse(chunk)
         if translator.finished:
-            yield DONE
+            yield DONE_EVENT
             return
