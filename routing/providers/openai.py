@@ -57,7 +57,12 @@ class OpenAICompatibleProvider(HttpProvider):
                 response.close()
         return StreamReply(response, self._read_events(response))
 
+    def _responses_api(self) -> None:
+        if not self.config.responses_api:
+            raise NotImplementedError(f"provider {self.name!r} has no responses_api: true")
+
     def responses(self, body: dict) -> dict:
+        self._responses_api()
         response = self._post(
             body, stream=False, deadline=self.config.timeout_seconds, path="/responses"
         )
@@ -74,4 +79,5 @@ class OpenAICompatibleProvider(HttpProvider):
             response.close()
 
     def responses_stream(self, body: dict) -> StreamReply:
+        self._responses_api()
         return self.chat_stream(body, path="/responses")
