@@ -48,9 +48,9 @@ def per_call_ms(function, raw: bytes, calls: int) -> float:
 
 
 def baseline_parser(revision: str):
-    """json.loads + parse_chat_request of routing/protocols/chat/request.py at a git revision."""
+    """json.loads + parse_chat_request of routing/chat_request.py (its old path) at REV."""
     source = subprocess.run(
-        ["git", "show", f"{revision}:routing/protocols/chat/request.py"],
+        ["git", "show", f"{revision}:routing/chat_request.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -58,7 +58,7 @@ def baseline_parser(revision: str):
     ).stdout
     module = types.ModuleType("baseline_chat_request")
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{revision}:routing/protocols/chat/request.py", "exec"), module.__dict__)
+    exec(compile(source, f"{revision}:routing/chat_request.py", "exec"), module.__dict__)
     return lambda raw: module.parse_chat_request(json.loads(raw))
 
 

@@ -19,7 +19,6 @@ from routing.dispatch.attempts import UpstreamFailed, call_with_fallback
 from routing.dispatch.failures import failure_for, tried
 from routing.dispatch.outcome import Outcome
 from routing.errors import ProviderError
-from routing.protocols.base import parse_event
 from routing.providers import monotonic_ms
 
 log = logging.getLogger(__name__)
@@ -72,8 +71,7 @@ def stream(plan, decision, headers: dict, wire):
     def open_stream(provider, model, context):
         reply = wire.open_stream(plan, provider, model, context)
         try:
-            first = next(reply.events)
-            parse_event(first)  # not SSE: a failure before anything reached the client
+            first = next(reply.events)  # not SSE: a ProviderError before the client saw a byte
         except StopIteration:
             reply.close()
             raise ProviderError(
@@ -121,7 +119,7 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started, wire):
                 # Clients stop reading at the last event: record the row before they can look.
                 finish()
             if send is not None:
-                yield send + b"\n\n"
+                yield send.sse() + b"\n\n"
             event = None if finished else next(events, None)
         if not watcher.completed and not outcome.error:
             raise ProviderError("connect", "the upstream stream ended before it was finished")

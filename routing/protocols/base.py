@@ -7,10 +7,12 @@ the upstream is called, how the answer and its stream read, the error
 shape), and renders a refusal in its error shape. The endpoint view
 (routing.views) is the same for all three.
 
-Also here: the one reader of the request body's JSON, the one SSE event
-parser every stream path uses (upstream events, relayed or translated), the
-SSE writers, and ``TranslationError``, which a protocol's inbound raises for
-a body it cannot express.
+Also here: the one reader of the request body's JSON; ``Event``, what a
+stream carries from the provider to the client (its JSON decoded once, by the
+one SSE parser, where the provider reads it; serialised once, at the edge,
+and only when something changed it: an untouched event goes out as the bytes
+that came in); the SSE writers; and ``TranslationError``, which a protocol's
+inbound raises for a body it cannot express.
 """
 
 from dataclasses import dataclass
@@ -90,6 +92,49 @@ def parse_event(event: bytes) -> dict | None:
     return parsed
 
 
+class Event:
+    """One SSE event on its way to the client: its JSON (``data``) and, until changed, its bytes.
+
+    ``data`` is None for ``[DONE]`` and for an event with no data (a comment);
+    ``named``: it goes out as ``event: <type>`` then its data (Messages,
+    Responses) rather than data alone (chat completions).
+    """
+
+    __slots__ = ("data", "named", "_raw")
+
+    def __init__(self, data: dict | None, raw: bytes | None = None, named: bool = False):
+        self.data = data
+        self.named = named
+        self._raw = raw
+
+    @classmethod
+    def parse(cls, raw: bytes) -> "Event":
+        """An upstream's SSE event, decoded: the one place a streamed event is parsed."""
+        return cls(parse_event(raw), raw, raw.startswith(b"event:"))
+
+    @classmethod
+    def of(cls, data: dict, named: bool = False) -> "Event":
+        """An event the router made (a translation): serialised when it is sent."""
+        return cls(data, None, named)
+
+    @property
+    def done(self) -> bool:
+        return self._raw == DONE_EVENT
+
+    def changed(self) -> None:
+        """``data`` was edited: the bytes are made again when the event is sent."""
+        self._raw = None
+
+    def sse(self) -> bytes:
+        """The event's bytes, without the blank line that ends it."""
+        if self._raw is None:
+            self._raw = named_sse(self.data) if self.named else data_sse(self.data)
+        return self._raw
+
+
+DONE = Event(None, DONE_EVENT)
+
+
 def data_sse(value: dict) -> bytes:
     """A ``data:``-only SSE event (chat completions), without the blank line that ends it."""
     return b"data: " + jsonio.dumps(value)
@@ -102,7 +147,7 @@ def named_sse(event: dict) -> bytes:
 
 @dataclass
 class StreamReply:
-    """An open upstream stream; ``events`` yields raw SSE events (bytes, without the blank line)."""
+    """An open upstream stream; ``events`` yields its ``Event``s, each parsed once."""
 
     response: object  # the HTTP response, closed with the reply
     events: object

@@ -9,7 +9,7 @@ what its protocol makes of each piece. ``translate`` is the relay loop.
 """
 
 from routing.errors import ProviderError
-from routing.protocols.base import DONE_EVENT, parse_event
+from routing.protocols.base import Event
 
 
 class ChunkEvents:
@@ -78,24 +78,23 @@ class ChunkEvents:
         raise NotImplementedError
 
 
-def translate(chunks, translator: ChunkEvents, render, provider_name: str, after_start=()):
-    """Raw chat SSE events in, the client's rendered events out; a stream cut short raises.
+def translate(chunks, translator: ChunkEvents, provider_name: str, after_start=()):
+    """Chat chunk events in, the client's events out (typed, serialised at the edge).
 
-    ``after_start``: events sent once, after those of the first chunk (the
-    Messages API's ``ping``).
+    A stream cut short raises. ``after_start``: events sent once, after those
+    of the first chunk (the Messages API's ``ping``).
     """
-    for raw in chunks:
-        if raw == DONE_EVENT:
+    for chunk in chunks:
+        if chunk.done:
             for event in translator.end():
-                yield render(event)
+                yield Event.of(event, named=True)
             return
-        chunk = parse_event(raw)
-        if chunk is None:
+        if chunk.data is None:
             continue
         first = not translator.started
-        for event in translator.feed(chunk):
-            yield render(event)
+        for event in translator.feed(chunk.data):
+            yield Event.of(event, named=True)
         if first:
             for event in after_start:
-                yield render(event)
+                yield Event.of(event, named=True)
     raise ProviderError("connect", f"provider {provider_name!r} stream ended mid-answer")

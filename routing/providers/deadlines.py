@@ -42,7 +42,7 @@ def read_some(response, due: float, provider_name: str, waiting_for: str) -> byt
         raise ProviderError("timeout", f"provider {provider_name!r} {waiting_for}")
     _set_read_timeout(response, left)
     try:
-        # Decoded: an upstream may gzip a plain answer even unasked (a stream is asked for identity).
+        # Decoded: an upstream may gzip a plain answer unasked (a stream asks for identity).
         return response.raw.read1(READ_BYTES, decode_content=True)
     except (ReadTimeoutError, TimeoutError):
         raise ProviderError("timeout", f"provider {provider_name!r} {waiting_for}") from None

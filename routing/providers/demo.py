@@ -8,12 +8,11 @@ answer says plainly that no language model was called: the text starts with
 nothing anywhere and cannot fail.
 """
 
-import json
 import time
 import uuid
 
 from pinch import extract_text
-from routing.protocols.base import StreamReply
+from routing.protocols.base import DONE, Event, StreamReply
 from routing.providers.base import Provider
 from routing.selection import measure_prompt_tokens
 
@@ -82,7 +81,7 @@ class DemoProvider(Provider):
         def chunk(delta, finish=None, **extra):
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
             payload = {**envelope, "choices": [choice], **extra}
-            return b"data: " + json.dumps(payload).encode()
+            return Event.of(payload)
 
         events = [
             chunk({"role": "assistant", "content": ""}),
@@ -91,6 +90,6 @@ class DemoProvider(Provider):
         ]
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {**envelope, "choices": [], "usage": self._usage(body, answer)}
-            events.append(b"data: " + json.dumps(usage).encode())
-        events.append(b"data: [DONE]")
+            events.append(Event.of(usage))
+        events.append(DONE)
         return StreamReply(_NoConnection(), iter(events))

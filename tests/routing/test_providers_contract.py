@@ -36,8 +36,8 @@ TOOLS = [
 
 
 def chunks_of(reply) -> list[dict]:
-    """The JSON chunks of a stream, and a check that it ends with [DONE]."""
-    events = list(reply.events)
+    """The JSON chunks of a stream as they would reach the client; a check it ends with [DONE]."""
+    events = [event.sse() for event in reply.events]
     reply.close()
     assert events[-1] == b"data: [DONE]"
     return [json.loads(e[len(b"data:") :]) for e in events[:-1] if e.startswith(b"data:")]
@@ -288,7 +288,7 @@ class TestAnthropicProvider(ProviderContract):
 
 def _events(reply) -> list[dict]:
     """The JSON of each event of a native stream (Messages, Responses)."""
-    events = list(reply.events)
+    events = [event.sse() for event in reply.events]
     reply.close()
     return [
         json.loads(line[len(b"data:") :])

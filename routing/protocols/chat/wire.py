@@ -6,7 +6,7 @@ its chunks as they came; only a usage chunk the router asked for on the
 caller's behalf is held back.
 """
 
-from routing.protocols.base import DONE_EVENT, ClientProtocol, Wire, parse_event
+from routing.protocols.base import ClientProtocol, Event, Wire
 from routing.protocols.chat import errors, reply
 from routing.protocols.chat.request import parse_chat_body
 
@@ -20,12 +20,12 @@ class ChatWatcher:
         self.answer_chars = 0
         self.completed = False  # [DONE], or a finish_reason: the upstream said it was done
 
-    def see(self, event: bytes) -> tuple[bytes | None, bool]:
+    def see(self, event: Event) -> tuple[Event | None, bool]:
         """(what to send the client, or None; whether the client reads nothing after it)."""
-        if event == DONE_EVENT:
+        if event.done:
             self.completed = True
             return event, True
-        chunk = parse_event(event)
+        chunk = event.data
         if chunk is None:
             return event, False
         send = event

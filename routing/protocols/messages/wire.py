@@ -20,7 +20,7 @@ import json
 import logging
 
 from routing.errors import ProviderError
-from routing.protocols.base import ClientProtocol, StreamReply, Wire, named_sse, parse_event
+from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire
 from routing.protocols.chunks import translate
 from routing.protocols.messages import errors
 from routing.protocols.messages.errors import anthropic_error_body
@@ -89,7 +89,6 @@ class MessagesWire(Wire):
         events = translate(
             reply.events,
             MessageEvents(self.model_name),
-            named_sse,
             provider.name,
             ({"type": "ping"},),
         )
@@ -97,13 +96,13 @@ class MessagesWire(Wire):
 
     def _native_events(self, events, provider):
         """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
-        for raw in events:
-            event = parse_event(raw)
-            kind = event.get("type") if event else None
-            if kind == "message_start" and isinstance(event.get("message"), dict):
-                event["message"]["model"] = self.model_name
-                raw = named_sse(event)
-            yield raw
+        for event in events:
+            data = event.data
+            kind = data.get("type") if data else None
+            if kind == "message_start" and isinstance(data.get("message"), dict):
+                data["message"]["model"] = self.model_name
+                event.changed()
+            yield event
             if kind in ("message_stop", "error"):
                 return
         raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
@@ -155,11 +154,11 @@ class MessagesWatcher:
         self.completed = False  # message_stop: the upstream said it was done
         self._usage: dict = {}
 
-    def see(self, raw: bytes) -> tuple[bytes | None, bool]:
+    def see(self, sent: Event) -> tuple[Event | None, bool]:
         """(what to send the client; whether the client reads nothing after it)."""
-        event = parse_event(raw)
+        event = sent.data
         if event is None:
-            return raw, False
+            return sent, False
         kind = event.get("type")
         if kind in ("message_start", "message_delta"):
             where = event.get("message") if kind == "message_start" else event
@@ -177,7 +176,7 @@ class MessagesWatcher:
             error = event.get("error") if isinstance(event.get("error"), dict) else {}
             message = f"{error.get('type')}: {error.get('message')}"
             self.outcome.upstream_error(message)
-        return raw, kind in ("message_stop", "error")
+        return sent, kind in ("message_stop", "error")
 
 
 # Generation settings the count_tokens endpoint refuses.

@@ -22,6 +22,7 @@ and ``response.completed`` carrying the whole response.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 import uuid
@@ -224,7 +225,8 @@ class ResponseEvents(ChunkEvents):
         return event
 
     def _snapshot(self) -> dict:
-        return json.loads(json.dumps(self.response))
+        # A copy: the response grows after the event that shows it goes out.
+        return copy.deepcopy(self.response)
 
     def opening(self) -> list[dict]:
         return [

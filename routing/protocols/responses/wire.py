@@ -24,7 +24,7 @@ OpenAI error shape before the stream has started, and as ``response.failed``
 import logging
 
 from routing.errors import ProviderError, RouterError
-from routing.protocols.base import ClientProtocol, StreamReply, Wire, named_sse, parse_event
+from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire, named_sse
 from routing.protocols.chat import errors as chat_errors
 from routing.protocols.chunks import translate
 from routing.protocols.responses import errors
@@ -126,18 +126,18 @@ class ResponsesWire(Wire):
             return StreamReply(reply.response, self._native_events(reply.events, provider))
         reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
         self.events = ResponseEvents(self.source, self.response_id, self.model_name)
-        events = translate(reply.events, self.events, named_sse, provider.name)
+        events = translate(reply.events, self.events, provider.name)
         return StreamReply(reply.response, events)
 
     def _native_events(self, events, provider):
         """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
-        for raw in events:
-            event = parse_event(raw)
-            kind = event.get("type") if event else None
-            if event and isinstance(event.get("response"), dict):
-                event["response"]["model"] = self.model_name
-                raw = named_sse(event)
-            yield raw
+        for event in events:
+            data = event.data
+            kind = data.get("type") if data else None
+            if data and isinstance(data.get("response"), dict):
+                data["response"]["model"] = self.model_name
+                event.changed()
+            yield event
             if kind in FINAL_EVENTS:
                 return
         raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
@@ -186,10 +186,10 @@ class ResponsesWatcher:
         self.answer_chars = 0
         self.completed = False  # a final event: the upstream said it was done
 
-    def see(self, raw: bytes) -> tuple[bytes | None, bool]:
-        event = parse_event(raw)
+    def see(self, sent: Event) -> tuple[Event | None, bool]:
+        event = sent.data
         if event is None:
-            return raw, False
+            return sent, False
         kind = event.get("type")
         if isinstance(event.get("sequence_number"), int):
             self.wire.last_sequence = event["sequence_number"]
@@ -206,8 +206,8 @@ class ResponsesWatcher:
                 self.outcome.upstream_error(f"{error.get('code')}: {error.get('message')}")
             else:
                 self.wire.keep(response)
-            return raw, True
-        return raw, False
+            return sent, True
+        return sent, False
 
 
 class ResponsesProtocol(ClientProtocol):

@@ -18,7 +18,7 @@ the error is relayed.
 
 from routing import jsonio
 from routing.errors import ProviderError
-from routing.protocols.base import DONE_EVENT, StreamReply, TranslationError
+from routing.protocols.base import StreamReply, TranslationError
 from routing.providers.anthropic import errors as anthropic_errors
 from routing.providers.anthropic.cache import place_breakpoints
 from routing.providers.anthropic.request import to_messages_request
@@ -122,7 +122,7 @@ class AnthropicProvider(HttpProvider):
         try:
             done = False
             for event in chat_chunks(events, include_usage):
-                done = event == DONE_EVENT
+                done = event.done
                 yield event
         except anthropic_errors.StreamError as error:
             # Before anything reached the client (an error as the first event),

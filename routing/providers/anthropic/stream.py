@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from routing.protocols.base import DONE_EVENT, data_sse, parse_event
+from routing.protocols.base import DONE, Event
 from routing.protocols.messages.shapes import (
     THINKING_BLOCKS,
     chat_usage,
@@ -122,18 +122,18 @@ class ChunkTranslator:
 
 
 def chat_chunks(events, include_usage: bool):
-    """Raw Anthropic SSE events (bytes) -> chat-completions SSE events (bytes), ending in [DONE].
+    """Anthropic's events (parsed ``Event``s) -> chat-completions chunk events, ending in [DONE].
 
     Raises StreamError on an ``error`` event; a stream that ends without
     ``message_stop`` ends without [DONE], as a broken upstream stream would.
+    The chunks are serialised only when they are sent (``Event.sse``).
     """
     translator = ChunkTranslator(include_usage)
-    for raw in events:
-        event = parse_event(raw)
-        if event is None:
+    for event in events:
+        if event.data is None:
             continue
-        for chunk in translator.feed(event):
-            yield data_sse(chunk)
+        for chunk in translator.feed(event.data):
+            yield Event.of(chunk)
         if translator.finished:
-            yield DONE_EVENT
+            yield DONE
             return
