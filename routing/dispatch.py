@@ -25,10 +25,10 @@ from django.http import HttpResponse, StreamingHttpResponse
 
 from pinch import CHARS_PER_TOKEN
 from routing import jsonio
-from routing.decisions import finish_decision
 from routing.errors import error_body, error_response
 from routing.pricing import billed_prompt_cost_usd
 from routing.providers import ProviderError, monotonic_ms, provider_for
+from routing.recording.decisions import finish_decision
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ the dry run report is what the router does. Its order is a contract:
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
-  answer ends (routing/decisions.py).
+  answer ends (routing/recording/decisions.py).
 
 A client's model name goes through the config's ``aliases`` first, so a name
 like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
@@ -24,13 +24,13 @@ from pinch import estimate_tokens, extract_text
 from routing.chat_request import ChatRequest
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.providers import CallContext, speaks
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.recording.decisions import OpenDecision, new_decision
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 

@@ -42,7 +42,7 @@ def fresh_router_state(settings, tmp_path_factory):
     """
     from routing.auth import forget_checked_keys
     from routing.config.store import forget_cached_config
-    from routing.decision_ids import forget_reserved_ids
+    from routing.recording.ids import forget_reserved_ids
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
 

@@ -14,9 +14,10 @@ from datetime import datetime
 import pytest
 from django.test import Client
 
-from routing import changes, spool
+from routing import changes
 from routing.auth import revoke_api_keys
 from routing.models import ApiKey, ConfigOverride, RouteDecision
+from routing.recording import spool
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -7,10 +7,10 @@ happened upstream (status, attempts, latency, usage or an estimate) and writes
 it: one INSERT, after the network wait, so no write lock is ever held while
 an upstream answers. The key's ``last_used_at`` (at most once a minute) goes
 in the same transaction. If the database cannot take the write, the row goes
-to the spool (routing/spool.py) and reaches the database later, exactly once.
+to the spool (routing/recording/spool.py) and reaches the database later, exactly once.
 
 A worker killed between the two (a crash mid-stream) leaves its row in its
-journal (routing/journal.py), and the next drain writes it marked interrupted.
+journal (routing/recording/journal.py), and the next drain writes it marked interrupted.
 docs/durability.md tells the whole path.
 """
 
@@ -23,11 +23,12 @@ from django.db import Error as DatabaseFailure
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from routing import decision_ids, journal, spool
 from routing.auth import touch_api_key, touch_due
-from routing.db_writes import request_write
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
+from routing.recording import ids as decision_ids
+from routing.recording import journal, spool
+from routing.recording.db_writes import request_write
 
 log = logging.getLogger(__name__)
 

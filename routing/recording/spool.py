@@ -7,7 +7,7 @@ and fsync'd before the answer is completed. ``drain()`` writes the spooled rows
 to the database: the next request of any worker that wrote its own row calls
 it when the spool is not empty, and so does ``manage.py drain_spool``.
 
-Exactly once: every spooled row carries its id (routing/decision_ids.py, or
+Exactly once: every spooled row carries its id (routing/recording/ids.py, or
 one reserved at drain time), and the drain inserts with "ignore a row whose id
 exists", so a drain that stops between its commit and removing its file
 writes nothing twice when the next one runs. Draining first renames the spool
@@ -30,9 +30,9 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db import Error as DatabaseFailure
 
-from routing import journal
-from routing.db_writes import request_write
 from routing.models import ApiKey, RouteDecision
+from routing.recording import journal
+from routing.recording.db_writes import request_write
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def _recover_journals(progress: dict) -> None:
 
 
 def _assign_ids(path: Path, with_id: list[dict], without_id: list[dict]) -> None:
-    from routing.decision_ids import next_id
+    from routing.recording.ids import next_id
 
     for row in without_id:
         row["id"] = next_id()
