@@ -37,6 +37,7 @@ from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
+from routing.recording.health import available as recording_available
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
@@ -82,6 +83,12 @@ class RouterCollector:
     def collect(self):
         yield self._requests()
         yield from self._all_time()
+        yield GaugeMetricFamily(
+            "router_recording_available",
+            "1 when this worker can record decisions; 0: it refuses requests "
+            "(database and spool both refused a row; routing.serve_unrecorded).",
+            value=1 if recording_available() else 0,
+        )
         yield GaugeMetricFamily(
             "router_pinch_enabled",
             "1 when pinch prunes requests (pinch.enabled), else 0.",

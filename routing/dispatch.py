@@ -28,6 +28,7 @@ from routing import jsonio
 from routing.errors import error_body, error_response
 from routing.pricing import billed_prompt_cost_usd
 from routing.providers import ProviderError, monotonic_ms, provider_for
+from routing.providers.deadlines import request_deadline, request_seconds_left
 from routing.recording.decisions import finish_decision
 
 log = logging.getLogger(__name__)
@@ -105,13 +106,21 @@ def _call_with_fallback(plan, outcome: Outcome, send):
     A retryable failure is tried once more on the same model (after waiting
     out a short retry-after), then the next candidate; a long retry-after or
     an unset key variable skips to the next candidate at once; any other
-    failure (a 400 from the upstream, a malformed answer) ends the chain.
+    failure (a 400 from the upstream, a malformed answer) ends the chain. All
+    of it within ``routing.request_deadline_seconds``: past it, a 504.
     """
+    with request_deadline(plan.config.routing.request_deadline_seconds):
+        return _down_the_chain(plan, outcome, send)
+
+
+def _down_the_chain(plan, outcome: Outcome, send):
     last_error = None
     for model in plan.candidates:
         provider = provider_for(model.provider, plan.config.providers[model.provider])
         context = plan.call_context(model)
         for attempt in range(TRIES_PER_MODEL):
+            if request_seconds_left() <= 0:
+                raise UpstreamFailed(_past_deadline(plan, outcome))
             started = monotonic_ms()
             try:
                 result = send(provider, model, context)
@@ -154,6 +163,16 @@ def _call_with_fallback(plan, outcome: Outcome, send):
     raise UpstreamFailed(last_error)
 
 
+def _past_deadline(plan, outcome: Outcome) -> ProviderError:
+    seconds = plan.config.routing.request_deadline_seconds
+    message = f"the request's deadline of {seconds:g}s (routing.request_deadline_seconds) passed"
+    # Named in the answer's "Tried ..." sentence and on the row, after the tries it cut short.
+    outcome.attempts.append(
+        {"model": "router", "result": "timeout", "status": None, "ms": 0, "reason": message}
+    )
+    return ProviderError("timeout", message)
+
+
 def tried(attempts: list) -> str:
     """The failed attempts in a sentence: each model once, with its reason and its tries."""
     groups = []  # [model, reason, tries]
@@ -183,7 +202,8 @@ def _wait_to_retry(error: ProviderError, retry: int) -> bool:
     pause = retry_pause(error, retry)
     if pause is None:
         return False
-    time.sleep(pause)
+    left = request_seconds_left()
+    time.sleep(pause if left is None else max(min(pause, left), 0.0))
     return True
 
 

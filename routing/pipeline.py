@@ -31,6 +31,7 @@ from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.providers import CallContext, speaks
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.recording.decisions import OpenDecision, new_decision
+from routing.recording.health import require_recording
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 
@@ -225,6 +226,8 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
     """
     if plan.path == RouteDecision.PATH_PASSTHROUGH:
         check_capabilities(plan.model, plan.request)
+    # No upstream call that could not be recorded, unless the operator allows it.
+    require_recording(plan.config.routing.serve_unrecorded)
     return new_decision(plan, api_key)
 
 
