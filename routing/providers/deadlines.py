@@ -62,7 +62,7 @@ def request_seconds_left() -> float | None:
 def attempt_seconds(seconds: float) -> float:
     """An attempt's deadline, cut to what the request has left (at least a millisecond)."""
     left = request_seconds_left()
-    return seconds if left is None else max(min(seconds, left), 0.001)
+    return seconds if left is None else max(round(min(seconds, left), 3), 0.001)
 
 
 def _set_read_timeout(response, seconds: float) -> None:

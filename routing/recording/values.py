@@ -28,6 +28,16 @@ INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
 
 
+def token_count(value) -> int | None:
+    """A usage figure as the row keeps it: a count a column holds, else unknown (None).
+
+    Upstreams have sent strings, objects and 10**20 where a count belongs.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_MAX:
+        return value
+    return None
+
+
 def _fields(model) -> dict:
     return {field.attname: field for field in model._meta.concrete_fields}
 

@@ -25,6 +25,8 @@ by the ``model`` the router sends, so one server serves every scenario:
   ``errorevent-*``: a stream that reports an error in an event of its own.
 - ``drip-*``: a plain answer sent one byte every 50 ms (no read ever times out).
 - ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them).
+- ``oddusage-*``: usage counts of the wrong types; ``hugeusage-*``: counts past 2**31.
+- ``redirect-<status>-*``: that 3xx status, pointing elsewhere.
 - ``ra-<seconds>-<n>-*``: 429 with ``Retry-After: <seconds>`` for the first <n>
   requests, then echoes.
 - ``script-*``: plays ``server.script``, a list of steps (``{"call": name,
@@ -87,6 +89,10 @@ class UpstreamHandler(LocalHandler):
                 "application/json",
                 {"Retry-After": retry_after.group(1)},
             )
+        redirect = re.match(r"redirect-(\d+)", model)
+        if redirect:
+            location = {"Location": "http://127.0.0.1:9/elsewhere"}
+            return self._raw(int(redirect.group(1)), b"", "text/plain", location)
         if model.startswith("leaks-key"):
             return self._leak_key(body, model)
         if model.startswith(("notsse", "badjson", "stall", "errorevent")) and body.get("stream"):
@@ -178,6 +184,8 @@ class UpstreamHandler(LocalHandler):
         }
         if model.startswith("cache"):
             result["usage"] = self._cache_usage(body)
+        elif model.startswith(("oddusage", "hugeusage")):
+            result["usage"] = odd_usage(model)
         elif not model.startswith("nousage"):
             result["usage"] = {
                 "prompt_tokens": 11,
@@ -243,7 +251,8 @@ class UpstreamHandler(LocalHandler):
                     "created": 0,
                     "model": body.get("model"),
                     "choices": [],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                    "usage": odd_usage(body.get("model", ""))
+                    or {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
                 }
             )
         try:
@@ -333,6 +342,15 @@ class UpstreamHandler(LocalHandler):
 
     def _json(self, status, payload):
         self._raw(status, json.dumps(payload).encode(), "application/json")
+
+
+def odd_usage(model: str) -> dict | None:
+    """``oddusage-*``: counts of every wrong type; ``hugeusage-*``: counts no column can hold."""
+    if model.startswith("oddusage"):
+        return {"prompt_tokens": "11", "completion_tokens": {"n": 7}, "prompt_tokens_details": 5}
+    if model.startswith("hugeusage"):
+        return {"prompt_tokens": 10**20, "completion_tokens": 2**31, "total_tokens": 10**20}
+    return None
 
 
 def _text(message):
