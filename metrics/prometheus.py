@@ -76,8 +76,9 @@ def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
 class RouterCollector:
     """A prometheus_client collector whose samples come from RouteDecision aggregates."""
 
-    def __init__(self, config: RouterConfig, now: datetime | None = None):
+    def __init__(self, config: RouterConfig, now: datetime | None = None, tenant_labels=True):
         self.config = config
+        self.tenant_labels = tenant_labels  # False: no family labelled by tool name
         self.now = now or timezone.now()  # one instant for every window family
 
     def collect(self):
@@ -162,6 +163,8 @@ class RouterCollector:
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
         )
+        if not self.tenant_labels:
+            return
         tools = GaugeMetricFamily(
             "router_pinch_tool_results_compressed_30d",
             "Tool results pinch compressed in the window, by tool name.",
@@ -172,9 +175,11 @@ class RouterCollector:
         yield tools
 
 
-def exposition(config: RouterConfig, accept: str = "", now: datetime | None = None):
+def exposition(
+    config: RouterConfig, accept: str = "", now: datetime | None = None, tenant_labels=True
+):
     """(body, content type): OpenMetrics when ``accept`` asks for it, else Prometheus text."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(RouterCollector(config, now))
+    registry.register(RouterCollector(config, now, tenant_labels))
     encode, content_type = choose_encoder(accept or "")
     return encode(registry), content_type

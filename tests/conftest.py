@@ -45,6 +45,9 @@ def fresh_router_state(settings, tmp_path_factory):
     from routing.recording.ids import forget_reserved_ids
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
+    # Most tests read /metrics as an operator who made it public; the closed
+    # default and the token are tests/metrics/test_metrics_endpoint.py's.
+    settings.METRICS_PUBLIC = True
 
     def forget():
         forget_cached_config()
@@ -161,7 +164,18 @@ def plain_key(db):
 
 @pytest.fixture
 def staff_user(django_user_model):
-    return django_user_model.objects.create_user("operator", password="x" * 12, is_staff=True)
+    """An operator: staff, allowed to view decisions (what the dashboard's table needs)."""
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("operator", password="x" * 12, is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_routedecision"))
+    return user
+
+
+@pytest.fixture
+def bare_staff_user(django_user_model):
+    """Staff with no permission at all (may log in to admin, may view nothing)."""
+    return django_user_model.objects.create_user("helper", password="x" * 12, is_staff=True)
 
 
 @pytest.fixture
