@@ -27,7 +27,7 @@ from routing.dispatch import Wire, upstream_error_event
 from routing.errors import RouterError, error_body
 from routing.protocols.anthropic.stream import parse_event
 from routing.protocols.chunks import translate
-from routing.protocols.responses.inbound import native_body
+from routing.protocols.responses.inbound import input_items, native_body
 from routing.protocols.responses.reply import (
     ResponseEvents,
     chat_usage,
@@ -119,8 +119,11 @@ class ResponsesWire(Wire):
 
     def answer(self, plan, provider, model, context) -> dict:
         if provider.speaks_responses:
+            # The router's own id: an upstream's may be missing, too long, or reused
+            # (and another key's row must never be found, or overwritten, by it).
             response = {
                 **provider.responses(self._native_body(plan, model)),
+                "id": self.response_id,
                 "model": self.model_name,
             }
         else:
@@ -145,6 +148,7 @@ class ResponsesWire(Wire):
             kind = event.get("type") if event else None
             if event and isinstance(event.get("response"), dict):
                 event["response"]["model"] = self.model_name
+                event["response"]["id"] = self.response_id  # the router's own, as above
                 raw = sse(event)
             yield raw
             if kind in FINAL_EVENTS:
@@ -179,7 +183,9 @@ class ResponsesWire(Wire):
             return
         if response.get("status") not in ("completed", "incomplete"):
             return
-        keep_response(self.api_key_id, self.source.items, response, self.store_ttl_hours)
+        body = self.source.body
+        previous = body.get("previous_response_id") or ""
+        keep_response(self.api_key_id, input_items(body), response, self.store_ttl_hours, previous)
 
 
 def _item_chars(item) -> int:

@@ -41,7 +41,7 @@ from django.db import DatabaseError, DataError, IntegrityError, connection, tran
 from django.db import Error as DatabaseFailure
 
 from routing.models import ApiKey, RouteDecision
-from routing.recording import journal
+from routing.recording import journal, stored
 from routing.recording.db_writes import request_write
 from routing.recording.values import fit
 
@@ -145,6 +145,8 @@ def pending() -> bool:
             return True
     except OSError:
         pass
+    if stored.pending(directory):
+        return True
     now = time.monotonic()
     if now - _leftovers_checked_at < LEFTOVER_CHECK_SECONDS:
         return False
@@ -252,6 +254,7 @@ def drain(raise_errors: bool = False) -> int:
                 _drain_spool_files(progress)
                 # Last, so that a finished row in the spool wins over its interrupted twin.
                 _recover_journals(progress)
+                progress["rows"] += stored.drain(spool_dir())
     except DatabaseFailure as error:
         log.warning("spool_drain_stopped reason=%s", type(error).__name__)
         if raise_errors:
