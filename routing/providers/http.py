@@ -36,8 +36,8 @@ from routing import jsonio
 from routing.providers.base import Provider, ProviderError
 from routing.providers.deadlines import attempt_seconds, read_body, read_events
 
-# Per host: as many idle keep-alive connections as a worker has threads
-# (gunicorn.conf.py's default 16, with room); more are opened when needed.
+# Per host: idle keep-alive connections kept (a worker's threads, gunicorn.conf.py's
+# 128 by default, mostly wait on slow clients, not upstreams); more are opened when needed.
 POOL_SIZE = 32
 
 _pool = urllib3.PoolManager(

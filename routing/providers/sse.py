@@ -4,7 +4,9 @@ Incremental, so the reader (routing/providers/deadlines.py) can restart its
 idle clock at each complete event. Linear in the stream: each byte is looked
 at about once (one event of 50 MB arriving in 64 KB reads once took 27 s of
 CPU, the buffer copied and searched whole at every read), and an event may
-not grow past ``max_bytes`` (ProviderError "malformed").
+not grow past ``max_bytes`` (ProviderError "malformed"). Bytes that are not
+UTF-8 come out replaced (U+FFFD): an event relayed as it came (the native
+Messages and Responses streams) never hands a client invalid text.
 """
 
 from routing.providers.base import ProviderError
@@ -37,7 +39,7 @@ class SseBuffer:
             if end < 0:
                 break
             if end > begin:
-                events.append(bytes(buffer[begin:end]))
+                events.append(_utf8(bytes(buffer[begin:end])))
             begin = search = end + 2
         if begin:
             del buffer[:begin]
@@ -54,4 +56,12 @@ class SseBuffer:
         tail = bytes(self._buffer).strip(b"\n")
         self._buffer = bytearray()
         self._scanned = 0
-        return [tail] if tail.strip() else []
+        return [_utf8(tail)] if tail.strip() else []
+
+
+def _utf8(event: bytes) -> bytes:
+    try:
+        event.decode()
+    except UnicodeDecodeError:
+        return event.decode(errors="replace").encode()
+    return event
