@@ -26,6 +26,7 @@ from tests.support.config import (
     PROVIDER_KEY_ENV,
     anthropic_config,
     base_config,
+    responses_config,
 )
 from tests.support.decisions import decision, seed
 from tests.support.openai_upstream import UpstreamServer
@@ -73,6 +74,16 @@ def anthropic_upstream():
     yield server
     server.stop()
     assert server.protocol_errors == []
+
+
+@pytest.fixture
+def responses_config_data(upstream, anthropic_upstream, write_config, monkeypatch):
+    """The Responses test config (tests/support/config.py responses_config), written; its data."""
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    monkeypatch.setenv(ANTHROPIC_KEY_ENV, ANTHROPIC_KEY)
+    data = responses_config(anthropic_upstream.base_url, upstream.base_url)
+    write_config(data)
+    return data
 
 
 @pytest.fixture

@@ -12,24 +12,13 @@ from django.db import OperationalError
 from routing.auth import create_api_key
 from routing.models import RouteDecision, StoredResponse
 from routing.recording import spool, stored
-from tests.support.config import (
-    ANTHROPIC_KEY,
-    ANTHROPIC_KEY_ENV,
-    PROVIDER_KEY,
-    PROVIDER_KEY_ENV,
-    responses_config,
-)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def config_data(upstream, anthropic_upstream, write_config, monkeypatch):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    monkeypatch.setenv(ANTHROPIC_KEY_ENV, ANTHROPIC_KEY)
-    data = responses_config(anthropic_upstream.base_url, upstream.base_url)
-    write_config(data)
-    return data
+def config_data(responses_config_data):
+    return responses_config_data
 
 
 def client(live_server, key):
