@@ -24,7 +24,8 @@ by the ``model`` the router sends, so one server serves every scenario:
   second event is not JSON; ``stall-*``: a stream that stops after one event;
   ``errorevent-*``: a stream that reports an error in an event of its own.
 - ``drip-*``: a plain answer sent one byte every 50 ms (no read ever times out).
-- ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them).
+- ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them);
+  ``gzipbomb-*``: 200 KB of gzip that decodes to 200 MB.
 - ``oddusage-*``: usage counts of the wrong types; ``hugeusage-*``: counts past 2**31.
 - ``redirect-<status>-*``: that 3xx status, pointing elsewhere.
 - ``ra-<seconds>-<n>-*``: 429 with ``Retry-After: <seconds>`` for the first <n>
@@ -46,6 +47,7 @@ the monotonic time it arrived, and the client's address, which tells
 connections apart).
 """
 
+import functools
 import gzip
 import json
 import re
@@ -99,6 +101,8 @@ class UpstreamHandler(LocalHandler):
             return self._broken_stream(body, model)
         if model.startswith("drip"):
             return self._drip(json.dumps(self._completion(body)).encode())
+        if model.startswith("gzipbomb") and not body.get("stream"):
+            return self._raw(200, gzip_bomb(), "application/json", {"Content-Encoding": "gzip"})
         if model.startswith("gzip") and not body.get("stream"):
             data = gzip.compress(json.dumps(self._completion(body)).encode())
             return self._raw(200, data, "application/json", {"Content-Encoding": "gzip"})
@@ -342,6 +346,12 @@ class UpstreamHandler(LocalHandler):
 
     def _json(self, status, payload):
         self._raw(status, json.dumps(payload).encode(), "application/json")
+
+
+@functools.cache
+def gzip_bomb() -> bytes:
+    """200 MB of JSON whitespace, gzip-compressed to some 200 KB."""
+    return gzip.compress(b"{" + b" " * (200 * 1024 * 1024) + b"}", compresslevel=9)
 
 
 def odd_usage(model: str) -> dict | None:
