@@ -141,7 +141,7 @@ def memory(label, send):
 
 def prefix_flood(count):
     messages = [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(20_000)
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(19_999)
     ]
 
     def send(router):
