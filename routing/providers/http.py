@@ -33,7 +33,9 @@ from urllib3.exceptions import (
 )
 
 from routing import jsonio
-from routing.providers.base import Provider, ProviderError
+from routing.errors import ProviderError
+from routing.protocols.base import Event
+from routing.providers.base import Provider
 from routing.providers.deadlines import attempt_seconds, read_body, read_events
 
 # Per host: idle keep-alive connections kept (a worker's threads, gunicorn.conf.py's
@@ -155,7 +157,7 @@ class HttpProvider(Provider):
         return redactor.value(data) if redactor.might_hide(raw) else data
 
     def _read_events(self, response):
-        """The SSE events of a stream, under its deadlines, each with the key redacted."""
+        """The SSE events of a stream, under its deadlines, each parsed once, the key redacted."""
         events = read_events(
             response,
             response.attempt_started,
@@ -165,6 +167,6 @@ class HttpProvider(Provider):
             self.config.max_answer_bytes,
         )
         redactor = self.redactor()
-        if redactor:
-            events = (redactor.sse_event(event) for event in events)
-        return events
+        for raw in events:
+            event = Event.parse(raw)
+            yield redactor.event(event, raw) if redactor.might_hide(raw) else event

@@ -9,7 +9,7 @@ UTF-8 come out replaced (U+FFFD): an event relayed as it came (the native
 Messages and Responses streams) never hands a client invalid text.
 """
 
-from routing.providers.base import ProviderError
+from routing.errors import ProviderError
 
 
 class SseBuffer:

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from routing.chat_request import MAX_MESSAGES
 from routing.models import RouteDecision
+from routing.protocols.chat.request import MAX_MESSAGES
 from routing.protocols.responses.inbound import THINKING_PREFIX
 
 pytestmark = pytest.mark.django_db
