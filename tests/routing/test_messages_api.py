@@ -14,7 +14,7 @@ import pytest
 from routing.models import RouteDecision
 from routing.selection import measure_prompt_tokens
 from tests.support.anthropic_upstream import ANSWER as CLAUDE_ANSWER
-from tests.support.anthropic_upstream import SIGNATURE, prefix_keys
+from tests.support.anthropic_upstream import MID_CONVERSATION_SYSTEM, SIGNATURE, prefix_keys
 from tests.support.config import ANTHROPIC_KEY, ANTHROPIC_KEY_ENV, anthropic_config
 from tests.support.openai_upstream import ANSWER as OPENAI_ANSWER
 
@@ -603,3 +603,53 @@ def test_an_upstream_that_reports_no_usage_is_estimated_not_zero(claude, stream)
     decision = only_decision()
     assert decision.usage_estimated is True
     assert decision.prompt_tokens == decision.measured_tokens > 0
+
+
+# A system message inside ``messages``: Claude Code 2.1.197 asked for ``auto`` or a router
+# model id sends the Agent tool's agent types so, with the beta flag
+# mid-conversation-system-2026-04-07. A Claude model gets it as sent, a chat model in place.
+
+AGENT_TYPES = "Available agent types for the Agent tool:\n- Explore: read-only search agent"
+TURNS = [
+    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    {"role": "system", "content": AGENT_TYPES},
+]
+
+
+def test_a_system_turn_inside_messages_is_answered_by_both_kinds_of_upstream(
+    claude, name, upstream, anthropic_upstream
+):
+    answer = claude.messages.create(
+        model=name,
+        max_tokens=50,
+        system="You are Claude Code.",
+        messages=TURNS,
+        extra_headers={"anthropic-beta": MID_CONVERSATION_SYSTEM},
+    )
+
+    assert answer.content[0].text == UPSTREAMS[name][1]
+    (sent,) = sent_bodies(name, upstream, anthropic_upstream)
+    if native(name):
+        turn = sent["messages"][1]
+        assert turn["role"] == "system"
+        assert [b["text"] for b in turn["content"]] == [AGENT_TYPES]
+    else:
+        roles = [(m["role"], m["content"]) for m in sent["messages"]]
+        assert roles == [
+            ("system", "You are Claude Code."),
+            ("user", "hi"),
+            ("system", AGENT_TYPES),
+        ]
+
+
+def test_a_system_turn_with_a_tool_result_in_it_is_a_400_naming_it(claude):
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        claude.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=50,
+            messages=[
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": [{"type": "image", "source": {}}]},
+            ],
+        )
+    assert "messages.1.content: a system message holds text blocks only" in str(raised.value)

@@ -34,7 +34,9 @@ from routing.protocols.anthropic.response import THINKING_BLOCKS
 
 # Anthropic tool_choice type -> chat-completions tool_choice.
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
-_ROLES = ("user", "assistant")
+# "system" inside messages: Claude Code sends one (beta mid-conversation-system-2026-04-07)
+# when its model name is not a Claude one; it is text only.
+_ROLES = ("user", "assistant", "system")
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,12 @@ def check_messages_body(body, count_only: bool = False) -> None:
         if not isinstance(turn, dict):
             raise _bad(f"{where}: must be an object", where)
         if turn.get("role") not in _ROLES:
-            raise _bad(f"{where}.role: must be 'user' or 'assistant'", f"{where}.role")
+            raise _bad(f"{where}.role: must be 'user', 'assistant' or 'system'", f"{where}.role")
         _check_content(turn.get("content"), f"{where}.content")
+        if turn["role"] == "system" and any(
+            b.get("type") != "text" for b in _blocks(turn["content"])
+        ):
+            raise _bad(f"{where}.content: a system message holds text blocks only", where)
     system = body.get("system")
     if system is not None and not isinstance(system, str):
         _check_content(system, "system")
@@ -159,6 +165,11 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
     tool_names: dict = {}
     for t, turn in enumerate(body["messages"]):
         blocks = _blocks(turn["content"])
+        if turn["role"] == "system":
+            # In place, as a chat system message: chat servers take them anywhere.
+            chat_messages.append({"role": "system", "content": _joined_text(blocks)})
+            block_of.append(("messages", t, len(blocks) - 1) if blocks else None)
+            continue
         if turn["role"] == "assistant":
             message = _assistant_message(blocks, tool_names, t, untranslatable)
             chat_messages.append(message)
