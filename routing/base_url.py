@@ -13,7 +13,10 @@ from django.views.decorators.csrf import csrf_exempt
 from routing.errors import RouterError, anthropic_error_response, router_error_response
 
 # The API's paths without their /v1 (what a base URL missing it makes a client ask for).
-API_PATHS = r"(?:chat/completions|completions|embeddings|messages(?:/.*)?|responses(?:/.*)?|models(?:/.*)?)"
+API_PATHS = (
+    r"(?:chat/completions|completions|embeddings"
+    r"|messages(?:/.*)?|responses(?:/.*)?|models(?:/.*)?)"
+)
 
 
 @csrf_exempt

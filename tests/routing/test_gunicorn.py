@@ -61,7 +61,8 @@ def test_a_chunked_body_is_read_in_full_when_gunicorn_serves_directly(served_rou
 
 def test_a_chunked_body_over_the_limit_is_a_413_naming_it(tmp_path, upstream):
     env = router_env(tmp_path, base_config(upstream.base_url), ROUTER_MAX_BODY_BYTES="2000")
-    body = json.dumps({"model": "echo-medium", "messages": [{"role": "user", "content": "x" * 5000}]})
+    long = [{"role": "user", "content": "x" * 5000}]
+    body = json.dumps({"model": "echo-medium", "messages": long})
     with gunicorn_router(env, prepare(env)) as served:
         response = requests.post(
             served.url + "/v1/chat/completions",
