@@ -43,6 +43,7 @@ from routing.pipeline import open_decision, plan_request, unknown_model_error
 from routing.responses_request import parse_responses_body
 from routing.responses_store import delete_response, input_items_page, stored_response
 from routing.responses_wire import ResponsesWire, optional_tools
+from routing.sessions import session_tag
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 
@@ -112,6 +113,10 @@ def explain_headers(plan, decision_id=None) -> dict:
         headers["X-Router-Pinch-Capped"] = str(len(plan.pinch.capped))
     else:
         headers["X-Router-Pinch"] = "disabled"
+    if plan.session is not None:
+        headers["X-Router-Session"] = plan.session.session
+    if plan.omitted_tools:
+        headers["X-Router-Omitted-Tools"] = ",".join(plan.omitted_tools)
     if decision_id is not None:
         headers["X-Router-Decision-Id"] = str(decision_id)
         # The SDKs read x-request-id into ``request_id``: quoting it finds the row.
@@ -170,6 +175,7 @@ def _serve(request, parse, wire_for, render_error):
         plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
         if dry_run:
             return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
+        plan.session = session_tag(request.META, chat, key.pk, plan.conversation)
         wire = wire_for(request, chat, key, config)
         wire.check(plan)
         decision = open_decision(plan, key)
@@ -281,7 +287,7 @@ class ResponsesView(OpenAIView):
     def post(self, request):
         return _serve(
             request,
-            lambda raw, key: parse_responses_body(raw, key.pk, optional_tools(request)),
+            lambda raw, key: parse_responses_body(raw, key.pk, optional_tools(request, _config())),
             lambda request, chat, key, config: ResponsesWire(
                 chat, key.pk, config.responses.store_ttl_hours
             ),

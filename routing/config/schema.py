@@ -222,6 +222,11 @@ class ResponsesConfig(Strict):
     # How long a response made with store: true can be continued from
     # (previous_response_id) or read back (GET /v1/responses/{id}).
     store_ttl_hours: float = Field(720.0, gt=0)
+    # A built-in (hosted) tool only a Responses upstream runs (web_search, which
+    # Codex offers on every request), sent to any other model: "omit" leaves it
+    # out and says so (X-Router-Omitted-Tools, the decision's omitted_tools);
+    # "refuse" answers 400 naming it unless X-Router-Optional-Tools lists it.
+    hosted_tools: Literal["omit", "refuse"] = "omit"
 
 
 class RouterConfig(Strict):

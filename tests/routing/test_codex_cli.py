@@ -16,6 +16,7 @@ names the binary.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -61,31 +62,36 @@ def scratch_repo(tmp_path):
     return repo
 
 
-def codex_home(tmp_path, router_url: str, model: str) -> Path:
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_config(router_url: str, model: str) -> str:
+    """The README's ``config.toml`` for Codex, as written there, pointed at ``router_url``."""
+    section = README.read_text().split("## Use it with Codex CLI", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    block = block.replace("http://127.0.0.1:8000/v1", f"{router_url}/v1")
+    return block.replace('model = "auto"', f'model = "{model}"', 1)
+
+
+# What a user writes, after the README's provider table: nothing more, or the header
+# line the README used to need (Codex's built-in web_search, marked optional).
+PROVIDER_EXTRAS = {
+    "readme": "",
+    "optional-tools-header": 'http_headers = { "X-Router-Optional-Tools" = "web_search" }\n',
+}
+
+
+def codex_home(tmp_path, router_url: str, model: str, config: str = "readme") -> Path:
     home = tmp_path / "codex-home"
     home.mkdir()
+    # The test's own additions: no update check, analytics or feedback (nothing may
+    # leave the machine), no retries (a failure shows at once).
     (home / "config.toml").write_text(
-        f"""
-model = "{model}"
-model_provider = "router"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[model_providers.router]
-name = "LLM router"
-base_url = "{router_url}/v1"
-env_key = "ROUTER_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-# Codex offers its built-in web_search tool, which a chat upstream cannot run.
-http_headers = {{ "X-Router-Optional-Tools" = "web_search" }}
-"""
+        "check_for_update_on_startup = false\n"
+        + readme_config(router_url, model)
+        + "request_max_retries = 0\nstream_max_retries = 0\n"
+        + PROVIDER_EXTRAS[config]
+        + "\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n"
     )
     return home
 
@@ -127,9 +133,11 @@ def tool_outputs(body) -> list:
 MODELS = {"script-agent": "/v1/chat/completions", "script-native": "/v1/responses"}
 
 
+@pytest.mark.parametrize("config", sorted(PROVIDER_EXTRAS))
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
     model,
+    config,
     codex_bin,
     scratch_repo,
     tmp_path,
@@ -142,7 +150,7 @@ def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
     monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
     write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
     upstream.script = SCRIPT
-    home = codex_home(tmp_path, live_server.url, model)
+    home = codex_home(tmp_path, live_server.url, model, config)
 
     done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
 
@@ -177,6 +185,13 @@ def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
     rows = list(RouteDecision.objects.order_by("id"))
     assert len(rows) == 4
     assert all(r.status_code == 200 and r.stream and r.chosen_model == model for r in rows)
+    # One run, one session: Codex's prompt_cache_key, its session id.
+    (session,) = {(r.session, r.agent) for r in rows}
+    assert re.fullmatch(r"[0-9a-f-]{36}", session[0]) and session[1] == "codex", session
+    assert [r.user_turn for r in rows] == [True, False, False, False]
+    # web_search left out for the chat model, and said so on every row.
+    omitted = ["web_search"] if model == "script-agent" else None
+    assert all(r.omitted_tools == omitted for r in rows)
     # Only loopback traffic: the recorder refused whatever Codex tried beyond the router.
     print(f"Codex tried to reach, beyond the router: {tried or 'nothing'}")
 
