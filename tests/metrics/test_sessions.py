@@ -1,4 +1,4 @@
-"""Agent sessions in admin, on the dashboard and in pinch_summary --by-session: one set of figures."""
+"""Agent sessions in admin, on the dashboard and in pinch_summary --by-session: one figure set."""
 
 import json
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved, for an operator's terminal."""
+"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved, for an operator."""
 
 import json
 
