@@ -653,3 +653,42 @@ def test_a_system_turn_with_a_tool_result_in_it_is_a_400_naming_it(claude):
             ],
         )
     assert "messages.1.content: a system message holds text blocks only" in str(raised.value)
+
+
+def _long_tool_session(rounds: int = 8, chars: int = 25_000) -> list:
+    """A conversation over the budget: pinch compresses its oldest tool results."""
+    turns = [{"role": "user", "content": "read every file"}]
+    for k in range(rounds):
+        turns.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{k}", "name": "read_file", "input": {}}
+                ],
+            }
+        )
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": "y" * chars}
+        turns.append({"role": "user", "content": [result]})
+    return turns
+
+
+def test_count_tokens_counts_the_pruned_prompt_and_the_answers_usage_agrees(claude, name):
+    turns = _long_tool_session()
+    count = claude.messages.count_tokens(model=name, messages=turns, tools=TOOLS)
+    raw = claude.messages.with_raw_response.create(
+        model=name, max_tokens=20, messages=turns, tools=TOOLS
+    )
+
+    headers, answer = raw.headers, raw.parse()
+    pruned = int(headers["X-Router-Pinch-Final-Tokens"])
+    assert pruned < int(headers["X-Router-Pinch-Original-Tokens"])  # pinch acted
+    if native(name):
+        # Claude's own count of what is sent, and what it then billed: the same prompt.
+        usage = answer.usage
+        billed = (
+            usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        )
+        assert count.input_tokens == billed
+    else:
+        # The router's measure of the pruned prompt, the one routing used for the answer.
+        assert count.input_tokens == int(headers["X-Router-Measured-Tokens"])
