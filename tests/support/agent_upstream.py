@@ -10,6 +10,12 @@ speaks both protocols, on top of the test servers: ``AgentAnthropicServer``
 
 ``server.repo`` is the scratch repository Claude Code runs in: the tools
 need absolute paths.
+
+Compaction: a request whose last turn asks for a summary of the
+conversation (Claude Code's ``/compact`` prompt) gets ``SUMMARY``; a
+conversation that carries it (Claude Code goes on from the summary, the tool
+results gone) plays ``after_compaction``: one ``Bash`` call, then
+``FOLLOW_UP_ANSWER``.
 """
 
 import json
@@ -19,6 +25,15 @@ from tests.support.openai_upstream import UpstreamHandler, UpstreamServer
 
 FINAL_ANSWER = "Done: the check script printed CHECK-OK and ANSWER.md holds the summary."
 BACKGROUND_ANSWER = "ok"
+# Claude Code's /compact prompt (2.1.197) says this; the summary carries a marker to find.
+COMPACTION_PROMPT = "create a detailed summary of the conversation so far"
+SUMMARY_MARKER = "COMPACT-SUMMARY-7f3a"
+SUMMARY = (
+    "<analysis>The user asked for a check; it ran.</analysis>\n<summary>"
+    f"{SUMMARY_MARKER}: README.md and check.py were read, check.py printed CHECK-OK, "
+    "ANSWER.md was written.</summary>"
+)
+FOLLOW_UP_ANSWER = "Continued from the summary: ANSWER.md says the check passes."
 
 
 def steps(repo: str) -> list[list[tuple[str, dict]]]:
@@ -33,17 +48,34 @@ def steps(repo: str) -> list[list[tuple[str, dict]]]:
     ]
 
 
-def next_step(repo: str, tool_names: set, results_so_far: int):
-    """The calls to make now, or None for the final answer; "background" off the main agent."""
+def after_compaction(repo: str) -> list[list[tuple[str, dict]]]:
+    return [[("Bash", {"command": f"cat {repo}/ANSWER.md", "description": "Read the answer"})]]
+
+
+def next_step(repo: str, tool_names: set, results_so_far: int, text: str = ""):
+    """The calls to make now, None for the final answer, "summary" for a compaction request,
+    "background" off the main agent. ``text``: the request's messages, as JSON."""
+    last_turn = text[text.rfind('"role"') :] if text else ""
+    if COMPACTION_PROMPT in last_turn:
+        return "summary"
     if not {"Read", "Bash", "Write"} <= tool_names:
         return "background"
-    script = steps(repo)
+    script = after_compaction(repo) if SUMMARY_MARKER in text else steps(repo)
     done = 0
     for turn, calls in enumerate(script):
         done += len(calls)
         if results_so_far < done:
             return script[turn]
     return None
+
+
+def _text_of(step, body) -> str:
+    """The text answer of a step that calls no tool."""
+    if step == "summary":
+        return SUMMARY
+    if step == "background":
+        return BACKGROUND_ANSWER
+    return FOLLOW_UP_ANSWER if SUMMARY_MARKER in json.dumps(body["messages"]) else FINAL_ANSWER
 
 
 class AgentAnthropicHandler(AnthropicHandler):
@@ -56,7 +88,7 @@ class AgentAnthropicHandler(AnthropicHandler):
             for block in turn["content"]
             if block.get("type") == "tool_result"
         )
-        step = next_step(self.server.repo, names, results)
+        step = next_step(self.server.repo, names, results, json.dumps(body["messages"]))
         # Asked to think (Claude Code asks), the turn starts with a signed thinking block,
         # which Claude Code must send back as it got it.
         thought = (
@@ -64,10 +96,8 @@ class AgentAnthropicHandler(AnthropicHandler):
             if body.get("thinking", {}).get("type") not in (None, "disabled")
             else []
         )
-        if step == "background":
-            return [*thought, {"type": "text", "text": BACKGROUND_ANSWER}], "end_turn"
-        if step is None:
-            return [*thought, {"type": "text", "text": FINAL_ANSWER}], "end_turn"
+        if not isinstance(step, list):
+            return [*thought, {"type": "text", "text": _text_of(step, body)}], "end_turn"
         blocks = [*thought, {"type": "text", "text": "Working on it."}]
         for k, (name, tool_input) in enumerate(step):
             blocks.append(
@@ -85,7 +115,8 @@ class AgentOpenAIHandler(UpstreamHandler):
     def _step(self, body):
         names = {t.get("function", {}).get("name") for t in body.get("tools") or ()}
         results = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
-        return next_step(self.server.repo, names, results), results
+        text = json.dumps(body.get("messages") or [])
+        return next_step(self.server.repo, names, results, text), results
 
     def _tool_calls(self, body) -> list:
         step, results = self._step(body)
@@ -102,7 +133,7 @@ class AgentOpenAIHandler(UpstreamHandler):
 
     def _text(self, body) -> str:
         step, _ = self._step(body)
-        return BACKGROUND_ANSWER if step == "background" else FINAL_ANSWER
+        return _text_of(step, body)
 
 
 class AgentAnthropicServer(AnthropicServer):

@@ -195,7 +195,7 @@ def check_request(
             raise RequestRejected("max_tokens must be greater than thinking.budget_tokens")
         if "temperature" in body:
             raise RequestRejected("temperature may only be set to 1 when thinking is enabled")
-    previous_role, open_calls = None, set()
+    open_calls = set()
     for i, turn in enumerate(body["messages"]):
         where = f"messages.{i}"
         if system_turns and turn.get("role") == "system" and set(turn) == {"role", "content"}:
@@ -203,9 +203,8 @@ def check_request(
             continue
         if turn.get("role") not in ("user", "assistant") or set(turn) != {"role", "content"}:
             raise RequestRejected(f"{where}: a message has a role (user or assistant) and content")
-        if turn["role"] == previous_role:
-            raise RequestRejected(f"{where}: roles must alternate between user and assistant")
-        previous_role = turn["role"]
+        # Consecutive turns of one role are combined into one, as the API documents
+        # (Claude Code sends two user turns after /compact): no alternation check.
         blocks = turn["content"]
         if isinstance(blocks, str):
             blocks = [{"type": "text", "text": blocks}]
