@@ -25,6 +25,7 @@ import pytest
 
 from routing.models import RouteDecision
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
+from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.egress import EgressRecorder
 from tests.support.responses_upstream import ENCRYPTED
 
@@ -213,3 +214,52 @@ def test_codex_on_the_auto_model_is_routed(
     assert len(rows) == 2
     assert all(r.path == "routed" and r.requested_model == "auto" for r in rows)
     assert all(r.status_code == 200 and r.chosen_model.startswith("echo-") for r in rows)
+
+
+CONTINUED = "Continued from the summary: notes.txt says the build is green."
+# Past this many tokens (the test upstream reports a script model's body size, 4 chars a
+# token: Codex's first request is ~9,700) Codex compacts before its next request.
+COMPACT_LIMIT = 9000
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_codex_compacts_its_context_through_the_router_and_goes_on_from_the_summary(
+    model,
+    codex_bin,
+    scratch_repo,
+    tmp_path,
+    live_server,
+    upstream,
+    write_config,
+    monkeypatch,
+    api_key,
+):
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+    upstream.script = SCRIPT
+    upstream.after_compaction = [{"text": CONTINUED}]
+    home = codex_home(tmp_path, live_server.url, model)
+    config = home / "config.toml"
+    config.write_text(f"model_auto_compact_token_limit = {COMPACT_LIMIT}\n" + config.read_text())
+
+    done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
+
+    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
+    assert done.returncode == 0, report
+    assert CONTINUED in done.stdout, report
+    bodies = [json.loads(r["body"]) for r in upstream.received]
+    conversations = [b.get("messages") or b.get("input") for b in bodies]
+    compactions = [i for i, c in enumerate(conversations) if is_compaction(c)]
+    assert len(compactions) == 1, report
+    # The request after it went on from the summary, the tool rounds before it gone.
+    after = conversations[compactions[0] + 1]
+    assert SUMMARY_MARKER in json.dumps(after)
+    assert not tool_outputs(bodies[compactions[0] + 1])
+    rows = list(RouteDecision.objects.order_by("id"))
+    assert len(rows) == len(bodies)
+    assert all(r.status_code == 200 for r in rows)
+    assert len({r.session for r in rows}) == 1
+    print(
+        "Codex compaction: pinch "
+        + ", ".join(f"{r.pinch_original_tokens} -> {r.pinch_final_tokens}" for r in rows)
+    )

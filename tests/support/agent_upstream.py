@@ -21,18 +21,11 @@ results gone) plays ``after_compaction``: one ``Bash`` call, then
 import json
 
 from tests.support.anthropic_upstream import SIGNATURE, AnthropicHandler, AnthropicServer
+from tests.support.compaction import SUMMARY, SUMMARY_MARKER, is_compaction
 from tests.support.openai_upstream import UpstreamHandler, UpstreamServer
 
 FINAL_ANSWER = "Done: the check script printed CHECK-OK and ANSWER.md holds the summary."
 BACKGROUND_ANSWER = "ok"
-# Claude Code's /compact prompt (2.1.197) says this; the summary carries a marker to find.
-COMPACTION_PROMPT = "create a detailed summary of the conversation so far"
-SUMMARY_MARKER = "COMPACT-SUMMARY-7f3a"
-SUMMARY = (
-    "<analysis>The user asked for a check; it ran.</analysis>\n<summary>"
-    f"{SUMMARY_MARKER}: README.md and check.py were read, check.py printed CHECK-OK, "
-    "ANSWER.md was written.</summary>"
-)
 FOLLOW_UP_ANSWER = "Continued from the summary: ANSWER.md says the check passes."
 
 
@@ -52,12 +45,12 @@ def after_compaction(repo: str) -> list[list[tuple[str, dict]]]:
     return [[("Bash", {"command": f"cat {repo}/ANSWER.md", "description": "Read the answer"})]]
 
 
-def next_step(repo: str, tool_names: set, results_so_far: int, text: str = ""):
+def next_step(repo: str, tool_names: set, results_so_far: int, messages=()):
     """The calls to make now, None for the final answer, "summary" for a compaction request,
-    "background" off the main agent. ``text``: the request's messages, as JSON."""
-    last_turn = text[text.rfind('"role"') :] if text else ""
-    if COMPACTION_PROMPT in last_turn:
+    "background" off the main agent."""
+    if is_compaction(messages):
         return "summary"
+    text = json.dumps(messages)
     if not {"Read", "Bash", "Write"} <= tool_names:
         return "background"
     script = after_compaction(repo) if SUMMARY_MARKER in text else steps(repo)
@@ -88,7 +81,7 @@ class AgentAnthropicHandler(AnthropicHandler):
             for block in turn["content"]
             if block.get("type") == "tool_result"
         )
-        step = next_step(self.server.repo, names, results, json.dumps(body["messages"]))
+        step = next_step(self.server.repo, names, results, body["messages"])
         # Asked to think (Claude Code asks), the turn starts with a signed thinking block,
         # which Claude Code must send back as it got it.
         thought = (
@@ -115,8 +108,7 @@ class AgentOpenAIHandler(UpstreamHandler):
     def _step(self, body):
         names = {t.get("function", {}).get("name") for t in body.get("tools") or ()}
         results = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
-        text = json.dumps(body.get("messages") or [])
-        return next_step(self.server.repo, names, results, text), results
+        return next_step(self.server.repo, names, results, body.get("messages") or []), results
 
     def _tool_calls(self, body) -> list:
         step, results = self._step(body)
