@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from routing.models import RouteDecision
-from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.compaction import SUMMARY_MARKER, is_compaction
+from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder
 from tests.support.responses_upstream import ENCRYPTED
 
