@@ -1,13 +1,13 @@
 """The real client: opencode (npm opencode-ai) in ``opencode run`` mode, through the router.
 
 opencode speaks chat completions through its bundled OpenAI-compatible
-provider. In a scratch git repo its project config (``opencode.json``) names
-one provider whose ``baseURL`` is the router and whose ``apiKey`` is a router
-key: nothing else. The router sends its requests to the test upstream, where
+provider. In a scratch git repo its project config (``opencode.json``, as the
+README writes it) names one provider whose ``baseURL`` is the router and whose
+``apiKey`` is a router key: nothing else. The router sends its requests to the test upstream, where
 a script answers with tool calls (``bash``, ``read``, ``write``): opencode runs
 each in the scratch repo, sends the result back, and prints the final answer.
 Its small model (a title for the session) goes to ``echo-small``. Updates,
-model-list fetches and LSP downloads are off; the proxy variables point at a
+model-list fetches, LSP downloads, default plugins and sharing are off; the proxy variables point at a
 loopback recorder that refuses everything, so nothing leaves the machine.
 
 opencode is installed by scripts/install-opencode (CI runs it); ``OPENCODE_BIN``
@@ -65,15 +65,15 @@ def scratch_repo(tmp_path):
     return repo
 
 
-def opencode_config(router_url: str, api_key: str) -> dict:
-    """What a user writes: one provider at the router, its key, the models to use."""
+def opencode_config(router_url: str) -> dict:
+    """The README's config: one provider at the router, its key from ROUTER_API_KEY."""
     return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {
             "router": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "LLM router",
-                "options": {"baseURL": f"{router_url}/v1", "apiKey": api_key},
+                "options": {"baseURL": f"{router_url}/v1", "apiKey": "{env:ROUTER_API_KEY}"},
                 "models": {"script-agent": {}, "echo-small": {}},
             }
         },
@@ -82,14 +82,17 @@ def opencode_config(router_url: str, api_key: str) -> dict:
     }
 
 
-def run_opencode(opencode_bin, repo: Path, home: Path):
+def run_opencode(opencode_bin, repo: Path, home: Path, api_key: str):
     with EgressRecorder() as egress:
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(home),
+            "ROUTER_API_KEY": api_key,
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            "OPENCODE_DISABLE_SHARE": "1",
             "HTTP_PROXY": egress.url,
             "HTTPS_PROXY": egress.url,
             "NO_PROXY": "127.0.0.1,localhost",
@@ -113,13 +116,11 @@ def test_opencode_runs_several_tools_through_the_router_as_one_session(
     monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
     write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
     upstream.script = script(scratch_repo)
-    (scratch_repo / "opencode.json").write_text(
-        json.dumps(opencode_config(live_server.url, api_key))
-    )
+    (scratch_repo / "opencode.json").write_text(json.dumps(opencode_config(live_server.url)))
     home = tmp_path / "home"
     home.mkdir()
 
-    done, tried = run_opencode(opencode_bin, scratch_repo, home)
+    done, tried = run_opencode(opencode_bin, scratch_repo, home, api_key)
 
     report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
     assert done.returncode == 0, report
