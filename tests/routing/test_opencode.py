@@ -7,8 +7,10 @@ README writes it) names one provider whose ``baseURL`` is the router and whose
 a script answers with tool calls (``bash``, ``read``, ``write``): opencode runs
 each in the scratch repo, sends the result back, and prints the final answer.
 Its small model (a title for the session) goes to ``echo-small``. Updates,
-model-list fetches, LSP downloads, default plugins and sharing are off; the proxy variables point at a
-loopback recorder that refuses everything, so nothing leaves the machine.
+model-list fetches, LSP downloads, default plugins and sharing are off; the
+proxy variables point at a loopback recorder that refuses everything, so
+nothing leaves the machine (opencode 1.18.33 still tries registry.npmjs.org,
+refused, and carries on).
 
 opencode is installed by scripts/install-opencode (CI runs it); ``OPENCODE_BIN``
 names the binary.
