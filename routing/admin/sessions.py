@@ -10,23 +10,15 @@ from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
+from routing.admin.read_only import ReadOnlyAdmin
 from routing.models import AgentSession
 
 
 @admin.register(AgentSession)
-class AgentSessionAdmin(admin.ModelAdmin):
+class AgentSessionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     def has_view_permission(self, request, obj=None):
         # Sessions are the decision log summed up: who may read the one reads the other.
         return request.user.has_perm("routing.view_routedecision")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def changelist_view(self, request, extra_context=None):
         if not self.has_view_permission(request):

@@ -21,52 +21,34 @@ CODEX = "019a0000-codex"
 @pytest.fixture
 def sessions(default_config):
     now = timezone.now()
-    billed = {"billed_prompt_cost_usd": 0.01, "unpruned_cost_usd": 0.015, "now": now}
-    seed(
-        # Claude Code: a user turn, two tool rounds (one pruned), a subagent, a title request
-        decision(
-            age=timedelta(minutes=9),
-            session=CLAUDE,
-            agent="claude-code",
-            session_role="main",
-            user_turn=True,
-            chosen_model="gpt-4.1",
-            **billed,
-        ),
-        decision(
-            age=timedelta(minutes=8),
-            session=CLAUDE,
-            agent="claude-code",
-            session_role="main",
-            chosen_model="gpt-4.1",
-            saved=500,
-            **billed,
-        ),
-        decision(
-            age=timedelta(minutes=7),
-            session=CLAUDE,
-            agent="claude-code",
-            session_role="subagent",
-            chosen_model="gpt-4.1-mini",
-            **billed,
-        ),
-        decision(
-            age=timedelta(minutes=6),
-            session=CLAUDE,
-            agent="claude-code",
-            session_role="background",
-            chosen_model="qwen-small",
+    billed = {"billed_prompt_cost_usd": 0.01, "unpruned_cost_usd": 0.015}
+
+    def claude(minutes, role, model, **fields):
+        return decision(
+            age=timedelta(minutes=minutes),
             now=now,
-        ),
+            session=CLAUDE,
+            agent="claude-code",
+            session_role=role,
+            chosen_model=model,
+            **fields,
+        )
+
+    seed(
+        # Claude Code: a user turn, a tool round (pruned), a subagent, a title request
+        claude(9, "main", "gpt-4.1", user_turn=True, **billed),
+        claude(8, "main", "gpt-4.1", saved=500, **billed),
+        claude(7, "subagent", "gpt-4.1-mini", **billed),
+        claude(6, "background", "qwen-small"),
         decision(
             age=timedelta(minutes=2),
+            now=now,
             session=CODEX,
             agent="codex",
             session_role="main",
             user_turn=True,
-            chosen_model="gpt-4.1",
         ),
-        decision(age=timedelta(minutes=1)),  # no session: an old row, before sessions
+        decision(age=timedelta(minutes=1), now=now),  # no session: a row from before sessions
     )
 
 

@@ -17,7 +17,6 @@ names the binary.
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from routing.models import RouteDecision
 from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder
+from tests.support.real_clients import git_repo, installed
 from tests.support.responses_upstream import ENCRYPTED
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,23 +44,26 @@ SCRIPT = [
 
 @pytest.fixture
 def codex_bin():
-    found = os.environ.get("CODEX_BIN") or (str(DEFAULT_BIN) if DEFAULT_BIN.exists() else None)
-    if not found or not shutil.which(found):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Codex CLI: run scripts/install-codex and set CODEX_BIN")
-        pytest.skip("Codex CLI is not installed (scripts/install-codex, then set CODEX_BIN)")
-    return found
+    return installed("CODEX_BIN", DEFAULT_BIN, "scripts/install-codex")
 
 
 @pytest.fixture
 def scratch_repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "notes.txt").write_text("build: green\ntests: 42 passed\nowner: router team\n")
-    (repo / "main.py").write_text("print('hello')\n")
-    (repo / "README.md").write_text("# scratch\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    return repo
+    files = {
+        "notes.txt": "build: green\ntests: 42 passed\nowner: router team\n",
+        "main.py": "print('hello')\n",
+        "README.md": "# scratch\n",
+    }
+    return git_repo(tmp_path / "repo", files)
+
+
+@pytest.fixture
+def scripted(upstream, write_config, monkeypatch):
+    """The test upstream behind the router, playing SCRIPT for script-* models."""
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+    upstream.script = SCRIPT
+    return upstream
 
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -137,20 +140,9 @@ MODELS = {"script-agent": "/v1/chat/completions", "script-native": "/v1/response
 @pytest.mark.parametrize("config", sorted(PROVIDER_EXTRAS))
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
-    model,
-    config,
-    codex_bin,
-    scratch_repo,
-    tmp_path,
-    live_server,
-    upstream,
-    write_config,
-    monkeypatch,
-    api_key,
+    model, config, codex_bin, scratch_repo, tmp_path, live_server, scripted, api_key
 ):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
-    upstream.script = SCRIPT
+    upstream = scripted
     home = codex_home(tmp_path, live_server.url, model, config)
 
     done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
@@ -198,10 +190,8 @@ def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
 
 
 def test_codex_on_the_auto_model_is_routed(
-    codex_bin, scratch_repo, tmp_path, live_server, upstream, write_config, monkeypatch, api_key
+    codex_bin, scratch_repo, tmp_path, live_server, scripted, api_key
 ):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
     home = codex_home(tmp_path, live_server.url, "auto")
 
     done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
@@ -229,14 +219,10 @@ def test_codex_compacts_its_context_through_the_router_and_goes_on_from_the_summ
     scratch_repo,
     tmp_path,
     live_server,
-    upstream,
-    write_config,
-    monkeypatch,
+    scripted,
     api_key,
 ):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
-    upstream.script = SCRIPT
+    upstream = scripted
     upstream.after_compaction = [{"text": CONTINUED}]
     home = codex_home(tmp_path, live_server.url, model)
     config = home / "config.toml"

@@ -18,7 +18,6 @@ names the binary.
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import pytest
 from routing.models import RouteDecision
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder
+from tests.support.real_clients import git_repo, installed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,22 +49,13 @@ def script(repo: Path) -> list:
 
 @pytest.fixture
 def opencode_bin():
-    found = os.environ.get("OPENCODE_BIN") or (str(DEFAULT_BIN) if DEFAULT_BIN.exists() else None)
-    if not found or not shutil.which(found):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs opencode: run scripts/install-opencode and set OPENCODE_BIN")
-        pytest.skip("opencode is not installed (scripts/install-opencode, then set OPENCODE_BIN)")
-    return found
+    return installed("OPENCODE_BIN", DEFAULT_BIN, "scripts/install-opencode")
 
 
 @pytest.fixture
 def scratch_repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "notes.txt").write_text("build: green\ntests: 42 passed\n")
-    (repo / "main.py").write_text("print('hello')\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    return repo
+    files = {"notes.txt": "build: green\ntests: 42 passed\n", "main.py": "print('hello')\n"}
+    return git_repo(tmp_path / "repo", files)
 
 
 def opencode_config(router_url: str) -> dict:
