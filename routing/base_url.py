@@ -10,7 +10,9 @@ they answer a 404 in the client's error shape that says which base URL to set.
 
 from django.views.decorators.csrf import csrf_exempt
 
-from routing.errors import RouterError, anthropic_error_response, router_error_response
+from routing.errors import RouterError
+from routing.protocols.chat.errors import router_error_response
+from routing.protocols.messages.errors import anthropic_error_response
 
 # The API's paths without their /v1 (what a base URL missing it makes a client ask for).
 API_PATHS = (

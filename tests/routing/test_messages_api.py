@@ -652,7 +652,7 @@ def test_a_system_turn_with_a_tool_result_in_it_is_a_400_naming_it(claude):
                 {"role": "system", "content": [{"type": "image", "source": {}}]},
             ],
         )
-    assert "messages.1.content: a system message holds text blocks only" in str(raised.value)
+    assert "messages[1].content: a system message holds text blocks only" in str(raised.value)
 
 
 def _long_tool_session(rounds: int = 8, chars: int = 25_000) -> list:

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from routing.chat_request import parse_chat_request
+from routing.protocols.chat.request import parse_chat_request
 from routing.sessions import session_tag
 
 CLAUDE_CODE = {"HTTP_USER_AGENT": "claude-cli/2.1.197 (external, sdk-cli)"}
