@@ -76,6 +76,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_fallback": plan.prefix_fallback,
         "stream": plan.request.stream,
         "conversation": plan.conversation or "",
+        **(plan.session.fields() if plan.session is not None else {}),
+        "omitted_tools": list(plan.omitted_tools) or None,
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)
