@@ -36,7 +36,13 @@ REPLAY_KEYS = (
 
 # The replay must not call a provider; an LLM classifier would, once per turn.
 # The tier only picks the model, which the replay's figures do not depend on.
-FORCED_OVERRIDES = {"classifier.backend": "heuristic"}
+# Every session runs the settings replayed: no holdout, no experiment's arm
+# (the replay compares pinch on and off itself, on every session).
+FORCED_OVERRIDES = {
+    "classifier.backend": "heuristic",
+    "pinch.holdout_share": 0.0,
+    "experiments": [],
+}
 
 
 # --- Configuration ---

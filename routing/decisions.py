@@ -74,6 +74,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_fallback": plan.prefix_fallback,
         "stream": plan.request.stream,
         "conversation": plan.conversation or "",
+        "arm": plan.arm.name,
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)

@@ -26,6 +26,7 @@ from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
+from routing.experiments import Arm, arm_config, assign_arm
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
@@ -51,6 +52,8 @@ class Plan:
     # The unpruned request's (cached, written) token split, estimated, when
     # pinch changed the payload; None when it went whole.
     unpruned_split: tuple[int, int] | None = None
+    # The conversation's arm (routing.experiments); ``config`` is already the arm's.
+    arm: Arm = field(default_factory=Arm)
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -110,6 +113,9 @@ def plan_request(
     measure_prefix: bool = True,
 ) -> Plan:
     """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
+    arm = assign_arm(config, key)
+    config = arm_config(config, arm)
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
     if target == config.routing.auto_model:
@@ -124,11 +130,10 @@ def plan_request(
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
         price_model = pinned
 
-    store = key = None
+    store = None
     if config.pinch.enabled:
         # One store per process (Redis when configured) for the ledger and the probe.
         store = probe or prefix_probe(settings.REDIS_URL)
-        key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     send_messages, pinch = pinch_messages(
         request.messages,
         config.pinch,
@@ -171,6 +176,7 @@ def plan_request(
         prefix_fallback=prefix_fallback,
         conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        arm=arm,
     )
 
 
