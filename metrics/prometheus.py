@@ -11,7 +11,9 @@ number of queries whatever the table's size:
    fallbacks, and every bucket of the upstream latency histogram as a
    conditional count;
 3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
-4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off).
+4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
+5. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
+   ``router_arm_*`` gauges (``metrics.quality_families``).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -33,6 +35,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 
+from metrics.quality import quality_summary
+from metrics.quality_families import quality_families
 from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -89,6 +93,7 @@ class RouterCollector:
         )
         if self.config.pinch.enabled:
             yield from self._pinch_window()
+        yield from quality_families(quality_summary(self.config, now=self.now))
 
     def _requests(self):
         family = CounterMetricFamily(

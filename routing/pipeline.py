@@ -16,6 +16,7 @@ like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
 the name the client asked for.
 """
 
+import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -32,7 +33,10 @@ from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.providers import CallContext, speaks
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.quality import RequestSignals, request_signals
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Plan:
     unpruned_split: tuple[int, int] | None = None
     # The conversation's arm (routing.experiments); ``config`` is already the arm's.
     arm: Arm = field(default_factory=Arm)
+    # What the request says the agent did (routing.quality); None if it could not be read.
+    signals: RequestSignals | None = None
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -177,7 +183,18 @@ def plan_request(
         conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
         arm=arm,
+        signals=_signals(request.messages, pinch),
     )
+
+
+def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
+    """The quality signals, or None (logged): a measurement never fails a request."""
+    compressed = [*pinch.compressed, *pinch.capped] if pinch is not None else ()
+    try:
+        return request_signals(messages, compressed)
+    except Exception as error:  # noqa: BLE001 - measurement only
+        log.warning("quality_signals_failed reason=%s", type(error).__name__)
+        return None
 
 
 def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, int] | None:
