@@ -108,9 +108,9 @@ def _shell_read(command: str) -> str | None:
         except ValueError:
             words = segment.split()
         if words and words[0] in _SHELL_READERS:
+            # Options and line counts or ranges (head -n 50, sed -n 1,40p) are not paths;
+            # the file comes last (after sed's script).
             paths = [w for w in words[1:] if not w.startswith("-") and not w[:1].isdigit()]
-            if words[0] == "sed" and paths and ("p" in paths[0] or "," in paths[0]):
-                paths = paths[1:]  # sed's script comes before the file
             if paths:
                 return paths[-1]
     return None
