@@ -5,20 +5,7 @@ import json
 import pytest
 
 from routing.quality import call_signature, is_error_result, request_signals, stopped_mid_loop
-
-
-def call(name, call_id, **arguments):
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-        ],
-    }
+from tests.support.scripted_agent import tool_call as call
 
 
 def result(call_id, content="ok"):

@@ -1,25 +1,13 @@
 """The replay's quality table: exposure of compressed results beside the natural repeat rate."""
 
-import json
-
 from routing.corpus import Session
 from routing.replay import ReplayResult, TurnRecord
 from routing.replay_quality import replay_quality, session_quality
+from tests.support.scripted_agent import tool_call
 
 
 def call(call_id, path):
-    arguments = json.dumps({"path": path})
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": "read", "arguments": arguments},
-            }
-        ],
-    }
+    return tool_call("read", call_id, path=path)
 
 
 def session(name="s.json", agent="Test Agent 1.0"):
