@@ -9,7 +9,7 @@ the dry run report is what the router does. Its order is a contract:
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
-  answer ends (routing/decisions.py).
+  answer ends (routing/recording/decisions.py).
 
 Before all of it the conversation's arm is decided (routing/experiments.py:
 the holdout runs with pinch off, an experiment with its own settings) and the
@@ -29,7 +29,6 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
 from routing.models import RouteDecision
@@ -39,6 +38,8 @@ from routing.protocols.canonical import ChatRequest
 from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.quality import RequestSignals, request_signals
+from routing.recording.decisions import OpenDecision, new_decision
+from routing.recording.health import require_recording
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 log = logging.getLogger(__name__)
@@ -122,17 +123,25 @@ def plan_request(
     api_key_id=None,
     probe: PrefixProbe | None = None,
     measure_prefix: bool = True,
+    cheaper_tier: bool = False,
 ) -> Plan:
     """Decide where the request goes and what is sent. No database writes, no upstream call."""
     key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     arm = assign_arm(config, key)
     config = arm_config(config, arm)
+    """Decide where the request goes and what is sent. No database writes, no upstream call.
+
+    ``cheaper_tier``: a routed request goes one tier below the classifier's
+    (a key past its soft budget with budget fallback, routing.limits).
+    """
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
     if target == config.routing.auto_model:
         path = RouteDecision.PATH_ROUTED
         classification = classify(request.messages, request.tools, config)
         tier, classifier_name = classification.tier, classification.outcome
+        if cheaper_tier:
+            tier, classifier_name = _tier_below(config, tier), f"{classifier_name}+budget"
         price_model = _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(target)
@@ -226,6 +235,11 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     return cached, max(pinch.original_tokens - cached, 0)
 
 
+def _tier_below(config: RouterConfig, tier: str) -> str:
+    tiers = config.routing.tiers
+    return tiers[max(tiers.index(tier) - 1, 0)]
+
+
 def _cheapest_of_tier(config: RouterConfig, tier: str) -> ModelConfig | None:
     """The model a routed request most likely goes to, to price pinch's steps by.
 
@@ -257,6 +271,8 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
     """
     if plan.path == RouteDecision.PATH_PASSTHROUGH:
         check_capabilities(plan.model, plan.request)
+    # No upstream call that could not be recorded, unless the operator allows it.
+    require_recording(plan.config.routing.serve_unrecorded)
     return new_decision(plan, api_key)
 
 
