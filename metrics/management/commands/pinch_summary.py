@@ -1,10 +1,12 @@
-"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved, for an operator."""
+"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved and what it cost the agent."""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.formatting import pinch_card
+from metrics.quality import quality_summary
+from metrics.quality_card import quality_lines
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
 from routing.config import ConfigError
@@ -22,7 +24,8 @@ class Command(BaseCommand):
             "--json",
             action="store_true",
             dest="as_json",
-            help="print the figures as JSON (the keys of /metrics' pinch block)",
+            help="print the figures as JSON (the keys of /metrics' pinch block, and its "
+            "quality block under quality)",
         )
         parser.add_argument(
             "--days",
@@ -64,10 +67,12 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(message)
             return
+        quality = quality_summary(config, days=days)
         if as_json:
-            self.stdout.write(json.dumps(summary, indent=2))
+            self.stdout.write(json.dumps({**summary, "quality": quality}, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+            self.stdout.write("\n".join(quality_lines(quality)))
 
     def _text(self, summary: dict, days: int, cache_rate: float) -> str:
         if "reset_date" in summary:
