@@ -248,6 +248,7 @@ class RouteDecision(models.Model):
         null=True,
         blank=True,
         help_text="Built-in tools left out: the model is not served through the Responses API.",
+    )
     arm = models.CharField(
         max_length=40,
         default="control",
