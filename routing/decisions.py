@@ -74,6 +74,9 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_fallback": plan.prefix_fallback,
         "stream": plan.request.stream,
         "conversation": plan.conversation or "",
+        "route_reason": plan.route_reason,
+        "background": plan.background,
+        "baseline_model": plan.baseline.id if plan.baseline is not None else "",
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)

@@ -4,8 +4,11 @@
 (``X-Router-Dry-Run``) and ``manage.py pinch_replay``, so what the replay and
 the dry run report is what the router does. Its order is a contract:
 
-* routed (``auto``): classify on the FULL messages -> prune once -> measure the
-  pruned payload plus tool definitions -> cheapest fitting model of the tier;
+* routed (``auto``): the conversation's tier (routing.session_routing: held
+  through the tool loop, the task classified on the FULL messages at a start
+  or a new user turn) -> prune once -> measure the pruned payload plus tool
+  definitions -> the conversation's model while it fits, else the cheapest
+  fitting model of the tier;
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
@@ -31,7 +34,13 @@ from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.providers import CallContext, speaks
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
-from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
+from routing.selection import (
+    baseline_model,
+    candidates_for,
+    measure_prompt_tokens,
+    tools_overhead_tokens,
+)
+from routing.session_routing import route_request
 
 
 @dataclass
@@ -51,6 +60,11 @@ class Plan:
     # The unpruned request's (cached, written) token split, estimated, when
     # pinch changed the payload; None when it went whole.
     unpruned_split: tuple[int, int] | None = None
+    # Why a routed request went where it did, and what background work it is
+    # (routing.session_routing); the model routing's savings are counted against.
+    route_reason: str = ""
+    background: str = ""
+    baseline: ModelConfig | None = None
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -112,23 +126,34 @@ def plan_request(
     """Decide where the request goes and what is sent. No database writes, no upstream call."""
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
-    if target == config.routing.auto_model:
+    routed = target == config.routing.auto_model
+    store = key = None
+    if config.pinch.enabled or routed:
+        # One store per process (Redis when configured): ledger, probe, routing state.
+        store = probe or prefix_probe(settings.REDIS_URL)
+        key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
+    route, remember_route = None, None
+    if routed:
         path = RouteDecision.PATH_ROUTED
-        classification = classify(request.messages, request.tools, config)
-        tier, classifier_name = classification.tier, classification.outcome
-        price_model = _cheapest_of_tier(config, tier)
+        route, remember_route = route_request(
+            request,
+            config,
+            store,
+            key,
+            lambda: classify(request.messages, request.tools, config),
+            lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
+            remember=measure_prefix,
+        )
+        tier, classifier_name = route.tier, route.classifier
+        price_model = config.model(route.hold or "") or _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(target)
         if pinned is None:
             raise unknown_model_error(config, request.model)
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
         price_model = pinned
-
-    store = key = None
-    if config.pinch.enabled:
-        # One store per process (Redis when configured) for the ledger and the probe.
-        store = probe or prefix_probe(settings.REDIS_URL)
-        key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
+    if not config.pinch.enabled:
+        store = None  # the ledger and the probe are pinch's
     send_messages, pinch = pinch_messages(
         request.messages,
         config.pinch,
@@ -149,6 +174,10 @@ def plan_request(
             # Responses request with file_search, are such requests).
             native = [m for m in candidates if speaks(config, m, source.native_flag)]
             candidates = native or candidates
+        # The conversation's model stays first while it fits (routing.session_routing).
+        held = [m for m in candidates if m.id == route.hold]
+        candidates = held + [m for m in candidates if m.id != route.hold]
+        remember_route(candidates[0])
     else:
         candidates = [pinned]
 
@@ -169,8 +198,11 @@ def plan_request(
         measured_tokens=measured,
         prefix=prefix,
         prefix_fallback=prefix_fallback,
-        conversation=key,
+        conversation=key if config.pinch.enabled else None,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        route_reason=route.reason if route is not None else "",
+        background=route.background if route is not None else "",
+        baseline=baseline_model(config, path, candidates[0], measured, request),
     )
 
 

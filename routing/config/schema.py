@@ -131,10 +131,35 @@ class ModelConfig(Strict):
         return capability in self.capabilities
 
 
+class SessionRoutingConfig(Strict):
+    """Auto decided per conversation, at task boundaries (routing/session_routing.py)."""
+
+    # false: every request is classified and routed on its own (the old way).
+    enabled: bool = True
+    # How long a model without a cache block (a provider that caches by
+    # itself: OpenAI keeps a prefix 5 to 10 minutes) is taken to stay warm.
+    automatic_cache_seconds: float = Field(300.0, gt=0)
+
+
+class BackgroundConfig(Strict):
+    """Work that is not the agent's main loop, sent to the cheapest tier (routing/background.py)."""
+
+    enabled: bool = True
+    # Client model names (globs) that are an agent's small, fast model.
+    model_names: tuple[str, ...] = ("claude-haiku-*", "claude-3-5-haiku-*", "claude-3-haiku-*")
+    # A request without tools or tool results up to this many prompt tokens.
+    short_tokens: int = Field(1000, ge=0)
+
+
 class RoutingConfig(Strict):
     auto_model: str = "auto"
     tiers: tuple[str, ...] = ("easy", "medium", "hard")
     default_tier: str = "medium"
+    # The model routing's savings are measured against (a model id); None:
+    # the dearest model each request could have used.
+    baseline_model: str | None = None
+    session: SessionRoutingConfig = SessionRoutingConfig()
+    background: BackgroundConfig = BackgroundConfig()
 
     @model_validator(mode="after")
     def _default_in_tiers(self):
@@ -148,8 +173,9 @@ class RoutingConfig(Strict):
 
 
 class HeuristicClassifierConfig(Strict):
-    # Prompt sizes (estimated tokens of the whole conversation) past which a
-    # request is at least medium / hard: long contexts need stronger models.
+    # What the user typed over the whole conversation (estimated tokens; the
+    # agent's harness left out, routing/task_text.py) past which a request is
+    # at least medium / hard.
     medium_context_tokens: int = Field(8000, gt=0)
     hard_context_tokens: int = Field(60000, gt=0)
     # A last user turn this long (chars) is a real task, not a quick question.
@@ -218,6 +244,25 @@ class ObjectiveConfig(Strict):
     billing_reset_day: int | None = Field(None, ge=1, le=31)
 
 
+class LocalVisionConfig(Strict):
+    """Images described by a local model for a model without vision (routing/local_vision.py)."""
+
+    enabled: bool = False
+    # Any OpenAI-compatible chat-completions API with a vision model (Ollama's /v1).
+    base_url: str = "http://localhost:11434/v1"
+    model: str = "qwen2.5vl:7b"
+    api_key_env: str | None = None
+    timeout_seconds: float = Field(30.0, gt=0)
+    max_tokens: int = Field(400, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value):
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
 class ResponsesConfig(Strict):
     # How long a response made with store: true can be continued from
     # (previous_response_id) or read back (GET /v1/responses/{id}).
@@ -232,6 +277,7 @@ class RouterConfig(Strict):
     pinch: PinchConfig = PinchConfig()
     objective: ObjectiveConfig = ObjectiveConfig()
     responses: ResponsesConfig = ResponsesConfig()
+    local_vision: LocalVisionConfig = LocalVisionConfig()
     # Client model names (exact, or globs like "claude-haiku-*") -> a model id or
     # the auto model. Claude Code asks for Claude names; this sends its main
     # model to auto and its background model to a cheap tier. An exact alias
@@ -261,6 +307,9 @@ class RouterConfig(Strict):
                 )
             if name in seen or name == self.routing.auto_model:
                 raise ValueError(f"aliases.{name}: a model id cannot be an alias")
+        baseline = self.routing.baseline_model
+        if baseline is not None and baseline not in seen:
+            raise ValueError(f"routing.baseline_model: unknown model {baseline!r}")
         if self.classifier.llm is not None and self.classifier.llm.model not in seen:
             raise ValueError(f"classifier.llm.model: unknown model {self.classifier.llm.model!r}")
         return self
