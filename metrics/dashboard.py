@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
+from metrics.savings import savings_context
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.knobs import knob_values
@@ -106,4 +107,5 @@ def dashboard_context(
         "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
+        "savings_by_cause": savings_context(config, window),
     }

@@ -11,7 +11,8 @@ number of queries whatever the table's size:
    fallbacks, and every bucket of the upstream latency histogram as a
    conditional count;
 3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
-4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off).
+4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
+5. the savings by cause and the bill (``metrics.savings``).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -34,6 +35,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 
 from metrics.report import UNKNOWN_STATUS
+from metrics.savings import CAUSES, savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
@@ -89,6 +91,25 @@ class RouterCollector:
         )
         if self.config.pinch.enabled:
             yield from self._pinch_window()
+        yield from self._savings_by_cause()
+
+    def _savings_by_cause(self):
+        figures = savings_by_cause(self.config, now=self.now)
+        causes = GaugeMetricFamily(
+            "router_savings_usd_30d",
+            "USD saved in the window by cause: routing (against the baseline model), pinch "
+            "(net of the cache) and the prompt cache; with the bill they add up to the "
+            "cost without the router or the cache.",
+            labels=["cause"],
+        )
+        for key in CAUSES:
+            causes.add_metric([key.removesuffix("_usd_30d")], figures[key])
+        yield causes
+        yield GaugeMetricFamily(
+            "router_bill_usd_30d",
+            "USD billed in the window for prompts and completions (the providers' usage).",
+            value=figures["bill_usd_30d"],
+        )
 
     def _requests(self):
         family = CounterMetricFamily(

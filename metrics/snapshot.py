@@ -2,8 +2,8 @@
 
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
-thing. Three queries on top of the caller's config: the pinch summary, the
-stored overrides and the newest decisions.
+thing. Four queries on top of the caller's config: the pinch summary, the
+stored overrides, the newest decisions and the savings by cause.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary
 from routing.config import RouterConfig
 from routing.config.store import stored_overrides
@@ -71,5 +72,6 @@ def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
         "knobs": knob_values(config),
         "config_overrides": stored_overrides(),
         "recent_decisions": recent_decisions(),
+        "savings_by_cause": savings_by_cause(config, now=now),
         "generated_at": now.isoformat(),
     }

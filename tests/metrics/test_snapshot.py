@@ -82,6 +82,7 @@ def test_a_staff_key_reads_the_snapshot(client, default_config, staff_key):
         "config_overrides",
         "recent_decisions",
         "generated_at",
+        "savings_by_cause",
     }
 
 

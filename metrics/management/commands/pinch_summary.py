@@ -5,6 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.formatting import pinch_card
+from metrics.savings import cause_lines, savings_by_cause
 from metrics.summary import DEFAULT_DAYS, pinch_summary
 from routing.config import ConfigError
 from routing.config.store import current_config
@@ -49,10 +50,20 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(message)
             return
+        causes = savings_by_cause(config, days=days)
         if as_json:
-            self.stdout.write(json.dumps(summary, indent=2))
+            self.stdout.write(json.dumps({**summary, "savings_by_cause": causes}, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+            self.stdout.write(self._causes(causes))
+
+    def _causes(self, causes: dict) -> str:
+        lines = [
+            f"Saved by cause ({causes['billed_calls_30d']:,} calls with reported usage; "
+            "they and the bill add up to the cost without the router or the cache)"
+        ]
+        lines += [f"  {label:<32} {shown}" for _, label, shown, _ in cause_lines(causes)]
+        return "\n".join(lines)
 
     def _text(self, summary: dict, days: int, cache_rate: float) -> str:
         if "reset_date" in summary:
