@@ -9,6 +9,8 @@ the dry run report is what the router does. Its order is a contract:
   or a new user turn) -> prune once -> measure the pruned payload plus tool
   definitions -> the conversation's model while it fits, else the cheapest
   fitting model of the tier;
+* images for a model without vision are described first when
+  ``local_vision`` is on (routing.local_vision), so pinch prunes that request;
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
@@ -29,6 +31,7 @@ from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
+from routing.local_vision import with_local_vision
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
@@ -154,6 +157,8 @@ def plan_request(
         price_model = pinned
     if not config.pinch.enabled:
         store = None  # the ledger and the probe are pinch's
+    # Images for a model without vision, described by a local model when configured.
+    request = with_local_vision(request, config, price_model)
     send_messages, pinch = pinch_messages(
         request.messages,
         config.pinch,

@@ -43,6 +43,7 @@ def fresh_router_state(settings, tmp_path_factory):
     from routing.auth import forget_checked_keys
     from routing.config.store import forget_cached_config
     from routing.decision_ids import forget_reserved_ids
+    from routing.local_vision import forget_descriptions
     from routing.prefix_probe import forget_conversations
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
@@ -52,6 +53,7 @@ def fresh_router_state(settings, tmp_path_factory):
         forget_checked_keys()
         forget_reserved_ids()
         forget_conversations()
+        forget_descriptions()
 
     forget()
     yield
