@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
+from metrics.quality_card import quality_context
 from metrics.savings import savings_context
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -108,4 +109,5 @@ def dashboard_context(
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
         "savings_by_cause": savings_context(config, window),
+        **quality_context(config, window.end, days),
     }

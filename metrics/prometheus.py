@@ -12,7 +12,9 @@ number of queries whatever the table's size:
    conditional count;
 3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
 4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
-5. the savings by cause and the bill (``metrics.savings``).
+5. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
+   ``router_arm_*`` gauges (``metrics.quality_families``);
+6. the savings by cause and the bill (``metrics.savings``).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -34,6 +36,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 
+from metrics.quality import quality_summary
+from metrics.quality_families import quality_families
 from metrics.report import UNKNOWN_STATUS
 from metrics.savings import CAUSES, savings_by_cause
 from metrics.summary import pinch_summary, summary_window
@@ -91,6 +95,7 @@ class RouterCollector:
         )
         if self.config.pinch.enabled:
             yield from self._pinch_window()
+        yield from quality_families(quality_summary(self.config, now=self.now))
         yield from self._savings_by_cause()
 
     def _savings_by_cause(self):

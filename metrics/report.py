@@ -1,6 +1,6 @@
-"""The JSON body of ``GET /metrics``: the pinch block, request totals, savings by cause.
+"""The JSON body of ``GET /metrics``: pinch, quality, request totals, savings by cause.
 
-Both cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
+All cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
 ``requests.total`` and ``pinch.calls_30d`` count the same decisions.
 """
 
@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db.models import Count
 
+from metrics.quality import quality_summary
 from metrics.savings import savings_by_cause
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -35,12 +36,17 @@ def request_totals(window: Window) -> dict:
 
 
 def metrics_report(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """``{"pinch", "requests", "savings_by_cause"}``; no pinch block when pinch is off."""
+    """``{"pinch", "quality", "requests", "savings_by_cause"}``; no pinch block when pinch is off.
+
+    The quality block (metrics.quality) is there either way: a routing
+    experiment's arms compare with pinch off too.
+    """
     window = summary_window(config, now, days)
     report = {}
     summary = pinch_summary(config, now=window.end, days=days)
     if summary is not None:
         report["pinch"] = summary
+    report["quality"] = quality_summary(config, now=window.end, days=days)
     report["requests"] = request_totals(window)
     report["savings_by_cause"] = savings_by_cause(config, now=window.end, days=days)
     return report

@@ -77,6 +77,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "route_reason": plan.route_reason,
         "background": plan.background,
         "baseline_model": plan.baseline.id if plan.baseline is not None else "",
+        "arm": plan.arm.name,
+        **(plan.signals.as_fields() if plan.signals is not None else {}),
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)
@@ -97,6 +99,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         cache_read_tokens=outcome.cache_read_tokens,
         cache_write_tokens=outcome.cache_write_tokens,
         usage_estimated=outcome.usage_estimated,
+        answer_tool_calls=outcome.answer_tool_calls,
     )
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:

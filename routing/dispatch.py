@@ -63,6 +63,9 @@ class Outcome:
     # request's (cached, written) split (None when pinch sent it whole: then
     # it cost what it cost).
     unpruned_split: tuple | None = None
+    # Whether the answer asked for tool calls (None: no answer); a conversation
+    # whose last answer did and that never came back stopped mid tool loop.
+    answer_tool_calls: bool | None = None
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).
@@ -237,6 +240,9 @@ class ChatWatcher:
         if isinstance(chunk.get("error"), dict):
             upstream_error_event(self.outcome, chunk["error"])
         self.completed = self.completed or _finished(chunk.get("choices"))
+        self.outcome.answer_tool_calls = self.outcome.answer_tool_calls or _asks_tools(
+            chunk.get("choices"), "delta"
+        )
         self.answer_chars += _answer_chars(chunk.get("choices"))
         return send, False
 
@@ -261,6 +267,10 @@ class Wire:
 
     def answer_chars(self, data: dict) -> int:
         return _answer_chars(data.get("choices"))
+
+    def asks_tools(self, data: dict) -> bool:
+        """Whether the answer asks for tool calls."""
+        return _asks_tools(data.get("choices"), "message")
 
     def render(self, data: dict) -> bytes:
         return jsonio.dumps(data)
@@ -308,6 +318,7 @@ def complete(plan, decision, headers: dict, wire: Wire = CHAT):
     outcome.latency_ms = round(monotonic_ms() - started, 2)
     outcome.status = 200
     outcome.take_usage(wire.usage(data))
+    outcome.answer_tool_calls = wire.asks_tools(data)
     if outcome.prompt_tokens is None:
         _estimate_usage(outcome, plan, wire.answer_chars(data))
     finish_decision(decision, outcome)
@@ -340,6 +351,7 @@ def stream(plan, decision, headers: dict, wire: Wire = CHAT):
     except UpstreamFailed as failure:
         return _fail(decision, outcome, failure, headers, wire)
     outcome.status = 200
+    outcome.answer_tool_calls = False  # until the watcher sees a call
     relay = _relay(plan, decision, outcome, reply, first, started, wire)
     response = StreamingHttpResponse(relay, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
@@ -433,6 +445,14 @@ def parse_event(event: bytes):
 
 def _finished(choices) -> bool:
     return any(isinstance(c, dict) and c.get("finish_reason") for c in choices or ())
+
+
+def _asks_tools(choices, part: str) -> bool:
+    return any(
+        isinstance(c, dict)
+        and (c.get("finish_reason") == "tool_calls" or bool((c.get(part) or {}).get("tool_calls")))
+        for c in choices or ()
+    )
 
 
 def _answer_chars(choices) -> int:

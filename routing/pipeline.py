@@ -21,6 +21,7 @@ like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
 the name the client asked for.
 """
 
+import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -31,19 +32,23 @@ from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
+from routing.experiments import Arm, arm_config, assign_arm
 from routing.local_vision import with_local_vision
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.providers import CallContext, speaks
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.quality import RequestSignals, request_signals
 from routing.selection import (
     baseline_model,
     candidates_for,
     measure_prompt_tokens,
     tools_overhead_tokens,
 )
-from routing.session_routing import route_request
+from routing.session_routing import route_request, shifted
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -68,6 +73,10 @@ class Plan:
     route_reason: str = ""
     background: str = ""
     baseline: ModelConfig | None = None
+    # The conversation's arm (routing.experiments); ``config`` is already the arm's.
+    arm: Arm = field(default_factory=Arm)
+    # What the request says the agent did (routing.quality); None if it could not be read.
+    signals: RequestSignals | None = None
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -127,14 +136,16 @@ def plan_request(
     measure_prefix: bool = True,
 ) -> Plan:
     """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
+    arm = assign_arm(config, key)
+    config = arm_config(config, arm)
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
     routed = target == config.routing.auto_model
-    store = key = None
+    store = None
     if config.pinch.enabled or routed:
         # One store per process (Redis when configured): ledger, probe, routing state.
         store = probe or prefix_probe(settings.REDIS_URL)
-        key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     route, remember_route = None, None
     if routed:
         path = RouteDecision.PATH_ROUTED
@@ -143,7 +154,11 @@ def plan_request(
             config,
             store,
             key,
-            lambda: classify(request.messages, request.tools, config),
+            lambda: shifted(
+                classify(request.messages, request.tools, config),
+                arm.routing.tier_shift,
+                config.routing.tiers,
+            ),
             lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
             remember=measure_prefix,
         )
@@ -203,12 +218,24 @@ def plan_request(
         measured_tokens=measured,
         prefix=prefix,
         prefix_fallback=prefix_fallback,
-        conversation=key if config.pinch.enabled else None,
+        conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
         route_reason=route.reason if route is not None else "",
         background=route.background if route is not None else "",
         baseline=baseline_model(config, path, candidates[0], measured, request),
+        arm=arm,
+        signals=_signals(request.messages, pinch),
     )
+
+
+def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
+    """The quality signals, or None (logged): a measurement never fails a request."""
+    compressed = [*pinch.compressed, *pinch.capped] if pinch is not None else ()
+    try:
+        return request_signals(messages, compressed)
+    except Exception as error:  # noqa: BLE001 - measurement only
+        log.warning("quality_signals_failed reason=%s", type(error).__name__)
+        return None
 
 
 def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, int] | None:

@@ -22,6 +22,9 @@ when the user speaks again (routing.task_text), and held in between:
   with the prices pinch's steps use (``RouterConfig.cache_prices``) and
   ``R = pinch.payback.turns_ahead * turns run so far`` (pinch's estimate).
 
+A routing arm (routing.experiments, ``routing.tier_shift``) shifts the tier
+the task is classified to, so its conversations hold the shifted tier too.
+
 The state (tier, model, where the task began, when) lives beside pinch's
 ledger in the prefix probe's store: process memory, or Redis when several
 workers serve. A lost state is a start: the task is classified again, to the
@@ -38,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.background import SHORT, background_kind
+from routing.classifier import Classification
 from routing.config import ModelConfig, RouterConfig
 from routing.selection import measure_prompt_tokens
 from routing.task_text import task_start
@@ -96,6 +100,14 @@ def cache_seconds(model: ModelConfig, config: RouterConfig) -> float:
     if model.cache is not None:
         return CACHE_BLOCK_SECONDS[model.cache.ttl]
     return config.routing.session.automatic_cache_seconds
+
+
+def shifted(classification: Classification, shift: int, tiers) -> Classification:
+    """A routing arm's tier (routing.experiments: ``tier_shift``), within the configured tiers."""
+    if not shift:
+        return classification
+    level = min(max(tiers.index(classification.tier) + shift, 0), len(tiers) - 1)
+    return Classification(tiers[level], classification.outcome)
 
 
 def change_pays(

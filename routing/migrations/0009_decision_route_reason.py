@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0005_stored_response'),
+        ('routing', '0006_decision_arm_quality'),  # 0005 on its own; after 20's 0006 once merged
     ]
 
     operations = [

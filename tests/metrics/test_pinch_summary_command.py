@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from metrics.quality import quality_summary
 from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary
 from routing.models import ConfigOverride
@@ -37,9 +38,10 @@ def test_it_prints_the_figures_for_a_person(default_config, decisions):
 def test_json_has_the_same_keys_and_numbers_as_the_service(default_config, decisions):
     out, _ = run("--json")
 
-    shown = json.loads(out)
-    assert shown.pop("savings_by_cause") == savings_by_cause(default_config)
-    assert shown == pinch_summary(default_config)
+    figures = json.loads(out)
+    assert figures.pop("quality") == quality_summary(default_config)
+    assert figures.pop("savings_by_cause") == savings_by_cause(default_config)
+    assert figures == pinch_summary(default_config)
 
 
 def test_days_narrows_the_window(default_config, db):

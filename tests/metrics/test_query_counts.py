@@ -48,8 +48,8 @@ def test_pinch_summary_is_one_query(default_config, db, django_assert_num_querie
 def test_metrics_json(client, default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
-    # config (2) + pinch summary + request totals + savings by cause
-    with django_assert_num_queries(5):
+    # config (2) + pinch summary + quality (2) + request totals + savings by cause
+    with django_assert_num_queries(7):
         assert client.get("/metrics").status_code == 200
 
 
@@ -62,8 +62,9 @@ def test_metrics_json(client, default_config, db, django_assert_num_queries, row
 def test_prometheus(client, default_config, db, django_assert_num_queries, rows, path, accept):
     seed_varied(rows)
 
-    # config (2) + requests + all-time aggregate + pinch summary + pinch tools + savings by cause
-    with django_assert_num_queries(7):
+    # config (2) + requests + all-time aggregate + pinch summary + pinch tools + quality (2)
+    # + savings by cause
+    with django_assert_num_queries(9):
         assert client.get(path, HTTP_ACCEPT=accept).status_code == 200
 
 

@@ -1,10 +1,12 @@
-"""pinch_summary [--json] [--days N]: what pinch saved, for an operator's terminal."""
+"""pinch_summary [--json] [--days N]: what pinch saved and what it cost the agent."""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.formatting import pinch_card
+from metrics.quality import quality_summary
+from metrics.quality_card import quality_lines
 from metrics.savings import cause_lines, savings_by_cause
 from metrics.summary import DEFAULT_DAYS, pinch_summary
 from routing.config import ConfigError
@@ -22,7 +24,8 @@ class Command(BaseCommand):
             "--json",
             action="store_true",
             dest="as_json",
-            help="print the figures as JSON (the keys of /metrics' pinch block)",
+            help="print the figures as JSON (the keys of /metrics' pinch block, and its "
+            "quality block under quality)",
         )
         parser.add_argument(
             "--days",
@@ -50,11 +53,14 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(message)
             return
+        quality = quality_summary(config, days=days)
         causes = savings_by_cause(config, days=days)
         if as_json:
-            self.stdout.write(json.dumps({**summary, "savings_by_cause": causes}, indent=2))
+            figures = {**summary, "quality": quality, "savings_by_cause": causes}
+            self.stdout.write(json.dumps(figures, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+            self.stdout.write("\n".join(quality_lines(quality)))
             self.stdout.write(self._causes(causes))
 
     def _causes(self, causes: dict) -> str:
