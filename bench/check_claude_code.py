@@ -24,7 +24,15 @@ under ``strace -f -e trace=connect`` when strace is there; any connect to an
 address other than loopback (or the local DNS stub) fails the check, and the
 addresses seen are printed.
 
-Run: ``.venv/bin/python bench/check_claude_code.py [--upstream anthropic|openai|both]``
+With ``--routing`` it checks session routing instead (docs/routing.md): Claude
+Code asks for ``claude-opus-4-6``, which the ``claude-*`` glob sends to auto,
+once with ``-p "say hi"`` and once with a hard task. The trivial task must go
+below the hard tier and the hard one to it, each run's main-loop requests
+must all go to one model (the first a ``start``, the rest ``held``), and the
+harness (system prompt, tools, reminder blocks) must not count: the
+requests measure tens of thousands of tokens either way.
+
+Run: ``.venv/bin/python bench/check_claude_code.py [--upstream anthropic|openai|both] [--routing]``
 Needs node/npm (CI runs it when node is present). ``CLAUDE_CODE_BIN``
 points at an installed ``claude`` instead.
 """
@@ -145,8 +153,24 @@ QUIET = {
 }
 
 
+# --routing: Claude Code's own model name goes to auto; the tasks and the tier each must reach.
+ROUTED_MODEL = "claude-opus-4-6"
+HARD_TASK = (
+    "Refactor the session store's architecture to remove the race condition between the "
+    "expiry sweep and concurrent writes, and design the migration so it can be rolled back."
+)
+ROUTING_CHECKS = (("say hi", "easy"), (HARD_TASK, "hard"))
+
+
 def run_claude(
-    binary: Path, repo: Path, home: Path, router, trace: Path | None, quiet=True, client_model=""
+    binary: Path,
+    repo: Path,
+    home: Path,
+    router,
+    trace: Path | None,
+    quiet=True,
+    client_model="",
+    task=TASK,
 ):
     env = {
         "PATH": os.environ["PATH"],
@@ -158,7 +182,7 @@ def run_claude(
     command = [
         str(binary),
         "-p",
-        TASK,
+        task,
         "--output-format",
         "json",
         "--model",
@@ -200,13 +224,20 @@ def decisions(database: Path) -> list[dict]:
         rows = db.execute(
             "SELECT requested_model, chosen_model, path, stream, status_code, "
             "pinch_original_tokens, pinch_final_tokens, pinch_summarized, prompt_tokens, "
-            "cache_read_tokens, cache_write_tokens "
+            "cache_read_tokens, cache_write_tokens, tier, route_reason, measured_tokens "
             "FROM routing_routedecision ORDER BY id"
         ).fetchall()
     return [dict(row) for row in rows]
 
 
-def check(kind: str, binary: Path, quiet: bool = True, client_model: str = CLIENT_MODEL) -> bool:
+def check(
+    kind: str,
+    binary: Path,
+    quiet: bool = True,
+    client_model: str = CLIENT_MODEL,
+    task: str = TASK,
+    tier: str | None = None,
+) -> bool:
     with tempfile.TemporaryDirectory(prefix=f"claude-code-{kind}-") as name:
         tmp = Path(name)
         repo = scratch_repo(tmp)
@@ -221,16 +252,33 @@ def check(kind: str, binary: Path, quiet: bool = True, client_model: str = CLIEN
         trace = tmp / "connect.trace" if shutil.which("strace") else None
         try:
             serve_router(router)
-            done, seconds = run_claude(binary, repo, home, router, trace, quiet, client_model)
+            done, seconds = run_claude(binary, repo, home, router, trace, quiet, client_model, task)
         finally:
             if router.process is not None:
                 stop(router.process)
             upstream.stop()
         rows = decisions(tmp / "router.sqlite3")
-        return report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model)
+        return report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model, tier)
 
 
-def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model) -> bool:
+def routing_problems(main: list[dict], tier: str) -> list[str]:
+    """What is wrong with the main loop's routing, for a task that must reach ``tier``."""
+    problems = []
+    if not main:
+        return ["no main-loop decision to check the routing of"]
+    if {r["tier"] for r in main} != {tier}:
+        problems.append(f"tiers {[r['tier'] for r in main]}; the task belongs to {tier!r}")
+    if len({r["chosen_model"] for r in main}) != 1:
+        problems.append(f"the tool loop changed model: {[r['chosen_model'] for r in main]}")
+    reasons = [r["route_reason"] for r in main]
+    if reasons != ["start"] + ["held"] * (len(main) - 1):
+        problems.append(f"route reasons {reasons}: expected a start, then held")
+    if main[0]["measured_tokens"] < 20_000:
+        problems.append(f"only {main[0]['measured_tokens']} tokens: not Claude Code's harness")
+    return problems
+
+
+def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model, tier) -> bool:
     problems = []
     try:
         result = json.loads(done.stdout)
@@ -253,11 +301,14 @@ def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model
     pruned = [r for r in main if (r["pinch_final_tokens"] or 0) < (r["pinch_original_tokens"] or 0)]
     if not pruned:
         problems.append("pinch pruned none of Claude Code's requests")
-    # What the tools gave back, as the upstream saw it in the last request.
-    seen = json.dumps(upstream.bodies()[-1]) if upstream.received else ""
+    # What the tools gave back, as the upstream saw it (a later request may
+    # carry a result compressed, when pinch's step pays at the model's prices).
+    seen = json.dumps(upstream.bodies()) if upstream.received else ""
     for tool, evidence in (("Read", "Line 799: the demo"), ("Bash", "CHECK-OK")):
         if evidence not in seen:
             problems.append(f"the {tool} tool's result ({evidence!r}) never reached the upstream")
+    if tier is not None:
+        problems += routing_problems(main, tier)
     local, outside = connects(trace) if trace is not None else (0, [])
     if trace is not None and not local:
         problems.append("strace saw no connect at all: the trace is not working")
@@ -273,6 +324,7 @@ def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model
     for r in rows:
         print(
             f"  {r['requested_model']:<28} -> {r['chosen_model']:<12} {r['path']:<11} "
+            f"tier {r['tier'] or '-'} ({r['route_reason'] or 'pinned'}) "
             f"status {r['status_code']} stream {bool(r['stream'])} pinch "
             f"{r['pinch_original_tokens']} -> {r['pinch_final_tokens']} "
             f"({r['pinch_summarized'] or 0} results compressed), billed prompt "
@@ -300,14 +352,27 @@ def main() -> None:
         action="store_true",
         help="run without the variables that silence Claude Code, and show what it tries to reach",
     )
+    parser.add_argument(
+        "--routing",
+        action="store_true",
+        help=f"session routing: {ROUTED_MODEL} through auto, a trivial and a hard task",
+    )
     args = parser.parse_args()
     binary = claude_binary()
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
     print(f"Claude Code {version.stdout.strip()} at {binary}")
     kinds = ["anthropic", "openai"] if args.upstream == "both" else [args.upstream]
-    results = [
-        check(kind, binary, quiet=not args.allow_traffic, client_model=args.model) for kind in kinds
-    ]
+    if args.routing:
+        results = [
+            check(kind, binary, not args.allow_traffic, ROUTED_MODEL, task, tier)
+            for kind in kinds
+            for task, tier in ROUTING_CHECKS
+        ]
+    else:
+        results = [
+            check(kind, binary, quiet=not args.allow_traffic, client_model=args.model)
+            for kind in kinds
+        ]
     sys.exit(0 if all(results) else 1)
 
 
