@@ -7,6 +7,7 @@ import openai
 import pytest
 
 from routing.models import RouteDecision
+from tests.support.chat_turns import tool_call_round
 from tests.support.router import openai_client
 from tests.support.vision_server import VisionServer, description_of
 
@@ -91,16 +92,9 @@ def test_a_described_request_is_pruned_by_pinch_like_any_other(
     router_config["pinch"]["keep_last_turns"] = 1
     router_config["pinch"]["keep_last_tool_results"] = 1
     write_config(router_config)
-    calls = [
-        {"id": f"c{k}", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
-        for k in range(3)
-    ]
     messages = [{"role": "user", "content": LOOK}]
-    for k, call in enumerate(calls):
-        messages += [
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": call["id"], "content": f"log line {k}\n" * 800},
-        ]
+    for k in range(3):
+        messages += tool_call_round(k, f"log line {k}\n" * 800)
     sdk.chat.completions.create(model="text-only", messages=messages)
     row = RouteDecision.objects.get()
     assert row.pinch_final_tokens < row.pinch_original_tokens

@@ -10,6 +10,7 @@ from routing.config import validate_config
 from routing.corpus import Session
 from routing.replay import PRICE_MODELS, replay
 from routing.route_replay import own_prices, route_replay
+from tests.support.chat_turns import tool_call_round
 
 TIERS = Path(__file__).resolve().parents[2] / "bench" / "claude_tiers.yaml"
 HARD_TASK = (
@@ -19,23 +20,9 @@ HARD_TASK = (
 
 
 def loop(start: int, rounds: int) -> list:
-    messages = []
-    for k in range(start, start + rounds):
-        messages += [
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": f"c{k}",
-                        "type": "function",
-                        "function": {"name": "cat", "arguments": "{}"},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": f"c{k}", "content": f"line {k}\n" * 900},
-        ]
-    return messages
+    return [
+        m for k in range(start, start + rounds) for m in tool_call_round(k, f"line {k}\n" * 900)
+    ]
 
 
 CAT = [{"type": "function", "function": {"name": "cat", "description": "Print a file."}}]

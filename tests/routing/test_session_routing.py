@@ -13,6 +13,7 @@ from routing.classifier import Classification
 from routing.config import validate_config
 from routing.models import RouteDecision
 from routing.session_routing import RouteState, change_pays, choose
+from tests.support.chat_turns import tool_call_round
 from tests.support.claude_code_payload import claude_code_body, tool_round, user_turn
 from tests.support.config import ANTHROPIC_KEY, ANTHROPIC_KEY_ENV, anthropic_config, claude_model
 
@@ -116,20 +117,7 @@ def conversation(typed_turns: int, loop: int = 0):
         messages += [{"role": "user", "content": f"task {k}"}]
         messages += [{"role": "assistant", "content": "ok"}]
     for k in range(loop):
-        messages += [
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": f"c{k}",
-                        "type": "function",
-                        "function": {"name": "f", "arguments": "{}"},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": f"c{k}", "content": "x"},
-        ]
+        messages += tool_call_round(k)
     return messages[:-1] if not loop else messages
 
 
