@@ -182,3 +182,23 @@ def test_inside_the_tool_loop_nothing_is_classified():
         lambda m: m.prompt_price,
     )
     assert (choice.reason, choice.hold, choice.classifier) == ("held", "claude-big", "session")
+
+
+def test_the_routing_state_is_shared_through_redis_and_a_broken_one_is_a_start(caplog):
+    import uuid
+
+    from routing.prefix_probe import PrefixProbe
+    from tests.routing.test_prefix_probe import redis_url
+
+    url, key = redis_url(), uuid.uuid4().hex
+    worker_a, worker_b = PrefixProbe(url), PrefixProbe(url)
+    state = RouteState("hard", "claude-big", 3, 1234.5)
+    worker_a.save_route(key, state.as_json())
+    assert RouteState.from_json(worker_b.load_route(key)) == state
+    worker_a.save_route(key, "[not a state")
+    assert RouteState.from_json(worker_b.load_route(key)) is None
+
+    down = PrefixProbe("redis://127.0.0.1:1/0")
+    down.save_route("k", state.as_json())
+    assert RouteState.from_json(down.load_route("k")) == state
+    assert "route_state_redis_unavailable" in caplog.text
