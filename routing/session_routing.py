@@ -160,6 +160,8 @@ def choose(
     task = task_start(messages)
     task = -1 if task is None else task
     held = config.model(state.model) if state is not None else None
+    if held is not None and not held.routable:
+        held = None  # taken out of auto since: the task is chosen for afresh
     if state is not None and held is not None and state.tier in tiers and state.task == task:
         return SessionChoice(state.tier, HELD_CLASSIFIER, HELD, hold=held.id, task=task)
 

@@ -72,3 +72,18 @@ def test_the_harness_text_is_not_counted_as_typed():
     # Claude Code's first message is ~6.7 KB of reminders around a 6-character task.
     assert typed_chars(CLAUDE_CODE_FIRST) == len("say hi")
     assert typed_chars(CODEX) == len("rename the helper")
+
+
+def test_the_llm_classifier_is_sent_only_what_the_user_typed(upstream, monkeypatch):
+    from routing.classifier import classify
+    from routing.config import validate_config
+    from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
+
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    data = base_config(upstream.base_url)
+    judge = {"id": "judge", "provider": "up", "upstream_model": "says-hard", "tier": "easy"}
+    data["models"].append({**judge, "context_window": 4096})
+    data["classifier"] = {"backend": "llm", "llm": {"model": "judge", "timeout_seconds": 2}}
+    result = classify(CLAUDE_CODE_FIRST, None, validate_config(data))
+    assert result.outcome == "llm"
+    assert upstream.bodies()[0]["messages"][1]["content"] == "say hi"
