@@ -8,7 +8,10 @@ their payload grows. So the tier is chosen when a conversation starts and
 when the user speaks again (routing.task_text), and held in between:
 
 * background work (routing.background) goes to the cheapest tier and leaves
-  the conversation's state as it was: a title request is no new task;
+  the conversation's state as it was: a title request is no new task. But
+  when the conversation's model is warm and reading the prompt there costs
+  less than the cheapest model writing it (the rule below, with no turns to
+  come: a compaction in the middle of a task), it stays there;
 * the first request of a conversation (no state): the task's tier;
 * the same task as the conversation's last request (the agent's tool loop):
   the model held, nothing classified;
@@ -150,8 +153,17 @@ def choose(
         classification = classify()
         if classification.tier == tiers[-1] and len(tiers) > 1:
             kind = ""
+    held = config.model(state.model) if state is not None else None
+    if held is not None and not held.routable:
+        held = None  # taken out of auto since: the task is chosen for afresh
     if kind:
         outcome = classification.outcome if classification else BACKGROUND
+        cheapest = cheapest_of_tier(config, tiers[0], rank)
+        warm = held is not None and _warm(state, held, measured_tokens, now, config)
+        if warm and cheapest is not None and not change_pays(held, cheapest, 0, config):
+            # One request on the warm model reads its prompt from the cache for
+            # less than the cheapest model writes it (a compaction mid-task).
+            return SessionChoice(state.tier, outcome, BACKGROUND, kind, hold=held.id)
         return SessionChoice(tiers[0], outcome, BACKGROUND, background=kind)
     if not config.routing.session.enabled:
         classification = classification or classify()
@@ -159,9 +171,6 @@ def choose(
 
     task = task_start(messages)
     task = -1 if task is None else task
-    held = config.model(state.model) if state is not None else None
-    if held is not None and not held.routable:
-        held = None  # taken out of auto since: the task is chosen for afresh
     if state is not None and held is not None and state.tier in tiers and state.task == task:
         return SessionChoice(state.tier, HELD_CLASSIFIER, HELD, hold=held.id, task=task)
 
@@ -172,9 +181,7 @@ def choose(
         return choice
     if tiers.index(tier) > tiers.index(state.tier):
         return SessionChoice(tier, classification.outcome, UPGRADED, task=task)
-    if now - state.at > cache_seconds(held, config):
-        return SessionChoice(tier, classification.outcome, COLD, task=task)
-    if measured_tokens < config.cache_prices(held).min_cacheable_tokens:
+    if not _warm(state, held, measured_tokens, now, config):
         return SessionChoice(tier, classification.outcome, COLD, task=task)
     candidate = cheapest_of_tier(config, tier, rank)
     if candidate is None or candidate.id == held.id:
@@ -183,6 +190,13 @@ def choose(
     if tier != state.tier and change_pays(held, candidate, turns, config):
         return SessionChoice(tier, classification.outcome, CHANGED, task=task)
     return SessionChoice(state.tier, classification.outcome, KEPT, hold=held.id, task=task)
+
+
+def _warm(state: RouteState, held: ModelConfig, tokens: int, now: float, config) -> bool:
+    """Whether the held model's cache still holds the conversation's prompt."""
+    if now - state.at > cache_seconds(held, config):
+        return False
+    return tokens >= config.cache_prices(held).min_cacheable_tokens
 
 
 def next_state(choice: SessionChoice, model: ModelConfig, now: float) -> RouteState | None:

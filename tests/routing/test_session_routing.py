@@ -202,3 +202,31 @@ def test_the_routing_state_is_shared_through_redis_and_a_broken_one_is_a_start(c
     down.save_route("k", state.as_json())
     assert RouteState.from_json(down.load_route("k")) == state
     assert "route_state_redis_unavailable" in caplog.text
+
+
+def test_a_compaction_stays_on_the_warm_model_when_that_reads_for_less_than_a_cold_write():
+    compaction = [
+        *conversation(1, loop=2),
+        {
+            "role": "user",
+            "content": "Your task is to create a detailed summary of the conversation so far.",
+        },
+    ]
+    # $15 read at 0.1 ($1.50/M) against $1 written at 1.25 ($1.25/M): the cheap model.
+    state = RouteState("hard", "claude-big", 1, 999.0)
+    choice = decide(compaction, state, "easy")
+    assert (choice.reason, choice.background, choice.tier, choice.hold) == (
+        "background",
+        "compaction",
+        "easy",
+        None,
+    )
+    # $5 read at 0.1 ($0.50/M) is cheaper than the cold write: the warm model.
+    data = tiered_config()
+    big = next(m for m in data["models"] if m["id"] == "claude-big")
+    big.update(prompt_price=5.0, cached_prompt_price=0.5)
+    choice = decide(compaction, state, "easy", config=validate_config(data))
+    assert (choice.reason, choice.tier, choice.hold) == ("background", "hard", "claude-big")
+    # Ten minutes later the cache is gone: the cheapest tier.
+    choice = decide(compaction, state, "easy", now=1600.0, config=validate_config(data))
+    assert (choice.tier, choice.hold) == ("easy", None)
