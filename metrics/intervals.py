@@ -34,6 +34,13 @@ BOOTSTRAP_RESAMPLES = 2000
 SEED = 20  # fixed, so a figure does not move between two reads of the same data
 
 
+def _bounds(figure, digits: int) -> dict:
+    return {
+        name: None if getattr(figure, name) is None else round(getattr(figure, name), digits)
+        for name in ("value", "low", "high")
+    }
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A figure with its sample size and 95 % interval (None bounds: no sample)."""
@@ -44,15 +51,7 @@ class Estimate:
     n: int
 
     def as_dict(self, digits: int = 6) -> dict:
-        def rounded(x):
-            return None if x is None else round(x, digits)
-
-        return {
-            "value": rounded(self.value),
-            "low": rounded(self.low),
-            "high": rounded(self.high),
-            "n": self.n,
-        }
+        return {**_bounds(self, digits), "n": self.n}
 
 
 @dataclass(frozen=True)
@@ -68,15 +67,7 @@ class Difference:
         return self.low is not None and (self.low > 0 or self.high < 0)
 
     def as_dict(self, digits: int = 6) -> dict:
-        def rounded(x):
-            return None if x is None else round(x, digits)
-
-        return {
-            "value": rounded(self.value),
-            "low": rounded(self.low),
-            "high": rounded(self.high),
-            "significant": self.significant,
-        }
+        return {**_bounds(self, digits), "significant": self.significant}
 
 
 NO_DIFFERENCE = Difference(None, None, None)

@@ -16,6 +16,11 @@ the dry run report is what the router does. Its order is a contract:
   rejects leaves no row. The row itself is written once, complete, when the
   answer ends (routing/decisions.py).
 
+Before all of it the conversation's arm is decided (routing/experiments.py:
+the holdout runs with pinch off, an experiment with its own settings) and the
+request is planned with the arm's config; after it, the quality signals of
+the request are read (routing/quality.py) for the decision row.
+
 A client's model name goes through the config's ``aliases`` first, so a name
 like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
 the name the client asked for.

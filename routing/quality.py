@@ -37,6 +37,7 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from pinch import extract_text
@@ -52,6 +53,8 @@ _ERROR_PATTERNS = re.compile(
     r"|No such file or directory|command not found",
     re.MULTILINE,
 )
+# Signatures remembered per process: a long session has a few hundred calls.
+SIGNATURES_CACHED = 20_000
 # Arguments that describe a call without changing what it fetches (Claude Code's Bash).
 _NOISE_ARGUMENTS = {"description"}
 _PATH_ARGUMENTS = ("file_path", "path", "filename", "file")
@@ -97,14 +100,17 @@ def _calls(message: Any) -> list[tuple[str, str, Any]]:
 def _shell_read(command: str) -> str | None:
     """The path a shell command prints (``cat a.py``, ``sed -n 1,40p a.py | head``), or None."""
     for segment in _SHELL_SPLIT.split(command):
+        first = segment.split(None, 1)
+        if not first or first[0] not in _SHELL_READERS:
+            continue  # shlex is slow: only a reader's segment is worth splitting properly
         try:
             words = shlex.split(segment)
         except ValueError:
             words = segment.split()
         if words and words[0] in _SHELL_READERS:
+            # Options and line counts or ranges (head -n 50, sed -n 1,40p) are not paths;
+            # the file comes last (after sed's script).
             paths = [w for w in words[1:] if not w.startswith("-") and not w[:1].isdigit()]
-            if words[0] == "sed" and paths and ("p" in paths[0] or "," in paths[0]):
-                paths = paths[1:]  # sed's script comes before the file
             if paths:
                 return paths[-1]
     return None
@@ -112,6 +118,18 @@ def _shell_read(command: str) -> str | None:
 
 def call_signature(name: str, arguments: Any) -> tuple[str, str]:
     """What a call fetches: ("read", path) for a file read, else (tool, canonical arguments)."""
+    if isinstance(arguments, str):
+        return _signature_of_text(name, arguments)
+    return _signature(name, arguments)
+
+
+# The same calls come back on every turn of a conversation: each is read once per process.
+@lru_cache(maxsize=SIGNATURES_CACHED)
+def _signature_of_text(name: str, arguments: str) -> tuple[str, str]:
+    return _signature(name, arguments)
+
+
+def _signature(name: str, arguments: Any) -> tuple[str, str]:
     try:
         parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError:

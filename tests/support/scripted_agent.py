@@ -24,6 +24,21 @@ READ_TOOL = {
 }
 
 
+def tool_call(name, call_id, **arguments) -> dict:
+    """An assistant message asking for one call, as an agent's history holds it."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ],
+    }
+
+
 def run_agent(sdk, model, task, files, stop_after=None, stream=False, max_turns=20):
     """The conversation as the agent sent it, its final text answer appended (if any)."""
     messages = [{"role": "user", "content": task}]
