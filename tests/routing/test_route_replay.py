@@ -87,3 +87,18 @@ def test_the_command_prints_every_arm_under_every_price_model(tmp_path, settings
         assert text.count(prices.label) == 4
     assert "routing + pinch" in text
     assert "1 in 1/1 sessions" in text
+
+
+def test_the_command_takes_config_keys(tmp_path, settings, db):
+    import json
+    from io import StringIO
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "001.json").write_text(json.dumps({"messages": session().messages}))
+    settings.ROUTER_CONFIG = str(TIERS)
+    out = StringIO()
+    call_command(
+        "routing_replay", str(corpus), "--set", "routing.session.enabled=false", stdout=out
+    )
+    assert "per_request 7, background 1" in out.getvalue()  # the file has no tools

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from metrics.replay import replay_config
+from metrics.replay import cli_overrides, replay_config
 from metrics.route_replay import reasons_line, route_table
 from routing.corpus import CorpusError, load_sessions
 from routing.replay import PRICE_MODELS, ReplayError
@@ -25,12 +25,19 @@ class Command(BaseCommand):
             metavar="N",
             help="add a tool definition of about N tokens to every request (Claude Code: ~21k)",
         )
+        parser.add_argument(
+            "--set",
+            dest="config_sets",
+            action="append",
+            metavar="KEY=VALUE",
+            help="any config key, e.g. --set routing.session.enabled=false (repeatable)",
+        )
 
-    def handle(self, *args, paths, tools_tokens, **options):
+    def handle(self, *args, paths, tools_tokens, config_sets, **options):
         if tools_tokens < 0:
             raise CommandError("--tools-tokens: must be 0 or more")
         try:
-            config = replay_config({})
+            config = replay_config(cli_overrides(settings=config_sets))
             sessions = load_sessions(paths)
             runs = {
                 prices: route_replay(sessions, config, prices, tools_tokens)
