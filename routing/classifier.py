@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from pinch import CHARS_PER_TOKEN
 from routing.config import RouterConfig
-from routing.providers import ProviderError, provider_for
+from routing.errors import ProviderError
+from routing.providers import provider_for
 from routing.task_text import task_text, typed_chars
 
 log = logging.getLogger(__name__)

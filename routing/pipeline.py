@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from pinch import estimate_tokens, extract_text
-from routing.chat_request import ChatRequest
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.decisions import OpenDecision, new_decision
@@ -42,7 +41,8 @@ from routing.local_vision import with_local_vision
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
-from routing.providers import CallContext, speaks
+from routing.protocols.canonical import ChatRequest
+from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.quality import RequestSignals, request_signals
 from routing.selection import (
@@ -197,7 +197,11 @@ def plan_request(
             # Server tools, documents, built-in tools...: only a model that takes the
             # client's protocol as sent can serve them (Claude Code's WebSearch, a
             # Responses request with file_search, are such requests).
-            native = [m for m in candidates if speaks(config, m, source.native_flag)]
+            native = [
+                m
+                for m in candidates
+                if source.served_natively(model_provider(config, m).capabilities)
+            ]
             candidates = native or candidates
         # The conversation's model stays first while it fits (routing.session_routing).
         held = [m for m in candidates if m.id == route.hold]
