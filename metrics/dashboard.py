@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
+from metrics.key_budgets import cells, key_budget_rows
 from metrics.quality_card import quality_context
 from metrics.savings import savings_context
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
@@ -110,4 +111,5 @@ def dashboard_context(
         "knobs": knob_values(config),
         "savings_by_cause": savings_context(config, window),
         **quality_context(config, window.end, days),
+        "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)],
     }

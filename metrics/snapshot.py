@@ -2,8 +2,9 @@
 
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
-thing. Four queries on top of the caller's config: the pinch summary, the
-stored overrides, the newest decisions and the savings by cause.
+thing. Queries on top of the caller's config: the pinch summary, the stored
+overrides, the newest decisions, the savings by cause, and the limited keys
+(one, plus one per budget period in use: metrics.key_budgets).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from metrics.key_budgets import key_budget_rows
 from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary
 from routing.config import RouterConfig
@@ -73,5 +75,6 @@ def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
         "config_overrides": stored_overrides(),
         "recent_decisions": recent_decisions(),
         "savings_by_cause": savings_by_cause(config, now=now),
+        "key_budgets": key_budget_rows(config, now),
         "generated_at": now.isoformat(),
     }

@@ -30,11 +30,14 @@ from metrics.formatting import (
     format_latency,
     format_pinch_value,
 )
+from metrics.key_budgets import cells as key_budget_cells
 from metrics.savings import cause_lines
 
 SNAPSHOT_PATH = "/admin/api/snapshot"
 DEFAULT_INTERVAL = 5.0  # seconds: the snapshot is 3 small queries, cheap enough to poll
 DEFAULT_TIMEOUT = 5.0  # seconds: past this the router is as good as unreachable
+
+KEY_BUDGET_COLUMNS = ("key", "spent", "budget", "soft", "used", "state", "resets (UTC)", "refused")
 
 DECISION_COLUMNS = (
     "time (UTC)",
@@ -175,6 +178,7 @@ class RouterTui(App):
     .section { padding: 1 1 0 1; text-style: bold; }
     #pinch { height: auto; max-height: 8; margin: 0 1; }
     #causes { height: auto; max-height: 6; margin: 0 1; scrollbar-size: 0 0; }
+    #keys { height: auto; max-height: 8; margin: 0 1; scrollbar-size: 0 0; }
     /* No scrollbars: in a captured or plain terminal their thumb is a stray glyph
        mid-screen; the cursor keys still scroll. */
     #decisions { height: 1fr; scrollbar-size: 0 0; }
@@ -208,6 +212,8 @@ class RouterTui(App):
             yield DataTable(id="pinch", show_cursor=False, zebra_stripes=True)
             yield Static("Saved by cause (30 days)", classes="section")
             yield DataTable(id="causes", show_cursor=False, zebra_stripes=True)
+            yield Static("Keys: spend against budget", id="keys-title", classes="section")
+            yield DataTable(id="keys", show_cursor=False, zebra_stripes=True)
             yield Static("Recent decisions", classes="section")
             yield DataTable(id="decisions", cursor_type="row", zebra_stripes=True)
         yield Footer()
@@ -216,6 +222,7 @@ class RouterTui(App):
         self.sub_title = self.url
         self.query_one("#pinch", DataTable).add_columns("pinch", "value")
         self.query_one("#causes", DataTable).add_columns("cause", "USD")
+        self.query_one("#keys", DataTable).add_columns(*KEY_BUDGET_COLUMNS)
         self.query_one("#decisions", DataTable).add_columns(*DECISION_COLUMNS)
         self.set_interval(self.interval, self.action_refresh)
         self.action_refresh()
@@ -258,10 +265,23 @@ class RouterTui(App):
             for key, label, shown, _ in cause_lines(data["savings_by_cause"]):
                 causes.add_row(label, shown, key=key)
 
+        self.show_key_budgets(data.get("key_budgets") or [])
         decisions = self.query_one("#decisions", DataTable)
         decisions.clear()
         for row in data.get("recent_decisions") or []:
             decisions.add_row(*decision_cells(row), key=str(row.get("id")))
+
+    def show_key_budgets(self, rows: list[dict]) -> None:
+        keys = self.query_one("#keys", DataTable)
+        keys.clear()
+        keys.display = self.query_one("#keys-title", Static).display = bool(rows)
+        for row in rows:
+            shown = key_budget_cells(row)
+            keys.add_row(
+                *(shown[c] for c in ("key", "spent", "budget", "soft", "used", "state", "resets")),
+                shown["refused"],
+                key=row["prefix"],
+            )
 
     def show_error(self, message: str) -> None:
         self.error = message

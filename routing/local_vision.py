@@ -29,7 +29,8 @@ from dataclasses import replace
 
 from routing.config import ModelConfig, RouterConfig
 from routing.config.schema import ProviderConfig
-from routing.providers import ProviderError, provider_for
+from routing.errors import ProviderError
+from routing.providers import provider_for
 from routing.pruning import BoundedMemo
 
 log = logging.getLogger(__name__)

@@ -139,8 +139,14 @@ def plan_request(
     api_key_id=None,
     probe: PrefixProbe | None = None,
     measure_prefix: bool = True,
+    cheaper_tier: bool = False,
 ) -> Plan:
-    """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    """Decide where the request goes and what is sent. No database writes, no upstream call.
+
+    ``cheaper_tier``: a routed request goes one tier below the classifier's
+    (a key past its soft budget with budget fallback, routing.limits), and the
+    conversation's model is not held above it.
+    """
     key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     arm = assign_arm(config, key)
     config = arm_config(config, arm)
@@ -167,8 +173,11 @@ def plan_request(
             lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
             remember=measure_prefix,
         )
-        tier, classifier_name = route.tier, route.classifier
-        price_model = config.model(route.hold or "") or _cheapest_of_tier(config, tier)
+        tier, classifier_name, hold = route.tier, route.classifier, route.hold
+        if cheaper_tier:
+            tier, classifier_name = _tier_below(config, tier), f"{classifier_name}+budget"
+            hold = None
+        price_model = config.model(hold or "") or _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(target)
         if pinned is None:
@@ -204,8 +213,8 @@ def plan_request(
             ]
             candidates = native or candidates
         # The conversation's model stays first while it fits (routing.session_routing).
-        held = [m for m in candidates if m.id == route.hold]
-        candidates = held + [m for m in candidates if m.id != route.hold]
+        held = [m for m in candidates if m.id == hold]
+        candidates = held + [m for m in candidates if m.id != hold]
         remember_route(candidates[0])
     else:
         candidates = [pinned]
@@ -265,6 +274,11 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     if warm and previous:
         cached = tools_tokens + sum(estimate_tokens(extract_text(m)) for m in messages[:previous])
     return cached, max(pinch.original_tokens - cached, 0)
+
+
+def _tier_below(config: RouterConfig, tier: str) -> str:
+    tiers = config.routing.tiers
+    return tiers[max(tiers.index(tier) - 1, 0)]
 
 
 def _cheapest_of_tier(config: RouterConfig, tier: str) -> ModelConfig | None:

@@ -43,6 +43,7 @@ def fresh_router_state(settings, tmp_path_factory):
     from routing.auth import forget_checked_keys
     from routing.config.store import forget_cached_config
     from routing.decision_ids import forget_reserved_ids
+    from routing.limits.admission import forget_limit_state
     from routing.local_vision import forget_descriptions
     from routing.prefix_probe import forget_conversations
 
@@ -54,6 +55,7 @@ def fresh_router_state(settings, tmp_path_factory):
         forget_reserved_ids()
         forget_conversations()
         forget_descriptions()
+        forget_limit_state()
 
     forget()
     yield

@@ -296,6 +296,14 @@ class ExperimentConfig(Strict):
 RESERVED_ARMS = ("control", "holdout")
 
 
+class LimitsConfig(Strict):
+    # Per-key budgets and rate limits (set on each key: routing/limits/). How old
+    # a key's spend may be when a request is checked against its budget: the
+    # spend is one aggregate query, so a key is re-summed at most this often per
+    # process (0: every request). Requests in flight are not yet counted either.
+    spend_refresh_seconds: float = Field(5.0, ge=0)
+
+
 class RouterConfig(Strict):
     providers: dict[str, ProviderConfig]
     models: tuple[ModelConfig, ...]
@@ -308,6 +316,7 @@ class RouterConfig(Strict):
     # Arms beyond pinch's holdout (routing/experiments.py): each a share of
     # conversations, laid out after pinch.holdout_share in this order.
     experiments: tuple[ExperimentConfig, ...] = ()
+    limits: LimitsConfig = LimitsConfig()
     # Client model names (exact, or globs like "claude-haiku-*") -> a model id or
     # the auto model. Claude Code asks for Claude names; this sends its main
     # model to auto and its background model to a cheap tier. An exact alias

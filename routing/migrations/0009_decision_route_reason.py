@@ -6,7 +6,10 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0006_decision_arm_quality'),  # 0005 on its own; after 20's 0006 once merged
+        # 0005 on its own; on this branch after the ones merged in (20's 0006, 24's 0010),
+        # so the branch has one leaf. The lead re-chains at integration.
+        ('routing', '0006_decision_arm_quality'),
+        ('routing', '0010_key_limits'),
     ]
 
     operations = [

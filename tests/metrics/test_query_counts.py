@@ -63,8 +63,8 @@ def test_prometheus(client, default_config, db, django_assert_num_queries, rows,
     seed_varied(rows)
 
     # config (2) + requests + all-time aggregate + pinch summary + pinch tools + quality (2)
-    # + savings by cause
-    with django_assert_num_queries(9):
+    # + savings by cause + limited keys
+    with django_assert_num_queries(10):
         assert client.get(path, HTTP_ACCEPT=accept).status_code == 200
 
 
@@ -74,8 +74,8 @@ def test_snapshot_with_a_staff_key(
 ):
     seed_varied(rows)
 
-    # key + config (2) + pinch summary + overrides + recent decisions + savings by cause
-    with django_assert_num_queries(7):
+    # key + config (2) + pinch summary + overrides + recent decisions + savings + limited keys
+    with django_assert_num_queries(8):
         response = client.get("/admin/api/snapshot", HTTP_AUTHORIZATION=f"Bearer {staff_key}")
     assert response.status_code == 200
     assert len(response.json()["recent_decisions"]) == min(rows, 50)
@@ -89,5 +89,6 @@ def test_snapshot_with_a_staff_session(
     client.force_login(staff_user)
 
     # session + user + config (2) + pinch summary + overrides + recent decisions + savings
-    with django_assert_num_queries(8):
+    # + limited keys
+    with django_assert_num_queries(9):
         assert client.get("/admin/api/snapshot").status_code == 200

@@ -2,7 +2,7 @@
 
 import pytest
 
-from routing.protocols.anthropic.inbound import from_messages_request
+from routing.protocols.messages.inbound import from_messages_request
 from routing.task_text import task_start, task_text, typed_chars, user_turns
 from tests.support.claude_code_payload import claude_code_body, tool_round, user_turn
 
