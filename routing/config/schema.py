@@ -14,17 +14,19 @@ from fnmatch import fnmatchcase
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pinch.payback import CacheModel
+from routing.config.routing_blocks import (
+    BackgroundConfig,
+    LocalVisionConfig,
+    SessionRoutingConfig,
+)
+from routing.config.strict import Strict
 
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the offending key."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ProviderConfig(Strict):
@@ -131,26 +133,6 @@ class ModelConfig(Strict):
         return capability in self.capabilities
 
 
-class SessionRoutingConfig(Strict):
-    """Auto decided per conversation, at task boundaries (routing/session_routing.py)."""
-
-    # false: every request is classified and routed on its own (the old way).
-    enabled: bool = True
-    # How long a model without a cache block (a provider that caches by
-    # itself: OpenAI keeps a prefix 5 to 10 minutes) is taken to stay warm.
-    automatic_cache_seconds: float = Field(300.0, gt=0)
-
-
-class BackgroundConfig(Strict):
-    """Work that is not the agent's main loop, sent to the cheapest tier (routing/background.py)."""
-
-    enabled: bool = True
-    # Client model names (globs) that are an agent's small, fast model.
-    model_names: tuple[str, ...] = ("claude-haiku-*", "claude-3-5-haiku-*", "claude-3-haiku-*")
-    # A request without tools or tool results up to this many prompt tokens.
-    short_tokens: int = Field(1000, ge=0)
-
-
 class RoutingConfig(Strict):
     auto_model: str = "auto"
     tiers: tuple[str, ...] = ("easy", "medium", "hard")
@@ -245,25 +227,6 @@ class PinchConfig(Strict):
 class ObjectiveConfig(Strict):
     assumed_cache_rate: float = Field(0.0, ge=0.0, le=1.0)
     billing_reset_day: int | None = Field(None, ge=1, le=31)
-
-
-class LocalVisionConfig(Strict):
-    """Images described by a local model for a model without vision (routing/local_vision.py)."""
-
-    enabled: bool = False
-    # Any OpenAI-compatible chat-completions API with a vision model (Ollama's /v1).
-    base_url: str = "http://localhost:11434/v1"
-    model: str = "qwen2.5vl:7b"
-    api_key_env: str | None = None
-    timeout_seconds: float = Field(30.0, gt=0)
-    max_tokens: int = Field(400, gt=0)
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value):
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
 
 
 class ResponsesConfig(Strict):

@@ -1,5 +1,7 @@
 """The replay routes too: a tier per request, model changes per session, cost per arm."""
 
+import json
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -71,18 +73,19 @@ def test_routing_and_pinch_together_cost_less_than_the_baseline(config, tools_to
     assert arms["routing + pinch"].usd <= arms["routing"].usd
 
 
-def test_the_command_prints_every_arm_under_every_price_model(tmp_path, settings, db):
+def run_command(tmp_path, settings, *options) -> str:
+    """``routing_replay`` on a corpus of one file holding ``session()`` (no tools)."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    import json
-
     (corpus / "001.json").write_text(json.dumps({"messages": session().messages}))
     settings.ROUTER_CONFIG = str(TIERS)
-    from io import StringIO
-
     out = StringIO()
-    call_command("routing_replay", str(corpus), stdout=out)
-    text = out.getvalue()
+    call_command("routing_replay", str(corpus), *options, stdout=out)
+    return out.getvalue()
+
+
+def test_the_command_prints_every_arm_under_every_price_model(tmp_path, settings, db):
+    text = run_command(tmp_path, settings)
     for prices in PRICE_MODELS:
         assert text.count(prices.label) == 4
     assert "routing + pinch" in text
@@ -90,15 +93,5 @@ def test_the_command_prints_every_arm_under_every_price_model(tmp_path, settings
 
 
 def test_the_command_takes_config_keys(tmp_path, settings, db):
-    import json
-    from io import StringIO
-
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "001.json").write_text(json.dumps({"messages": session().messages}))
-    settings.ROUTER_CONFIG = str(TIERS)
-    out = StringIO()
-    call_command(
-        "routing_replay", str(corpus), "--set", "routing.session.enabled=false", stdout=out
-    )
-    assert "per_request 7, background 1" in out.getvalue()  # the file has no tools
+    text = run_command(tmp_path, settings, "--set", "routing.session.enabled=false")
+    assert "per_request 7, background 1" in text  # the file has no tools
