@@ -178,7 +178,7 @@ class Wire:
         raise NotImplementedError
 
     def asks_tools(self, data: dict) -> bool:
-        """Whether the answer asks for tool calls."""
+        """Whether the answer asks for tool calls (the watcher says it for a stream)."""
         raise NotImplementedError
 
     def render(self, data: dict) -> bytes:

@@ -6,13 +6,13 @@ import math
 import openai
 import pytest
 
-from routing.chat_request import parse_chat_request
 from routing.config import ConfigError, validate_config
 from routing.config.store import current_config, set_overrides
 from routing.experiments import CONTROL, HOLDOUT, arm_config, arm_names, assign_arm
 from routing.models import ApiKey, RouteDecision
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
+from routing.protocols.chat.request import parse_chat_request
 from tests.support.config import base_config
 
 KEYS = 20_000  # conversations to assign: 4 standard errors of a 5% share is 0.6 points
