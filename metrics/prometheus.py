@@ -12,11 +12,11 @@ number of queries whatever the table's size:
    conditional count;
 3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
 4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
-5. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
-   ``router_arm_*`` gauges (``metrics.quality_families``);
-6. the savings by cause and the bill (``metrics.savings``);
-7. the limited keys with their refusal counts, and their spend (one query per
+5. the limited keys with their refusal counts, and their spend (one query per
    budget period in use; metrics.key_budgets).
+6. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
+   ``router_arm_*`` gauges (``metrics.quality_families``);
+7. the savings by cause and the bill (``metrics.savings``).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -46,6 +46,7 @@ from metrics.savings import CAUSES, savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
+from routing.recording.health import available as recording_available
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
@@ -84,13 +85,20 @@ def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
 class RouterCollector:
     """A prometheus_client collector whose samples come from RouteDecision aggregates."""
 
-    def __init__(self, config: RouterConfig, now: datetime | None = None):
+    def __init__(self, config: RouterConfig, now: datetime | None = None, tenant_labels=True):
         self.config = config
+        self.tenant_labels = tenant_labels  # False: no family labelled by tool name
         self.now = now or timezone.now()  # one instant for every window family
 
     def collect(self):
         yield self._requests()
         yield from self._all_time()
+        yield GaugeMetricFamily(
+            "router_recording_available",
+            "1 when this worker can record decisions; 0: it refuses requests "
+            "(database and spool both refused a row; routing.serve_unrecorded).",
+            value=1 if recording_available() else 0,
+        )
         yield GaugeMetricFamily(
             "router_pinch_enabled",
             "1 when pinch prunes requests (pinch.enabled), else 0.",
@@ -213,6 +221,8 @@ class RouterCollector:
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
         )
+        if not self.tenant_labels:
+            return
         tools = GaugeMetricFamily(
             "router_pinch_tool_results_compressed_30d",
             "Tool results pinch compressed in the window, by tool name.",
@@ -223,9 +233,11 @@ class RouterCollector:
         yield tools
 
 
-def exposition(config: RouterConfig, accept: str = "", now: datetime | None = None):
+def exposition(
+    config: RouterConfig, accept: str = "", now: datetime | None = None, tenant_labels=True
+):
     """(body, content type): OpenMetrics when ``accept`` asks for it, else Prometheus text."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(RouterCollector(config, now))
+    registry.register(RouterCollector(config, now, tenant_labels))
     encode, content_type = choose_encoder(accept or "")
     return encode(registry), content_type

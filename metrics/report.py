@@ -15,6 +15,7 @@ from metrics.quality import quality_summary
 from metrics.savings import savings_by_cause
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
+from routing.recording.health import available as recording_available
 
 UNKNOWN_STATUS = "unknown"  # a decision recorded before its answer was (status_code NULL)
 
@@ -49,4 +50,5 @@ def metrics_report(config: RouterConfig, now: datetime | None = None, days: int 
     report["quality"] = quality_summary(config, now=window.end, days=days)
     report["requests"] = request_totals(window)
     report["savings_by_cause"] = savings_by_cause(config, now=window.end, days=days)
+    report["recording_available"] = recording_available()
     return report

@@ -67,14 +67,18 @@ def recent_decisions(limit: int = RECENT_DECISIONS) -> list[dict]:
     return [_decision_json(row) for row in rows]
 
 
-def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
+def build_snapshot(
+    config: RouterConfig, now: datetime | None = None, show_decisions: bool = True
+) -> dict:
+    """The admin snapshot; ``recent_decisions`` and ``key_budgets`` (tenant data) are empty
+    for who may not view decisions."""
     now = now or timezone.now()
     return {
         "pinch": pinch_summary(config, now=now),
         "knobs": knob_values(config),
         "config_overrides": stored_overrides(),
-        "recent_decisions": recent_decisions(),
+        "recent_decisions": recent_decisions() if show_decisions else [],
+        "key_budgets": key_budget_rows(config, now) if show_decisions else [],
         "savings_by_cause": savings_by_cause(config, now=now),
-        "key_budgets": key_budget_rows(config, now),
         "generated_at": now.isoformat(),
     }

@@ -14,7 +14,7 @@ the dry run report is what the router does. Its order is a contract:
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
-  answer ends (routing/decisions.py).
+  answer ends (routing/recording/decisions.py).
 
 Before all of it the conversation's arm is decided (routing/experiments.py:
 the holdout runs with pinch off, an experiment with its own settings) and the
@@ -34,7 +34,6 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
 from routing.local_vision import with_local_vision
@@ -45,6 +44,8 @@ from routing.protocols.canonical import ChatRequest
 from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.quality import RequestSignals, request_signals
+from routing.recording.decisions import OpenDecision, new_decision
+from routing.recording.health import require_recording
 from routing.selection import (
     baseline_model,
     candidates_for,
@@ -312,6 +313,8 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
     """
     if plan.path == RouteDecision.PATH_PASSTHROUGH:
         check_capabilities(plan.model, plan.request)
+    # No upstream call that could not be recorded, unless the operator allows it.
+    require_recording(plan.config.routing.serve_unrecorded)
     return new_decision(plan, api_key)
 
 

@@ -1,4 +1,8 @@
-"""Issue 20: each decision's arm and the quality signals of its request."""
+"""Issue 20: each decision's arm and the quality signals of its request.
+
+Written on 0005; chained after main's 0012 when main (issues 24 and 26) was merged in,
+so the branch has one leaf.
+"""
 
 from django.db import migrations, models
 
@@ -8,7 +12,7 @@ def _int(help_text):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("routing", "0005_stored_response")]
+    dependencies = [("routing", "0012_stored_response_chain")]
 
     operations = [
         migrations.AddField(

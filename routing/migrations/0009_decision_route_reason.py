@@ -6,10 +6,9 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        # 0005 on its own; on this branch after the ones merged in (20's 0006, 24's 0010),
-        # so the branch has one leaf. The lead re-chains at integration.
+        # 0005 on its own; on this branch after the last one merged in (main's chain
+        # 0010 -> 0012 -> 20's 0006), so the branch has one leaf.
         ('routing', '0006_decision_arm_quality'),
-        ('routing', '0010_key_limits'),
     ]
 
     operations = [
