@@ -135,6 +135,8 @@ def config_for(kind: str, url: str) -> dict:
         # A small budget and window so that Claude Code's own conversation is
         # pruned within the few turns of the task.
         "pinch": {
+            # Every run's conversation pruned: none of them in pinch's holdout arm.
+            "holdout_share": 0.0,
             "budget_tokens": 2000,
             "keep_last_turns": 1,
             "keep_last_tool_results": 1,
