@@ -151,6 +151,8 @@ def config_for(kind: str, url: str) -> dict:
         # A small budget and window so that Claude Code's own conversation is
         # pruned within the few turns of the task.
         "pinch": {
+            # Every run's conversation pruned: none of them in pinch's holdout arm.
+            "holdout_share": 0.0,
             "budget_tokens": 2000,
             "keep_last_turns": 1,
             "keep_last_tool_results": 1,
@@ -167,6 +169,15 @@ QUIET = {
     "DISABLE_ERROR_REPORTING": "1",
     "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
 }
+
+
+# --routing: Claude Code's own model name goes to auto; the tasks and the tier each must reach.
+ROUTED_MODEL = "claude-opus-4-6"
+HARD_TASK = (
+    "Refactor the session store's architecture to remove the race condition between the "
+    "expiry sweep and concurrent writes, and design the migration so it can be rolled back."
+)
+ROUTING_CHECKS = (("say hi", "easy"), (HARD_TASK, "hard"))
 
 
 def run_claude(
@@ -326,6 +337,8 @@ def report(kind, repo, done, seconds, rows, upstream, requests, trace, quiet, ca
     for tool, evidence in (("Read", "Line 799: the demo"), ("Bash", "CHECK-OK")):
         if evidence not in seen:
             problems.append(f"the {tool} tool's result ({evidence!r}) never reached the upstream")
+    if tier is not None:
+        problems += routing_problems(main, tier)
     local, outside = connects(trace) if trace is not None else (0, [])
     if trace is not None and not local:
         problems.append("strace saw no connect at all: the trace is not working")
@@ -377,6 +390,11 @@ def main() -> None:
         "--allow-traffic",
         action="store_true",
         help="run without the variables that silence Claude Code, and show what it tries to reach",
+    )
+    parser.add_argument(
+        "--routing",
+        action="store_true",
+        help=f"session routing: {ROUTED_MODEL} through auto, a trivial and a hard task",
     )
     args = parser.parse_args()
     binary = claude_binary()

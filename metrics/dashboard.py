@@ -28,6 +28,7 @@ from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
 from metrics.key_budgets import cells, key_budget_rows
 from metrics.quality_card import quality_context
+from metrics.savings import savings_context
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -117,6 +118,7 @@ def dashboard_context(
         "decisions_visible": show_decisions,
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
+        "savings_by_cause": savings_context(config, window),
         # Key names and their spend are tenant data, shown like the decisions.
         "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)]
         if show_decisions

@@ -15,7 +15,8 @@ number of queries whatever the table's size:
 5. the limited keys with their refusal counts, and their spend (one query per
    budget period in use; metrics.key_budgets).
 6. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
-   ``router_arm_*`` gauges (``metrics.quality_families``).
+   ``router_arm_*`` gauges (``metrics.quality_families``);
+7. the savings by cause and the bill (``metrics.savings``).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -41,6 +42,7 @@ from metrics.key_budgets import key_budget_rows
 from metrics.quality import quality_summary
 from metrics.quality_families import quality_families
 from metrics.report import UNKNOWN_STATUS
+from metrics.savings import CAUSES, savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
@@ -105,7 +107,26 @@ class RouterCollector:
         if self.config.pinch.enabled:
             yield from self._pinch_window()
         yield from quality_families(quality_summary(self.config, now=self.now))
+        yield from self._savings_by_cause()
         yield from self._key_limits()
+
+    def _savings_by_cause(self):
+        figures = savings_by_cause(self.config, now=self.now)
+        causes = GaugeMetricFamily(
+            "router_savings_usd_30d",
+            "USD saved in the window by cause: routing (against the baseline model), pinch "
+            "(net of the cache) and the prompt cache; with the bill they add up to the "
+            "cost without the router or the cache.",
+            labels=["cause"],
+        )
+        for key in CAUSES:
+            causes.add_metric([key.removesuffix("_usd_30d")], figures[key])
+        yield causes
+        yield GaugeMetricFamily(
+            "router_bill_usd_30d",
+            "USD billed in the window for prompts and completions (the providers' usage).",
+            value=figures["bill_usd_30d"],
+        )
 
     def _key_limits(self):
         spent = GaugeMetricFamily(

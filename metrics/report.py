@@ -1,4 +1,4 @@
-"""The JSON body of ``GET /metrics``: the pinch block, the quality block and request totals.
+"""The JSON body of ``GET /metrics``: pinch, quality, request totals, savings by cause.
 
 All cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
 ``requests.total`` and ``pinch.calls_30d`` count the same decisions.
@@ -12,6 +12,7 @@ from datetime import datetime
 from django.db.models import Count
 
 from metrics.quality import quality_summary
+from metrics.savings import savings_by_cause
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.recording.health import available as recording_available
@@ -36,7 +37,7 @@ def request_totals(window: Window) -> dict:
 
 
 def metrics_report(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """``{"pinch": ..., "quality": ..., "requests": ...}``; no pinch block when pinch is off.
+    """``{"pinch", "quality", "requests", "savings_by_cause"}``; no pinch block when pinch is off.
 
     The quality block (metrics.quality) is there either way: a routing
     experiment's arms compare with pinch off too.
@@ -48,5 +49,6 @@ def metrics_report(config: RouterConfig, now: datetime | None = None, days: int 
         report["pinch"] = summary
     report["quality"] = quality_summary(config, now=window.end, days=days)
     report["requests"] = request_totals(window)
+    report["savings_by_cause"] = savings_by_cause(config, now=window.end, days=days)
     report["recording_available"] = recording_available()
     return report

@@ -3,8 +3,8 @@
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
 thing. Queries on top of the caller's config: the pinch summary, the stored
-overrides, the newest decisions, and the limited keys (one, plus one per
-budget period in use: metrics.key_budgets).
+overrides, the newest decisions, the savings by cause, and the limited keys
+(one, plus one per budget period in use: metrics.key_budgets).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from metrics.key_budgets import key_budget_rows
+from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary
 from routing.config import RouterConfig
 from routing.config.store import stored_overrides
@@ -78,5 +79,6 @@ def build_snapshot(
         "config_overrides": stored_overrides(),
         "recent_decisions": recent_decisions() if show_decisions else [],
         "key_budgets": key_budget_rows(config, now) if show_decisions else [],
+        "savings_by_cause": savings_by_cause(config, now=now),
         "generated_at": now.isoformat(),
     }

@@ -31,6 +31,7 @@ from metrics.formatting import (
     format_pinch_value,
 )
 from metrics.key_budgets import cells as key_budget_cells
+from metrics.savings import cause_lines
 
 SNAPSHOT_PATH = "/admin/api/snapshot"
 DEFAULT_INTERVAL = 5.0  # seconds: the snapshot is 3 small queries, cheap enough to poll
@@ -176,6 +177,7 @@ class RouterTui(App):
     #knobs { height: auto; padding: 0 1; color: $text-muted; }
     .section { padding: 1 1 0 1; text-style: bold; }
     #pinch { height: auto; max-height: 8; margin: 0 1; }
+    #causes { height: auto; max-height: 6; margin: 0 1; scrollbar-size: 0 0; }
     #keys { height: auto; max-height: 8; margin: 0 1; scrollbar-size: 0 0; }
     /* No scrollbars: in a captured or plain terminal their thumb is a stray glyph
        mid-screen; the cursor keys still scroll. */
@@ -208,6 +210,8 @@ class RouterTui(App):
             yield Static("", id="knobs")
             yield Static("Pinch savings", id="pinch-title", classes="section")
             yield DataTable(id="pinch", show_cursor=False, zebra_stripes=True)
+            yield Static("Saved by cause (30 days)", classes="section")
+            yield DataTable(id="causes", show_cursor=False, zebra_stripes=True)
             yield Static("Keys: spend against budget", id="keys-title", classes="section")
             yield DataTable(id="keys", show_cursor=False, zebra_stripes=True)
             yield Static("Recent decisions", classes="section")
@@ -217,6 +221,7 @@ class RouterTui(App):
     def on_mount(self) -> None:
         self.sub_title = self.url
         self.query_one("#pinch", DataTable).add_columns("pinch", "value")
+        self.query_one("#causes", DataTable).add_columns("cause", "USD")
         self.query_one("#keys", DataTable).add_columns(*KEY_BUDGET_COLUMNS)
         self.query_one("#decisions", DataTable).add_columns(*DECISION_COLUMNS)
         self.set_interval(self.interval, self.action_refresh)
@@ -253,6 +258,12 @@ class RouterTui(App):
         else:
             for key in CARD_KEYS:
                 pinch.add_row(key, format_pinch_value(key, summary.get(key)), key=key)
+
+        causes = self.query_one("#causes", DataTable)
+        causes.clear()
+        if data.get("savings_by_cause"):
+            for key, label, shown, _ in cause_lines(data["savings_by_cause"]):
+                causes.add_row(label, shown, key=key)
 
         self.show_key_budgets(data.get("key_budgets") or [])
         decisions = self.query_one("#decisions", DataTable)

@@ -1,10 +1,14 @@
 """Which tier an ``auto`` request belongs to.
 
-The embedded heuristic needs no server and costs microseconds: it reads the
-size of the conversation and of the last user turn, and a few signs of hard
-work (code, stack traces, design words). An optional LLM classifier asks a
-configured model for one tier word; any error, timeout or odd answer falls
-back to the heuristic, so classification never fails a request.
+Both classifiers read the task, not the payload: what the user typed for the
+current task and over the conversation (routing.task_text), never the agent's
+harness (reminder blocks, system prompt, tool definitions, tool output),
+which is the same for a trivial and a hard task. The embedded heuristic needs
+no server and costs microseconds: the length of the task and of everything
+the user typed, and a few signs of hard work (code, stack traces, design
+words). An optional LLM classifier asks a configured model for one tier word
+about the same text; any error, timeout or odd answer falls back to the
+heuristic, so classification never fails a request.
 
 The classifier sees the FULL, unpruned messages: pinch runs after it.
 """
@@ -13,14 +17,15 @@ import logging
 import re
 from dataclasses import dataclass
 
-from pinch import estimate_tokens, extract_text, last_user_text
+from pinch import CHARS_PER_TOKEN
 from routing.config import RouterConfig
 from routing.errors import ProviderError
 from routing.providers import provider_for
+from routing.task_text import task_text, typed_chars
 
 log = logging.getLogger(__name__)
 
-# Words that signal a task needing a strong model, matched on the last user turn.
+# Words that signal a task needing a strong model, matched on the user's task.
 HARD_WORDS = re.compile(
     r"\b(architect\w*|refactor\w*|prove|proof|race condition|deadlock|concurren\w+|"
     r"optimi[sz]\w*|security|vulnerab\w+|migrat\w+|design|algorithm\w*|debug\w*)\b",
@@ -49,16 +54,25 @@ def _tier_at(tiers, level: int) -> str:
 
 
 def heuristic_tier(messages, tools, config: RouterConfig) -> str:
+    """The tier of the task the user typed; ``tools`` are the harness's and do not count.
+
+    Easy unless: the task is long or holds code (medium); it names hard work
+    (medium, hard when it is also long, holds code or names two kinds of it);
+    it is very long, or the user has typed a lot over the conversation (by
+    the context thresholds, in estimated tokens).
+    """
     rules = config.classifier.heuristic
-    turn = last_user_text(messages)
-    context = sum(estimate_tokens(extract_text(m)) for m in messages)
+    turn = task_text(messages)
+    typed = typed_chars(messages) // CHARS_PER_TOKEN
     level = 0
-    if context >= rules.medium_context_tokens or len(turn) >= rules.medium_turn_chars:
+    if typed >= rules.medium_context_tokens or len(turn) >= rules.medium_turn_chars:
         level = 1
-    if tools or CODE_SIGNS.search(turn) or any(m.get("role") == "tool" for m in messages):
+    if CODE_SIGNS.search(turn):
         level = max(level, 1)
-    big = context >= rules.hard_context_tokens or len(turn) >= rules.hard_turn_chars
-    if big or (level >= 1 and HARD_WORDS.search(turn)):
+    hard_words = {word.lower()[:5] for word in HARD_WORDS.findall(turn)}
+    if hard_words:
+        level = 2 if level >= 1 or len(hard_words) >= 2 else 1
+    if typed >= rules.hard_context_tokens or len(turn) >= rules.hard_turn_chars:
         level = 2
     return _tier_at(config.routing.tiers, level)
 
@@ -72,7 +86,7 @@ def _llm_tier(messages, config: RouterConfig) -> str | None:
         "model": model.send_as,
         "messages": [
             {"role": "system", "content": LLM_PROMPT.format(tiers=", ".join(tiers))},
-            {"role": "user", "content": last_user_text(messages)[:4000]},
+            {"role": "user", "content": task_text(messages)[:4000]},
         ],
         "max_tokens": 5,
         "temperature": 0,

@@ -249,6 +249,24 @@ class RouteDecision(models.Model):
         blank=True,
         help_text="Built-in tools left out: the model is not served through the Responses API.",
     )
+    route_reason = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="Why a routed request went where it did: start, held (the task's tool "
+        "loop), kept, changed, upgraded, cold, background or per_request.",
+    )
+    background = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="Background work recognised (small_model, title, summary, compaction, "
+        "short), sent to the cheapest tier; blank for the agent's main loop.",
+    )
+    baseline_model = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The model routing's saving is counted against (routing.baseline_model, "
+        "else the dearest the request could have used; a pinned request's own).",
+    )
     arm = models.CharField(
         max_length=40,
         default="control",

@@ -4,8 +4,13 @@
 (``X-Router-Dry-Run``) and ``manage.py pinch_replay``, so what the replay and
 the dry run report is what the router does. Its order is a contract:
 
-* routed (``auto``): classify on the FULL messages -> prune once -> measure the
-  pruned payload plus tool definitions -> cheapest fitting model of the tier;
+* routed (``auto``): the conversation's tier (routing.session_routing: held
+  through the tool loop, the task classified on the FULL messages at a start
+  or a new user turn) -> prune once -> measure the pruned payload plus tool
+  definitions -> the conversation's model while it fits, else the cheapest
+  fitting model of the tier;
+* images for a model without vision are described first when
+  ``local_vision`` is on (routing.local_vision), so pinch prunes that request;
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
@@ -31,6 +36,7 @@ from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
+from routing.local_vision import with_local_vision
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
@@ -40,7 +46,13 @@ from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_pre
 from routing.quality import RequestSignals, request_signals
 from routing.recording.decisions import OpenDecision, new_decision
 from routing.recording.health import require_recording
-from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
+from routing.selection import (
+    baseline_model,
+    candidates_for,
+    measure_prompt_tokens,
+    tools_overhead_tokens,
+)
+from routing.session_routing import route_request, shifted
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +78,11 @@ class Plan:
     # and the built-in tools the wire leaves out for the chosen model.
     session: object = None
     omitted_tools: tuple = ()
+    # Why a routed request went where it did, and what background work it is
+    # (routing.session_routing); the model routing's savings are counted against.
+    route_reason: str = ""
+    background: str = ""
+    baseline: ModelConfig | None = None
     # The conversation's arm (routing.experiments); ``config`` is already the arm's.
     arm: Arm = field(default_factory=Arm)
     # What the request says the agent did (routing.quality); None if it could not be read.
@@ -129,35 +146,53 @@ def plan_request(
     measure_prefix: bool = True,
     cheaper_tier: bool = False,
 ) -> Plan:
-    """Decide where the request goes and what is sent. No database writes, no upstream call."""
-    key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
-    arm = assign_arm(config, key)
-    config = arm_config(config, arm)
     """Decide where the request goes and what is sent. No database writes, no upstream call.
 
     ``cheaper_tier``: a routed request goes one tier below the classifier's
-    (a key past its soft budget with budget fallback, routing.limits).
+    (a key past its soft budget with budget fallback, routing.limits), and the
+    conversation's model is not held above it.
     """
+    key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
+    arm = assign_arm(config, key)
+    config = arm_config(config, arm)
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
-    if target == config.routing.auto_model:
+    routed = target == config.routing.auto_model
+    store = None
+    if config.pinch.enabled or routed:
+        # One store per process (Redis when configured): ledger, probe, routing state.
+        store = probe or prefix_probe(settings.REDIS_URL)
+    route, remember_route = None, None
+    if routed:
         path = RouteDecision.PATH_ROUTED
-        classification = classify(request.messages, request.tools, config)
-        tier, classifier_name = classification.tier, classification.outcome
+        route, remember_route = route_request(
+            request,
+            config,
+            store,
+            key,
+            lambda: shifted(
+                classify(request.messages, request.tools, config),
+                arm.routing.tier_shift,
+                config.routing.tiers,
+            ),
+            lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
+            remember=measure_prefix,
+        )
+        tier, classifier_name, hold = route.tier, route.classifier, route.hold
         if cheaper_tier:
             tier, classifier_name = _tier_below(config, tier), f"{classifier_name}+budget"
-        price_model = _cheapest_of_tier(config, tier)
+            hold = None
+        price_model = config.model(hold or "") or _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(target)
         if pinned is None:
             raise unknown_model_error(config, request.model)
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
         price_model = pinned
-
-    store = None
-    if config.pinch.enabled:
-        # One store per process (Redis when configured) for the ledger and the probe.
-        store = probe or prefix_probe(settings.REDIS_URL)
+    if not config.pinch.enabled:
+        store = None  # the ledger and the probe are pinch's
+    # Images for a model without vision, described by a local model when configured.
+    request = with_local_vision(request, config, price_model)
     send_messages, pinch = pinch_messages(
         request.messages,
         config.pinch,
@@ -182,6 +217,10 @@ def plan_request(
                 if source.served_natively(model_provider(config, m).capabilities)
             ]
             candidates = native or candidates
+        # The conversation's model stays first while it fits (routing.session_routing).
+        held = [m for m in candidates if m.id == hold]
+        candidates = held + [m for m in candidates if m.id != hold]
+        remember_route(candidates[0])
     else:
         candidates = [pinned]
 
@@ -204,6 +243,9 @@ def plan_request(
         prefix_fallback=prefix_fallback,
         conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        route_reason=route.reason if route is not None else "",
+        background=route.background if route is not None else "",
+        baseline=baseline_model(config, path, candidates[0], measured, request),
         arm=arm,
         signals=_signals(request.messages, pinch),
     )

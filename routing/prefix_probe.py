@@ -27,7 +27,8 @@ left out. That memory is forgotten when Redis answers again, so a later
 outage never compares against a turn from an earlier one.
 
 The same store keeps pinch's ledger per conversation (pinch/payback.py: which
-tool results were decided, and how), under its own key prefix: a few integers
+tool results were decided, and how), and the conversation's routing state
+(routing/session_routing.py: its tier and model), each under its own key prefix: a few integers
 that spare rebuilding the decisions from the messages. A missing, stale or
 unreadable ledger is rebuilt to the same decisions, so losing it (Redis down,
 another worker) costs time, never money or a different payload.
@@ -59,6 +60,9 @@ MAX_BYTES = 64 * 1024 * 1024
 ENTRY_OVERHEAD_BYTES = 200
 REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"
+ROUTE_PREFIX = "router:route:"
+# How a Redis failure reading or writing each kind of state is logged.
+_STATE_NAMES = {LEDGER_PREFIX: "pinch_ledger", ROUTE_PREFIX: "route_state"}
 
 
 def conversation_key(api_key_id, requested_model: str, messages, named: str | None = None) -> str:
@@ -149,13 +153,13 @@ class RedisPrefixStore:
             return None
         return old.decode().split(",") if old else []
 
-    def get(self, key: str) -> str | None:
-        """The ledger stored for ``key``; RedisUnavailable when Redis cannot say."""
-        raw = self.redis.call(lambda client: client.get(LEDGER_PREFIX + key))
+    def get(self, key: str, prefix: str = LEDGER_PREFIX) -> str | None:
+        """The value stored for ``key``; RedisUnavailable when Redis cannot say."""
+        raw = self.redis.call(lambda client: client.get(prefix + key))
         return raw.decode() if raw is not None else None
 
-    def put(self, key: str, value: str) -> None:
-        self.redis.call(lambda client: client.set(LEDGER_PREFIX + key, value, ex=self.ttl))
+    def put(self, key: str, value: str, prefix: str = LEDGER_PREFIX) -> None:
+        self.redis.call(lambda client: client.set(prefix + key, value, ex=self.ttl))
 
 
 class PrefixFigures(NamedTuple):
@@ -169,26 +173,40 @@ class PrefixProbe:
     def __init__(self, redis_url: str = ""):
         self.memory = MemoryPrefixStore()
         self.ledgers = MemoryPrefixStore()
+        self.routes = MemoryPrefixStore()  # routing.session_routing's state per conversation
         self.redis = RedisPrefixStore(redis_url) if redis_url else None
         self._on_memory = False  # Redis failed and memory holds the outage's turns
 
     def load_ledger(self, key: str) -> str | None:
         """The conversation's pinch ledger as stored (JSON text), or None."""
-        if self.redis is not None:
-            try:
-                return self.redis.get(key)
-            except RedisUnavailable as error:  # degrade to memory, never fail the request
-                log.warning("pinch_ledger_redis_unavailable reason=%s", error)
-        return self.ledgers.get(key)
+        return self._load(self.ledgers, LEDGER_PREFIX, key)
 
     def save_ledger(self, key: str, raw: str) -> None:
+        self._save(self.ledgers, LEDGER_PREFIX, key, raw)
+
+    def load_route(self, key: str) -> str | None:
+        """The conversation's routing state as stored (JSON text), or None."""
+        return self._load(self.routes, ROUTE_PREFIX, key)
+
+    def save_route(self, key: str, raw: str) -> None:
+        self._save(self.routes, ROUTE_PREFIX, key, raw)
+
+    def _load(self, memory: MemoryPrefixStore, prefix: str, key: str) -> str | None:
         if self.redis is not None:
             try:
-                self.redis.put(key, raw)
+                return self.redis.get(key, prefix)
+            except RedisUnavailable as error:  # degrade to memory, never fail the request
+                log.warning("%s_redis_unavailable reason=%s", _STATE_NAMES[prefix], error)
+        return memory.get(key)
+
+    def _save(self, memory: MemoryPrefixStore, prefix: str, key: str, raw: str) -> None:
+        if self.redis is not None:
+            try:
+                self.redis.put(key, raw, prefix)
                 return
             except RedisUnavailable as error:
-                log.warning("pinch_ledger_redis_unavailable reason=%s", error)
-        self.ledgers.put(key, raw)
+                log.warning("%s_redis_unavailable reason=%s", _STATE_NAMES[prefix], error)
+        memory.put(key, raw)
 
     def figures(self, key: str, payload_messages) -> PrefixFigures:
         current = message_fingerprints(payload_messages)
@@ -228,3 +246,11 @@ def prefix_probe(redis_url: str) -> PrefixProbe:
         if probe is None:
             probe = _probes[redis_url] = PrefixProbe(redis_url)
         return probe
+
+
+def forget_conversations() -> None:
+    """Empty every process's memory of conversations (hashes, ledgers, routing state)."""
+    with _probe_lock:
+        for probe in _probes.values():
+            for store in (probe.memory, probe.ledgers, probe.routes):
+                store.clear()

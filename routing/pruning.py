@@ -83,6 +83,10 @@ class BoundedMemo:
             while len(self._items) > self.max_items:
                 self._items.popitem(last=False)
 
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+
 
 _memo = BoundedMemo()
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pinch import estimate_tokens, extract_text
@@ -107,6 +107,8 @@ class TurnRecord:
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
+    # Where the router sent it: (model id, tier, route reason); routing.route_replay prices it.
+    route: tuple[str, str, str] = ("", "", "")
 
     @property
     def pruned(self) -> bool:
@@ -125,25 +127,6 @@ class TurnError:
     turn: int
     status: int
     message: str
-
-
-# The Totals fields that add up across sessions.
-_SUMMED = (
-    "requests",
-    "errors",
-    "original_tokens",
-    "final_tokens",
-    "pruned",
-    "relevance_used",
-    "prefix_turns",
-    "prefix_share_sum",
-    "cached_tokens",
-    "uncached_tokens",
-    "baseline_cached_tokens",
-    "baseline_uncached_tokens",
-    "references",
-    "references_kept",
-)
 
 
 @dataclass
@@ -230,6 +213,10 @@ class Totals:
     def prefix_kept(self) -> float | None:
         """Mean over turns with a previous payload of prefix_match / previous_len."""
         return self.prefix_share_sum / self.prefix_turns if self.prefix_turns else None
+
+
+# The Totals fields that add up across sessions: all but its names.
+_SUMMED = tuple(f.name for f in fields(Totals) if f.name not in ("name", "family"))
 
 
 @dataclass
@@ -428,6 +415,7 @@ class _SessionReplay:
             baseline_uncached_tokens=baseline_uncached,
             references=references,
             references_kept=kept,
+            route=(plan.model.id, plan.tier, plan.route_reason),
         )
 
     def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:

@@ -85,3 +85,28 @@ def candidates_for(
         f"no configured model of tier {tier!r} or above has a context window that large.",
         "context_length_exceeded",
     )
+
+
+def baseline_model(config: RouterConfig, path: str, chosen: ModelConfig, measured_tokens, request):
+    """The model routing's saving on a request is counted against (metrics.savings).
+
+    A pinned request's own model (routing chose nothing); a routed one's
+    ``routing.baseline_model``, else the dearest model it could have used:
+    routable, with the capabilities it needs and a window that holds it.
+    """
+    if path != "routed":
+        return chosen
+    if config.routing.baseline_model is not None:
+        return config.model(config.routing.baseline_model)
+    rate = config.objective.assumed_cache_rate
+    window = measured_tokens + request.max_tokens
+    usable = [
+        m
+        for m in config.models
+        if m.routable
+        and m.context_window >= window
+        and request.needed_capabilities.issubset(m.capabilities)
+    ]
+    return max(
+        usable or [chosen], key=lambda m: (blended_prompt_price(m, rate), m.completion_price)
+    )

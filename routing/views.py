@@ -112,6 +112,10 @@ def explain_headers(plan, decision_id=None) -> dict:
         "X-Router-Measured-Tokens": str(plan.measured_tokens),
         "X-Router-Relevance": "used" if plan.pinch and plan.pinch.relevance_used else "no",
     }
+    if plan.route_reason:
+        headers["X-Router-Route"] = plan.route_reason
+    if plan.background:
+        headers["X-Router-Background"] = plan.background
     if plan.pinch is not None:
         headers["X-Router-Pinch-Original-Tokens"] = str(plan.pinch.original_tokens)
         headers["X-Router-Pinch-Final-Tokens"] = str(plan.pinch.final_tokens)
@@ -146,6 +150,8 @@ def dry_run_body(plan) -> dict:
         "fallbacks": [m.id for m in plan.candidates[1:]],
         "tier": plan.tier,
         "classifier": plan.classifier,
+        "route_reason": plan.route_reason,
+        "background": plan.background,
         "measured_tokens": plan.measured_tokens,
         "estimated_cost_usd": round(plan.estimated_cost_usd, 8),
         "pinch": None

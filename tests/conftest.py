@@ -44,6 +44,8 @@ def fresh_router_state(settings, tmp_path_factory):
     from routing.auth import forget_checked_keys
     from routing.config.store import forget_cached_config
     from routing.limits.admission import forget_limit_state
+    from routing.local_vision import forget_descriptions
+    from routing.prefix_probe import forget_conversations
     from routing.recording.ids import forget_reserved_ids
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
@@ -55,6 +57,8 @@ def fresh_router_state(settings, tmp_path_factory):
         forget_cached_config()
         forget_checked_keys()
         forget_reserved_ids()
+        forget_conversations()
+        forget_descriptions()
         forget_limit_state()
 
     forget()

@@ -14,17 +14,15 @@ from fnmatch import fnmatchcase
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pinch.payback import CacheModel
+from routing.config.routing_blocks import BackgroundConfig, LocalVisionConfig, SessionRoutingConfig
+from routing.config.strict import Strict
 
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the offending key."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ProviderConfig(Strict):
@@ -141,6 +139,10 @@ class RoutingConfig(Strict):
     auto_model: str = "auto"
     tiers: tuple[str, ...] = ("easy", "medium", "hard")
     default_tier: str = "medium"
+    # What routing's savings count against (a model id); None: the dearest usable.
+    baseline_model: str | None = None
+    session: SessionRoutingConfig = SessionRoutingConfig()
+    background: BackgroundConfig = BackgroundConfig()
     # Bounds on one request (docs/durability.md): every candidate and every try
     # of it share this many seconds until an answer (a stream: its first
     # event); past it the client gets 504. And whether requests are still
@@ -160,8 +162,9 @@ class RoutingConfig(Strict):
 
 
 class HeuristicClassifierConfig(Strict):
-    # Prompt sizes (estimated tokens of the whole conversation) past which a
-    # request is at least medium / hard: long contexts need stronger models.
+    # What the user typed over the whole conversation (estimated tokens; the
+    # agent's harness left out, routing/task_text.py) past which a request is
+    # at least medium / hard.
     medium_context_tokens: int = Field(8000, gt=0)
     hard_context_tokens: int = Field(60000, gt=0)
     # A last user turn this long (chars) is a real task, not a quick question.
@@ -309,6 +312,7 @@ class RouterConfig(Strict):
     pinch: PinchConfig = PinchConfig()
     objective: ObjectiveConfig = ObjectiveConfig()
     responses: ResponsesConfig = ResponsesConfig()
+    local_vision: LocalVisionConfig = LocalVisionConfig()
     limits: LimitsConfig = LimitsConfig()
     # Arms beyond pinch's holdout (routing/experiments.py): each a share of
     # conversations, laid out after pinch.holdout_share in this order.
@@ -342,6 +346,9 @@ class RouterConfig(Strict):
                 )
             if name in seen or name == self.routing.auto_model:
                 raise ValueError(f"aliases.{name}: a model id cannot be an alias")
+        baseline = self.routing.baseline_model
+        if baseline is not None and baseline not in seen:
+            raise ValueError(f"routing.baseline_model: unknown model {baseline!r}")
         if self.classifier.llm is not None and self.classifier.llm.model not in seen:
             raise ValueError(f"classifier.llm.model: unknown model {self.classifier.llm.model!r}")
         self._experiments_valid()

@@ -78,6 +78,9 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "conversation": plan.conversation or "",
         **(plan.session.fields() if plan.session is not None else {}),
         "omitted_tools": list(plan.omitted_tools) or None,
+        "route_reason": plan.route_reason,
+        "background": plan.background,
+        "baseline_model": plan.baseline.id if plan.baseline is not None else "",
         "arm": plan.arm.name,
         **(plan.signals.as_fields() if plan.signals is not None else {}),
     }

@@ -48,8 +48,8 @@ def test_pinch_summary_is_one_query(default_config, db, django_assert_num_querie
 def test_metrics_json(client, default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
-    # config (2) + pinch summary + quality (2) + request totals
-    with django_assert_num_queries(6):
+    # config (2) + pinch summary + quality (2) + request totals + savings by cause
+    with django_assert_num_queries(7):
         assert client.get("/metrics").status_code == 200
 
 
@@ -66,8 +66,8 @@ def test_prometheus(
     settings.METRICS_TOKEN = "scrape"  # every family, the tool-name one included
 
     # config (2) + requests + all-time aggregate + pinch summary + pinch tools + limited keys
-    # + quality (2)
-    with django_assert_num_queries(9):
+    # + quality (2) + savings by cause
+    with django_assert_num_queries(10):
         response = client.get(path, HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Bearer scrape")
         assert response.status_code == 200
 
@@ -78,8 +78,8 @@ def test_snapshot_with_a_staff_key(
 ):
     seed_varied(rows)
 
-    # key + config (2) + pinch summary + overrides + recent decisions + limited keys
-    with django_assert_num_queries(7):
+    # key + config (2) + pinch summary + overrides + recent decisions + savings + limited keys
+    with django_assert_num_queries(8):
         response = client.get("/admin/api/snapshot", HTTP_AUTHORIZATION=f"Bearer {staff_key}")
     assert response.status_code == 200
     assert len(response.json()["recent_decisions"]) == min(rows, 50)
@@ -93,6 +93,6 @@ def test_snapshot_with_a_staff_session(
     client.force_login(staff_user)
 
     # session + user + its permissions (2: the user's, its groups') + config (2)
-    # + pinch summary + overrides + recent decisions + limited keys
-    with django_assert_num_queries(10):
+    # + pinch summary + overrides + recent decisions + limited keys + savings by cause
+    with django_assert_num_queries(11):
         assert client.get("/admin/api/snapshot").status_code == 200

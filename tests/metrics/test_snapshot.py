@@ -83,6 +83,7 @@ def test_a_staff_key_reads_the_snapshot(client, default_config, staff_key):
         "recent_decisions",
         "key_budgets",
         "generated_at",
+        "savings_by_cause",
     }
 
 

@@ -145,15 +145,21 @@ def test_under_budget_past_the_soft_limit_each_answer_carries_a_warning(live_ser
 
 def test_past_the_soft_limit_budget_fallback_sends_auto_a_tier_cheaper(live_server, router_config):
     medium_task = [{"role": "user", "content": "x" * 500}]
+    # An agent's tools: without any, a request this short is background work (easy).
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
     key, raw = limited_key(soft_budget_usd=0.5, budget_fallback=True)
     sdk = openai_sdk(live_server, raw)
-    before = sdk.chat.completions.with_raw_response.create(model="auto", messages=medium_task)
+    before = sdk.chat.completions.with_raw_response.create(
+        model="auto", messages=medium_task, tools=tools
+    )
     assert before.headers["x-router-tier"] == "medium"
     spend(key, 0.6)
     from routing.limits.budgets import spend_cache
 
     spend_cache.forget()  # the spend is re-summed every spend_refresh_seconds
-    after = sdk.chat.completions.with_raw_response.create(model="auto", messages=medium_task)
+    after = sdk.chat.completions.with_raw_response.create(
+        model="auto", messages=medium_task, tools=tools
+    )
     assert after.headers["x-router-tier"] == "easy"
     assert after.headers["x-router-model"] == "echo-small"
     assert "auto goes a tier cheaper" in after.headers[WARNING_HEADER]

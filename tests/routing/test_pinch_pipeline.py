@@ -64,14 +64,14 @@ def test_routed_window_choice_sees_the_pruned_size(
 ):
     # Unpruned, the conversation (~100k tokens) fits only echo-hard's window;
     # pruned to 20k it fits the 32k medium models, so the cheapest of them wins.
-    # (The classifier, which sees the full size, is told not to call it hard.)
+    # (The classifier is told to call the task medium, not hard.)
     router_config["pinch"]["budget_tokens"] = 20000
     router_config["classifier"] = {
         "heuristic": {
             "hard_context_tokens": 10_000_000,
             "hard_turn_chars": 10_000_000,
             "medium_context_tokens": 10_000_000,
-            "medium_turn_chars": 10_000_000,
+            "medium_turn_chars": 1,
         }
     }
     write_config(router_config)

@@ -24,8 +24,11 @@ def user(text):
         (user("what time zone is Lisbon in?"), None, "easy"),
         (user("x" * 500), None, "medium"),
         (user("why does this fail?\n```py\nprint(1/0)\n```"), None, "medium"),
-        (user("read the file"), [{"type": "function", "function": {"name": "f"}}], "medium"),
+        # Tool definitions are the agent's, the same for any task: they do not count.
+        (user("read the file"), [{"type": "function", "function": {"name": "f"}}], "easy"),
         (user("please refactor the module " + "x" * 500), None, "hard"),
+        (user("debug the flaky login test"), None, "medium"),
+        (user("refactor the scheduler to remove the race condition"), None, "hard"),
         (user("x" * 5000), None, "hard"),
         (user("y " * 200_000), None, "hard"),
     ],

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from metrics.formatting import pinch_card
 from metrics.quality import quality_summary
 from metrics.quality_card import quality_lines
+from metrics.savings import cause_lines, savings_by_cause
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
 from routing.config import ConfigError
@@ -68,11 +69,22 @@ class Command(BaseCommand):
                 self.stdout.write(message)
             return
         quality = quality_summary(config, days=days)
+        causes = savings_by_cause(config, days=days)
         if as_json:
-            self.stdout.write(json.dumps({**summary, "quality": quality}, indent=2))
+            figures = {**summary, "quality": quality, "savings_by_cause": causes}
+            self.stdout.write(json.dumps(figures, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
             self.stdout.write("\n".join(quality_lines(quality)))
+            self.stdout.write(self._causes(causes))
+
+    def _causes(self, causes: dict) -> str:
+        lines = [
+            f"Saved by cause ({causes['billed_calls_30d']:,} calls with reported usage; "
+            "they and the bill add up to the cost without the router or the cache)"
+        ]
+        lines += [f"  {label:<32} {shown}" for _, label, shown, _ in cause_lines(causes)]
+        return "\n".join(lines)
 
     def _text(self, summary: dict, days: int, cache_rate: float) -> str:
         if "reset_date" in summary:

@@ -1,0 +1,122 @@
+"""What each cause saved, from the same rows as the bill: routing, pinch, the cache.
+
+Every billed decision (the provider reported usage) is priced four ways,
+each one cause away from the next, so the causes and the bill add up by
+construction: what the request would have cost
+
+0. on the baseline model (the row's ``baseline_model``: ``routing.baseline_model``,
+   else the dearest model the request could have used; a pinned request's own),
+   unpruned, every prompt token at the full input price;
+1. on the model it went to, the same way;
+2. on that model, unpruned, with the cache's reads and writes (the row's
+   ``unpruned_cost_usd``, which is the billed cost when pinch sent it whole);
+3. as billed: pinch's payload with the cache (``billed_prompt_cost_usd``).
+
+Completion tokens are priced on the baseline model in 0 and on the chosen one
+after. ``routing_usd_30d`` is 0 - 1, ``cache_usd_30d`` 1 - 2, ``pinch_usd_30d``
+2 - 3 (pinch net of the cache, the figure ``pinch_summary`` calls
+``net_dollars_saved_usd_30d``) and ``bill_usd_30d`` is 3, so
+``baseline_usd_30d`` = bill + routing + cache + pinch. The unpruned prompt is
+the billed prompt tokens plus what pinch removed. A row whose model is no
+longer configured cannot be priced: ``unpriced_calls_30d`` counts them.
+
+One grouped query over the window of ``pinch_summary`` (``summary_window``);
+the arithmetic is Python's on the sums, so SQLite and PostgreSQL agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
+
+from metrics.formatting import format_dollars
+from metrics.summary import DEFAULT_DAYS, DOLLAR_DIGITS, Window, summary_window
+from routing.config import RouterConfig
+from routing.models import BILLED, PRUNED, TOKENS_SAVED
+from routing.pricing import PER_TOKENS
+
+CAUSES = ("routing_usd_30d", "pinch_usd_30d", "cache_usd_30d")
+
+
+def cause_rows(window: Window):
+    """``(chosen, baseline, rows, prompt, removed, completion tokens, billed, unpruned USD)``."""
+    return (
+        window.decisions()
+        .filter(BILLED)
+        .values_list("chosen_model", "baseline_model")
+        .annotate(
+            decisions=Count("id"),
+            prompt=Coalesce(Sum("prompt_tokens"), 0),
+            removed=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED), 0),
+            completion=Coalesce(Sum("completion_tokens"), 0),
+            billed=Sum("billed_prompt_cost_usd"),
+            unpruned=Sum("unpruned_cost_usd"),
+        )
+        .order_by("chosen_model", "baseline_model")
+    )
+
+
+def causes_from_rows(rows: Iterable[tuple], config: RouterConfig) -> dict:
+    """The savings by cause from ``cause_rows``' tuples. Pure: no database."""
+    routing = cache = pinch = bill = 0.0
+    billed_calls = unpriced = 0
+    for chosen_id, baseline_id, count, prompt, removed, completion, billed, unpruned in rows:
+        billed_calls += count
+        chosen = config.model(chosen_id)
+        if chosen is None:
+            unpriced += count
+            continue
+        baseline = config.model(baseline_id) or chosen
+        unpruned_tokens = prompt + removed
+        full_on_baseline = (
+            unpruned_tokens * baseline.prompt_price + completion * baseline.completion_price
+        ) / PER_TOKENS
+        completion_cost = completion * chosen.completion_price / PER_TOKENS
+        full_on_chosen = unpruned_tokens * chosen.prompt_price / PER_TOKENS + completion_cost
+        cached_unpruned = (unpruned or 0.0) + completion_cost
+        as_billed = (billed or 0.0) + completion_cost
+        routing += full_on_baseline - full_on_chosen
+        cache += full_on_chosen - cached_unpruned
+        pinch += cached_unpruned - as_billed
+        bill += as_billed
+    figures = {
+        "routing_usd_30d": round(routing, DOLLAR_DIGITS),
+        "pinch_usd_30d": round(pinch, DOLLAR_DIGITS),
+        "cache_usd_30d": round(cache, DOLLAR_DIGITS),
+        "bill_usd_30d": round(bill, DOLLAR_DIGITS),
+    }
+    # The sum of the rounded parts, so the identity holds on every surface as shown.
+    figures["baseline_usd_30d"] = round(sum(figures.values()), DOLLAR_DIGITS)
+    figures["billed_calls_30d"] = billed_calls
+    figures["unpriced_calls_30d"] = unpriced
+    return figures
+
+
+def savings_by_cause(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
+    """What routing, pinch and the cache saved over the window, and the bill (one query)."""
+    window = summary_window(config, now, days)
+    return causes_from_rows(cause_rows(window), config)
+
+
+# How the surfaces name the figures, in the order they list them.
+CAUSE_LABELS = (
+    ("routing_usd_30d", "routing"),
+    ("pinch_usd_30d", "pinch (net of the cache)"),
+    ("cache_usd_30d", "the prompt cache"),
+    ("bill_usd_30d", "billed"),
+    ("baseline_usd_30d", "without the router or the cache"),
+)
+
+
+def cause_lines(figures: dict) -> list[tuple[str, str, str, float]]:
+    """(key, label, dollars as shown, value) per figure: the dashboard, the TUI, the command."""
+    return [(key, label, format_dollars(figures[key]), figures[key]) for key, label in CAUSE_LABELS]
+
+
+def savings_context(config: RouterConfig, window: Window) -> dict:
+    """The dashboard include's context (templates/metrics/_savings_by_cause.html)."""
+    figures = causes_from_rows(cause_rows(window), config)
+    return {**figures, "lines": cause_lines(figures)}

@@ -1,0 +1,88 @@
+"""Work that is not the agent's main loop: recognised, so it goes to the cheapest tier.
+
+Agents send requests besides the turns of their task: Claude Code calls its
+small, fast model (``claude-haiku-*`` unless ANTHROPIC_SMALL_FAST_MODEL says
+otherwise) and asks for a session title ("Generate a concise, sentence-case
+title ... of this coding session"); Claude Code's /compact and Codex's
+auto-compaction ask for a summary of the whole conversation ("create a
+detailed summary of the conversation so far", "CONTEXT CHECKPOINT
+COMPACTION"); scripts send short questions without tools. None of them needs
+the model the task runs on, and none of them is a new task of the
+conversation: they never move its model (routing.session_routing).
+
+The patterns are the prompts the real clients send (Claude Code 2.1.197,
+Codex 0.171), matched in the system prompt and in the last user message.
+Pure: no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from fnmatch import fnmatchcase
+
+from pinch import extract_text
+from routing.config import RouterConfig
+from routing.task_text import typed_text
+
+SMALL_MODEL = "small_model"
+TITLE = "title"
+SUMMARY = "summary"
+COMPACTION = "compaction"
+SHORT = "short"
+
+# Checked in this order: a compaction prompt also asks for a summary.
+_PROMPTS = (
+    (
+        COMPACTION,
+        re.compile(
+            r"CONTEXT CHECKPOINT COMPACTION|create a detailed summary of the conversation so far|"
+            r"write a short memento message for the next agent",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        TITLE,
+        re.compile(
+            r"\bgenerate an? (?:concise|short)\b[^.\n]{0,60}\btitle\b|"
+            r"\b\d+-\d+ words? title\b|\bextract a \d+-\d+ word title\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        SUMMARY,
+        re.compile(
+            r"\bsummari[sz]e (?:this|the) (?:coding )?conversation\b|"
+            r"\bsummary of (?:this|the) conversation in\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+# Only the head of a message is read: the prompts state their job first, and
+# a compaction request's conversation can be megabytes long.
+_HEAD_CHARS = 2000
+
+
+def background_kind(
+    client_model: str, messages, tools, measured_tokens: int, config: RouterConfig
+) -> str:
+    """The kind of background work this request is ("" for the agent's main loop)."""
+    rules = config.routing.background
+    if not rules.enabled:
+        return ""
+    if any(fnmatchcase(client_model, pattern) for pattern in rules.model_names):
+        return SMALL_MODEL
+    heads = [extract_text(m)[:_HEAD_CHARS] for m in messages if _role(m) in ("system", "developer")]
+    last_user = next((m for m in reversed(messages) if _role(m) == "user"), None)
+    if last_user is not None:
+        heads.append(typed_text(last_user)[:_HEAD_CHARS])
+    for kind, pattern in _PROMPTS:
+        if any(pattern.search(head) for head in heads):
+            return kind
+    short = not tools and measured_tokens <= rules.short_tokens
+    if short and not any(_role(m) == "tool" for m in messages):
+        return SHORT
+    return ""
+
+
+def _role(message) -> str | None:
+    return message.get("role") if isinstance(message, dict) else None

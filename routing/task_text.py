@@ -1,0 +1,83 @@
+"""What the user typed: the text a routing tier is chosen from, with the agent's harness taken out.
+
+Agents wrap the user's words in their own text. Claude Code's first user
+message carries several KB of ``<system-reminder>`` blocks (agent types,
+skills, CLAUDE.md, the date) before the user's "say hi", and attaches more to
+tool results; Codex sends ``<environment_context>`` and AGENTS.md
+instructions as user messages of their own. That text is the same whether
+the task is trivial or hard, and it is full of words like "architecture",
+"security" and "debug": read as the user's, it sends every agent request to
+the hard tier (measured through ``claude-*: auto``: ``claude -p "say hi"``
+went to the dearest model). So the tier reads only what is left of user
+messages once those blocks are removed; system prompts, tool definitions and
+tool output are never user messages in the chat form the pipeline plans on.
+
+A user message with nothing left (only harness blocks) is not a turn of the
+user: the task is still the one the last typed message began. Pure: no
+Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pinch import extract_text
+
+# Blocks an agent writes into user messages on the user's behalf (Claude Code,
+# Codex, opencode): removed whole, tags included.
+_HARNESS_BLOCK = re.compile(
+    r"<(system-reminder|environment_context|user_instructions|INSTRUCTIONS|"
+    r"local-command-caveat|local-command-stdout|local-command-stderr|turn_aborted)>"
+    r".*?</\1>",
+    re.DOTALL,
+)
+# Codex's heading above the AGENTS.md block (the block itself is INSTRUCTIONS).
+_HARNESS_LINE = re.compile(r"^# AGENTS\.md instructions for .*$", re.MULTILINE)
+_IMAGE_PARTS = ("image_url", "input_image", "image")
+
+
+def typed_text(message: Any) -> str:
+    """The text of a user message without the harness blocks ("" for any other message)."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return ""
+    text = _HARNESS_BLOCK.sub("", extract_text(message))
+    return _HARNESS_LINE.sub("", text).strip()
+
+
+def _has_image(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in _IMAGE_PARTS for part in content
+    )
+
+
+def is_user_turn(message: Any) -> bool:
+    """Whether the user spoke in this message: typed text, or an image of their own."""
+    if typed_text(message):
+        return True
+    return isinstance(message, dict) and message.get("role") == "user" and _has_image(message)
+
+
+def task_start(messages) -> int | None:
+    """Index of the message that began the current task (the last user turn), or None."""
+    for index in range(len(messages) - 1, -1, -1):
+        if is_user_turn(messages[index]):
+            return index
+    return None
+
+
+def task_text(messages) -> str:
+    """What the user typed for the current task; "" when no message of the user's is found."""
+    start = task_start(messages)
+    return typed_text(messages[start]) if start is not None else ""
+
+
+def typed_chars(messages) -> int:
+    """Characters the user typed over the whole conversation (every turn, harness left out)."""
+    return sum(len(typed_text(message)) for message in messages)
+
+
+def user_turns(messages) -> int:
+    """How many times the user spoke in the conversation."""
+    return sum(1 for message in messages if is_user_turn(message))
