@@ -27,6 +27,13 @@ a router model id through ``ANTHROPIC_MODEL`` / ``ANTHROPIC_SMALL_FAST_MODEL``
 (``agent-model`` / ``agent-small``), each to both upstream kinds. For the
 last two Claude Code sends a system message inside ``messages``.
 
+``--routing`` checks session routing (docs/routing.md): Claude Code asks for
+``claude-opus-4-6``, which the ``claude-*`` glob sends to auto, once with
+``-p "say hi"`` and once with a hard task (no /compact). The trivial task
+must go below the hard tier and the hard one to it, each run's main-loop
+requests to one model (a ``start``, then ``held``), and the harness must not
+count: the first request measures >= 20,000 tokens either way.
+
 Nothing may leave the machine: Claude Code runs with
 ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``DISABLE_TELEMETRY=1``,
 ``DISABLE_AUTOUPDATER=1``, ``DISABLE_ERROR_REPORTING=1`` and a fresh HOME,
@@ -35,7 +42,7 @@ address other than loopback (or the local DNS stub) fails the check, and the
 addresses seen are printed.
 
 Run: ``.venv/bin/python bench/check_claude_code.py [--upstream anthropic|openai|both]
-[--matrix | --model NAME]``
+[--matrix | --routing | --model NAME]``
 Needs node/npm (CI runs it when node is present). ``CLAUDE_CODE_BIN``
 points at an installed ``claude`` instead.
 """
@@ -53,6 +60,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -79,15 +87,37 @@ TASK = (
 )
 FOLLOW_UP = "Now check what ANSWER.md says."
 CLAUDE_TIMEOUT_SECONDS = 240
-# case -> (Claude Code's arguments, its environment, the model name it then asks for)
+
+
+class Case(NamedTuple):
+    """How Claude Code is run, and what its run must show."""
+
+    arguments: list[str]
+    env: dict[str, str]
+    client_model: str  # the model name Claude Code then asks for
+    task: str = TASK
+    tier: str | None = None  # the tier every main-loop decision must reach (--routing)
+    compact: bool = True  # then /compact and a follow-up in the same conversation
+
+
 CASES = {
-    "alias": (["--model", CLIENT_MODEL], {}, CLIENT_MODEL),
-    "auto": (["--model", "auto"], {}, "auto"),
-    "model-id": (
+    "alias": Case(["--model", CLIENT_MODEL], {}, CLIENT_MODEL),
+    "auto": Case(["--model", "auto"], {}, "auto"),
+    "model-id": Case(
         [],
         {"ANTHROPIC_MODEL": "agent-model", "ANTHROPIC_SMALL_FAST_MODEL": "agent-small"},
         "agent-model",
     ),
+}
+# --routing: Claude Code's own model name goes to auto; the task decides the tier.
+ROUTED_MODEL = "claude-opus-4-6"
+HARD_TASK = (
+    "Refactor the session store's architecture to remove the race condition between the "
+    "expiry sweep and concurrent writes, and design the migration so it can be rolled back."
+)
+ROUTING_CASES = {
+    name: Case(["--model", ROUTED_MODEL], {}, ROUTED_MODEL, task, tier, compact=False)
+    for name, task, tier in (("say-hi", "say hi", "easy"), ("hard-task", HARD_TASK, "hard"))
 }
 # What Claude Code may connect to: the router, on loopback (and a local DNS stub).
 LOCAL_ADDRESS = re.compile(
@@ -171,35 +201,25 @@ QUIET = {
 }
 
 
-# --routing: Claude Code's own model name goes to auto; the tasks and the tier each must reach.
-ROUTED_MODEL = "claude-opus-4-6"
-HARD_TASK = (
-    "Refactor the session store's architecture to remove the race condition between the "
-    "expiry sweep and concurrent writes, and design the migration so it can be rolled back."
-)
-ROUTING_CHECKS = (("say hi", "easy"), (HARD_TASK, "hard"))
-
-
 def run_claude(
     binary: Path, repo: Path, home: Path, router, trace, quiet=True, case=CASES["alias"], *more
 ):
-    """``claude -p TASK`` (or ``*more``: another prompt and flags) in ``repo``."""
-    arguments, model_env, _ = case
+    """``claude -p`` the case's task (or ``*more``: another prompt and flags) in ``repo``."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "ANTHROPIC_BASE_URL": router.url,
         "ANTHROPIC_API_KEY": router.key,
-        **model_env,
+        **case.env,
         **(QUIET if quiet else {}),
     }
     command = [
         str(binary),
         "-p",
-        *(more or (TASK,)),
+        *(more or (case.task,)),
         "--output-format",
         "json",
-        *arguments,
+        *case.arguments,
         "--allowedTools",
         "Read,Bash,Write",
     ]
@@ -237,7 +257,8 @@ def decisions(database: Path) -> list[dict]:
         rows = db.execute(
             "SELECT requested_model, chosen_model, path, stream, status_code, "
             "pinch_original_tokens, pinch_final_tokens, pinch_summarized, prompt_tokens, "
-            "cache_read_tokens, cache_write_tokens, session, agent, session_role "
+            "cache_read_tokens, cache_write_tokens, session, agent, session_role, tier, "
+            "route_reason, measured_tokens "
             "FROM routing_routedecision ORDER BY id"
         ).fetchall()
     return [dict(row) for row in rows]
@@ -261,8 +282,13 @@ def check(kind: str, binary: Path, quiet: bool = True, case=CASES["alias"]) -> b
             done, seconds = run_claude(binary, repo, home, router, trace, quiet, case)
             task_rows = len(decisions(tmp / "router.sqlite3"))
             task_requests = len(upstream.received)
-            compacted = run_claude(binary, repo, home, router, None, quiet, case, "/compact", "-c")
-            follow_up = run_claude(binary, repo, home, router, None, quiet, case, FOLLOW_UP, "-c")
+            if case.compact:
+                compacted = run_claude(
+                    binary, repo, home, router, None, quiet, case, "/compact", "-c"
+                )
+                follow_up = run_claude(
+                    binary, repo, home, router, None, quiet, case, FOLLOW_UP, "-c"
+                )
         finally:
             if router.process is not None:
                 stop(router.process)
@@ -271,6 +297,8 @@ def check(kind: str, binary: Path, quiet: bool = True, case=CASES["alias"]) -> b
         ok = report(
             kind, repo, done, seconds, rows[:task_rows], upstream, task_requests, trace, quiet, case
         )
+        if not case.compact:
+            return ok
         after = upstream.bodies()[task_requests:]
         return report_compaction(compacted, follow_up, rows[task_rows:], after) and ok
 
@@ -306,9 +334,26 @@ def report_compaction(compacted, follow_up, rows, bodies) -> bool:
     return not problems
 
 
+def routing_problems(main: list[dict], tier: str) -> list[str]:
+    """What is wrong with the main loop's routing, for a task that must reach ``tier``."""
+    if not main:
+        return ["no main-loop decision to check the routing of"]
+    problems = []
+    if {r["tier"] for r in main} != {tier}:
+        problems.append(f"tiers {[r['tier'] for r in main]}; the task belongs to {tier!r}")
+    if len({r["chosen_model"] for r in main}) != 1:
+        problems.append(f"the tool loop changed model: {[r['chosen_model'] for r in main]}")
+    reasons = [r["route_reason"] for r in main]
+    if reasons != ["start"] + ["held"] * (len(main) - 1):
+        problems.append(f"route reasons {reasons}: expected a start, then held")
+    if (main[0]["measured_tokens"] or 0) < 20_000:
+        problems.append(f"only {main[0]['measured_tokens']} tokens: not Claude Code's harness")
+    return problems
+
+
 def report(kind, repo, done, seconds, rows, upstream, requests, trace, quiet, case) -> bool:
     """The task's run: ``rows`` its decisions, the first ``requests`` the upstream got its."""
-    client_model = case[2]
+    client_model = case.client_model
     problems = []
     try:
         result = json.loads(done.stdout)
@@ -337,8 +382,8 @@ def report(kind, repo, done, seconds, rows, upstream, requests, trace, quiet, ca
     for tool, evidence in (("Read", "Line 799: the demo"), ("Bash", "CHECK-OK")):
         if evidence not in seen:
             problems.append(f"the {tool} tool's result ({evidence!r}) never reached the upstream")
-    if tier is not None:
-        problems += routing_problems(main, tier)
+    if case.tier is not None:
+        problems += routing_problems(main, case.tier)
     local, outside = connects(trace) if trace is not None else (0, [])
     if trace is not None and not local:
         problems.append("strace saw no connect at all: the trace is not working")
@@ -358,7 +403,7 @@ def report(kind, repo, done, seconds, rows, upstream, requests, trace, quiet, ca
     for r in rows:
         print(
             f"  {r['requested_model']:<20} -> {r['chosen_model']:<12} {r['path']:<11} "
-            f"{r['session_role']:<10} "
+            f"{r['session_role']:<10} tier {r['tier'] or '-'} ({r['route_reason'] or 'pinned'}) "
             f"status {r['status_code']} stream {bool(r['stream'])} pinch "
             f"{r['pinch_original_tokens']} -> {r['pinch_final_tokens']} "
             f"({r['pinch_summarized'] or 0} results compressed), billed prompt "
@@ -403,8 +448,10 @@ def main() -> None:
     kinds = ["anthropic", "openai"] if args.upstream == "both" else [args.upstream]
     if args.matrix:
         cases = list(CASES.values())
+    elif args.routing:
+        cases = list(ROUTING_CASES.values())
     elif args.model:
-        cases = [(["--model", args.model], {}, args.model)]
+        cases = [Case(["--model", args.model], {}, args.model)]
     else:
         cases = [CASES["alias"]]
     results = [

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from bench.check_claude_code import CACHE, ROUTED_MODEL, ROUTING_CHECKS, check, claude_binary
+from bench.check_claude_code import CACHE, ROUTING_CASES, check, claude_binary
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +23,6 @@ def claude_bin():
     return claude_binary()
 
 
-@pytest.mark.parametrize("task, tier", ROUTING_CHECKS, ids=["say-hi", "hard-task"])
-def test_the_real_claude_code_is_routed_by_its_task(claude_bin, task, tier, capsys):
-    assert check("anthropic", claude_bin, True, ROUTED_MODEL, task, tier), capsys.readouterr().out
+@pytest.mark.parametrize("case", ROUTING_CASES.values(), ids=ROUTING_CASES.keys())
+def test_the_real_claude_code_is_routed_by_its_task(claude_bin, case, capsys):
+    assert check("anthropic", claude_bin, True, case), capsys.readouterr().out
