@@ -23,6 +23,7 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from metrics.cache_forecast import forecast_context
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
@@ -106,4 +107,5 @@ def dashboard_context(
         "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
+        "cache_forecast": forecast_context(window) if summary is not None else None,
     }

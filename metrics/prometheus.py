@@ -33,6 +33,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 
+from metrics.cache_forecast import cache_forecast
 from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -163,6 +164,33 @@ class RouterCollector:
         for name, count in sorted(_tools_compressed(self.config, self.now).items()):
             tools.add_metric([name], count)
         yield tools
+        yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))
+
+
+def _forecast_families(figures: dict):
+    """Predicted against billed (metrics.cache_forecast) as gauges."""
+    surprises = GaugeMetricFamily(
+        "router_pinch_cache_surprises_30d",
+        "Decisions in the window whose billed cache usage contradicted the router's estimate: "
+        "miss (predicted warm, billed as written), hit (predicted cold, billed as read).",
+        labels=["kind"],
+    )
+    surprises.add_metric(["miss"], figures["cache_misses_30d"])
+    surprises.add_metric(["hit"], figures["cache_unexpected_hits_30d"])
+    yield surprises
+    yield GaugeMetricFamily(
+        "router_pinch_conversations_surprised_30d",
+        "Conversations in the window with at least one cache surprise.",
+        value=figures["conversations_surprised_30d"],
+    )
+    reasons = GaugeMetricFamily(
+        "router_pinch_cache_miss_reasons_30d",
+        "Decisions in the window by the provider's reported cache-miss reason.",
+        labels=["reason"],
+    )
+    for reason, count in figures["cache_miss_reasons_30d"].items():
+        reasons.add_metric([reason], count)
+    yield reasons
 
 
 def exposition(config: RouterConfig, accept: str = "", now: datetime | None = None):

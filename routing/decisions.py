@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from routing import decision_ids, journal, spool
 from routing.auth import touch_api_key, touch_due
+from routing.cache_forecast import forecast_fields, verdict_fields
 from routing.db_writes import request_write
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
@@ -74,6 +75,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_fallback": plan.prefix_fallback,
         "stream": plan.request.stream,
         "conversation": plan.conversation or "",
+        **forecast_fields(plan),
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)
@@ -95,6 +97,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         cache_write_tokens=outcome.cache_write_tokens,
         usage_estimated=outcome.usage_estimated,
     )
+    fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:
         fields["billed_prompt_cost_usd"] = billed_prompt_cost_usd(

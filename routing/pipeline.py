@@ -108,8 +108,13 @@ def plan_request(
     api_key_id=None,
     probe: PrefixProbe | None = None,
     measure_prefix: bool = True,
+    now: float | None = None,
 ) -> Plan:
-    """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    """Decide where the request goes and what is sent. No database writes, no upstream call.
+
+    ``now``: when the request is made (POSIX seconds; the clock when None),
+    the replay's recorded times.
+    """
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
     if target == config.routing.auto_model:
@@ -135,6 +140,7 @@ def plan_request(
         extra_tokens,
         cache=config.cache_prices(price_model) if price_model is not None else None,
         slot=LedgerSlot(store, key) if store is not None else None,
+        now=now,
     )
     measured = measure_prompt_tokens(send_messages, request.tools)
 

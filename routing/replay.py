@@ -17,7 +17,12 @@ Three things are measured per request:
 * money, under prefix-cache price models (``CachePrices``): the leading
   messages a payload shares with the session's previous payload are read at
   ``read_multiplier`` times the input price, the rest written at
-  ``write_multiplier``; the unpruned baseline shares all but its new messages;
+  ``write_multiplier``; the unpruned baseline shares all but its new messages.
+  A session that records when each answer was written (``assistant_times``)
+  is replayed on that clock: a request after a gap longer than the model's
+  cache lifetime finds the cache cold, pinch plans it so, and it is priced
+  as a full write, with pinch and without (``cold_gaps=False`` ignores the
+  times);
 * references kept: the distinctive tokens (paths, identifiers, numbers:
   ``pinch.lines.distinctive_tokens``) that the agent's next message uses and
   that its context held only in tool results (no system, user or assistant
@@ -107,6 +112,7 @@ class TurnRecord:
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
+    cold: bool = False  # after a gap longer than the cache lifetime
 
     @property
     def pruned(self) -> bool:
@@ -314,10 +320,12 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     tools_tokens: int = 0,
     prices: CachePrices | None = None,
+    cold_gaps: bool = True,
 ) -> ReplayResult:
     """Plan every request of every session; RouterErrors are counted, not raised.
 
     With ``prices``, every model bills its cache that way (``priced_config``).
+    With ``cold_gaps``, sessions with recorded times are replayed on them.
     """
     if prices is not None:
         config = priced_config(config, prices)
@@ -329,7 +337,7 @@ def replay(
     done = 0
     for session in sessions:
         totals = Totals(session.name, session.family)
-        replayer = _SessionReplay(session, config, model, probe, extra_tools)
+        replayer = _SessionReplay(session, config, model, probe, extra_tools, cold_gaps)
         for t in session.turns():
             outcome = replayer.turn(t)
             if isinstance(outcome, TurnError):
@@ -353,8 +361,12 @@ def _message_tokens(message: Any) -> int:
 class _SessionReplay:
     """One session's requests in order, with what the cache model and the references need."""
 
-    def __init__(self, session, config, model, probe, extra_tools):
+    def __init__(self, session, config, model, probe, extra_tools, cold_gaps=True):
         self.session = session
+        self.times = session.times if cold_gaps else {}
+        # A session without times runs on a clock of a second a request: always warm.
+        self.clock = 0.0
+        self.cold = False
         self.config = config
         self.model = model
         self.probe = probe
@@ -378,11 +390,18 @@ class _SessionReplay:
             body["tools"] = self.tools
         # The key stands in for the agent's API key: each session is its own agent.
         api_key_id = f"replay:{session.name}"
+        now = self.times.get(t, self.clock + 1.0)
+        gap, self.clock = now - self.clock, now
         try:
             request = parse_chat_request(body)
-            plan = plan_request(request, self.config, api_key_id=api_key_id, probe=self.probe)
+            plan = plan_request(
+                request, self.config, api_key_id=api_key_id, probe=self.probe, now=now
+            )
         except RouterError as error:
             return TurnError(session.name, t, error.status, error.message)
+        lifetime = self.config.cache_prices(plan.model).lifetime_seconds
+        # After a gap the provider has forgotten the prefix: everything is written.
+        cold = bool(self.previous_turn) and gap > lifetime
 
         prefix = plan.prefix
         if prefix is None:
@@ -405,10 +424,11 @@ class _SessionReplay:
             relevance_used = pinch.relevance_used
 
         tools = self.tools_tokens
-        baseline_cached = tools + self.leading[self.previous_turn] if self.previous_turn else 0
+        warm = self.previous_turn and not cold
+        baseline_cached = tools + self.leading[self.previous_turn] if warm else 0
         baseline_uncached = tools + self.leading[t] - baseline_cached
         sent = [_message_tokens(message) for message in plan.send_messages]
-        cached = (tools if previous_len else 0) + sum(sent[:match])
+        cached = (tools if previous_len else 0) + sum(sent[:match]) if not cold else 0
         uncached = tools + sum(sent) - cached
         references, kept = self._references(t, plan.send_messages)
         self.previous_turn = t
@@ -428,6 +448,7 @@ class _SessionReplay:
             baseline_uncached_tokens=baseline_uncached,
             references=references,
             references_kept=kept,
+            cold=cold,
         )
 
     def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:

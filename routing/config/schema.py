@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pinch.payback import CacheModel
+from pinch.steps import CacheModel
 
 
 class ConfigError(ValueError):
@@ -92,6 +92,11 @@ class ProviderConfig(Strict):
 # Anthropic cache 0.1. The shortest prompt OpenAI and Anthropic cache: 1,024.
 DEFAULT_READ_MULTIPLIER = {"openai": 0.5, "anthropic": 0.1, "demo": 1.0}
 DEFAULT_MIN_CACHED_TOKENS = 1024
+# Seconds a provider keeps a prompt prefix after its last use, by provider kind
+# (sources in docs/pinch.md, "Cold steps"): Anthropic 5 minutes (an hour with
+# a 1h cache block), OpenAI "5 to 10 minutes of inactivity", the upper end.
+DEFAULT_CACHE_LIFETIME_SECONDS = {"openai": 600, "anthropic": 300, "demo": 300}
+TTL_SECONDS = {"5m": 300, "1h": 3600}
 
 
 class ModelCacheConfig(Strict):
@@ -122,6 +127,9 @@ class ModelConfig(Strict):
     # Sent as max_tokens when the client names none (Anthropic requires one).
     default_max_tokens: int | None = Field(None, gt=0)
     cache: ModelCacheConfig | None = None
+    # Seconds the provider keeps this model's cached prefix after its last use;
+    # None: the cache block's ttl, else the provider kind's default.
+    cache_lifetime_seconds: int | None = Field(None, gt=0)
 
     @property
     def send_as(self) -> str:
@@ -198,6 +206,15 @@ class PaybackConfig(Strict):
     # longer than keep_max_chars (0: never).
     keep_min_shared: int = Field(3, gt=0)
     keep_max_chars: int = Field(3000, ge=0)
+    # ... or when what its call asked for (a path read) is named again by one
+    # of the agent's later calls (an edit), and it is at most this long (0: never).
+    keep_named_max_chars: int = Field(0, ge=0)
+    # A compressed result names, in up to this many characters, the paths and
+    # identifiers its omitted text held (0: a bare placeholder).
+    names_max_chars: int = Field(0, ge=0)
+    # What a result longer than max_summarize_chars keeps of its lines (null:
+    # half of max_summarize_chars).
+    lines_max_chars: int | None = Field(None, ge=200)
 
 
 class PinchConfig(Strict):
@@ -295,14 +312,18 @@ class RouterConfig(Strict):
             read = min(model.cached_prompt_price / model.prompt_price, 1.0)
         else:
             read = DEFAULT_READ_MULTIPLIER.get(kind, DEFAULT_READ_MULTIPLIER["openai"])
+        lifetimes = DEFAULT_CACHE_LIFETIME_SECONDS
+        lifetime = lifetimes.get(kind, lifetimes["openai"])
         if model.cache is not None:
             write, minimum = model.cache.write_multiplier, model.cache.min_tokens
+            lifetime = TTL_SECONDS[model.cache.ttl]
         else:
             write, minimum = 1.0, DEFAULT_MIN_CACHED_TOKENS
         return CacheModel(
             read_multiplier=read,
             write_multiplier=write,
             min_cacheable_tokens=minimum,
+            lifetime_seconds=model.cache_lifetime_seconds or lifetime,
             automatic=kind != "anthropic",
         )
 

@@ -4,8 +4,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from metrics.cache_forecast import cache_forecast, forecast_text
 from metrics.formatting import pinch_card
-from metrics.summary import DEFAULT_DAYS, pinch_summary
+from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
 from routing.config import ConfigError
 from routing.config.store import current_config
 
@@ -49,10 +50,12 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(message)
             return
+        forecast = cache_forecast(summary_window(config, days=days))
         if as_json:
-            self.stdout.write(json.dumps(summary, indent=2))
+            self.stdout.write(json.dumps({**summary, "cache_forecast": forecast}, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+            self.stdout.write(forecast_text(forecast))
 
     def _text(self, summary: dict, days: int, cache_rate: float) -> str:
         if "reset_date" in summary:
