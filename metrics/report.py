@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db.models import Count
 
+from metrics.cache_forecast import cache_forecast
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 
@@ -34,11 +35,12 @@ def request_totals(window: Window) -> dict:
 
 
 def metrics_report(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """``{"pinch": ..., "requests": ...}``; the pinch block is left out when pinch is off."""
+    """``{"pinch": ..., "cache_forecast": ..., "requests": ...}``; no pinch blocks when off."""
     window = summary_window(config, now, days)
     report = {}
     summary = pinch_summary(config, now=window.end, days=days)
     if summary is not None:
         report["pinch"] = summary
+        report["cache_forecast"] = cache_forecast(window)
     report["requests"] = request_totals(window)
     return report

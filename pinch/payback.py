@@ -29,7 +29,6 @@ Pure: no Django, no I/O, no module state.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -38,10 +37,10 @@ from typing import Any
 
 from pinch.core import _PLACEHOLDER, _elide, _protected_start, _tool_names, _tool_results
 from pinch.keep import keeps
+from pinch.ledger import Ledger
 from pinch.lines import (
     compress_lines,
     decoded_arguments,
-    distinctive_tokens,
     mentioned_tokens,
     named_tokens,
 )
@@ -53,68 +52,18 @@ __all__ = ["CacheModel", "Ledger", "PaybackKnobs", "plan"]
 
 @dataclass(frozen=True)
 class PaybackKnobs:
-    budget_tokens: int = 8000
+    budget_tokens: int = 6000
     keep_last_turns: int = 4
-    keep_last_tool_results: int | None = 6
+    keep_last_tool_results: int | None = 4
     max_summarize_chars: int = 4000
     protected_max_chars: int | None = 20000
     turns_ahead: float = 1.0
-    min_payback: float = 3.0
-    keep_max_chars: int = 3000
+    min_payback: float = 5.0
+    keep_max_chars: int = 1500
     keep_min_shared: int = 3
-    keep_named_max_chars: int = 0
-    names_max_chars: int = 0
+    names_max_chars: int = 250
     # What a long result keeps of its lines; None: half of max_summarize_chars.
-    lines_max_chars: int | None = None
-
-
-@dataclass(frozen=True)
-class Ledger:
-    """What has been decided for one conversation, up to request length ``length``.
-
-    ``decided`` tool results (in conversation order) have their fate; those in
-    ``kept`` stay verbatim for good, the others are compressed. ``steps`` are
-    the request lengths at which a step was taken, ``cold`` those that came
-    after a gap longer than the cache's lifetime (the one input to the
-    decisions the messages do not hold). ``digest`` covers the messages the
-    ledger was built on, so an edited history is not trusted. ``at``: when
-    the request at ``length`` was planned (the caller's clock, seconds), so
-    the next one knows its gap.
-    """
-
-    length: int = 0
-    decided: int = 0
-    kept: tuple[int, ...] = ()
-    steps: tuple[int, ...] = ()
-    digest: str = ""
-    cold: tuple[int, ...] = ()
-    at: float = 0.0
-
-    def as_json(self) -> str:
-        return json.dumps(
-            [
-                self.length,
-                self.decided,
-                list(self.kept),
-                list(self.steps),
-                self.digest,
-                list(self.cold),
-                self.at,
-            ],
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, raw: str | bytes | None) -> Ledger | None:
-        """The ledger in ``raw``, or None for anything unreadable (then it is rebuilt)."""
-        if not raw:
-            return None
-        try:
-            length, decided, kept, steps, digest, cold, at = json.loads(raw)
-            ledger = cls(int(length), int(decided), tuple(map(int, kept)), tuple(map(int, steps)))
-            return replace(ledger, digest=str(digest), cold=tuple(map(int, cold)), at=float(at))
-        except (TypeError, ValueError):
-            return None
+    lines_max_chars: int | None = 400
 
 
 @dataclass
@@ -140,7 +89,6 @@ class _Session:
         self.results = _tool_results(self.messages, 0, len(self.messages))
         self.names = _tool_names(self.messages, self.results)
         self.calls = _call_arguments(self.messages)
-        self._asked: dict[int, set[str]] = {}
         self._sizes = f"{self.knobs.names_max_chars}:{self.knobs.lines_max_chars}"
         # One hash per message (role and text), for the ledger's digest and
         # the memo's keys: one pass over the text, no JSON.
@@ -156,14 +104,6 @@ class _Session:
         found = self._mentions.get(i)
         if found is None:
             found = self._mentions[i] = mentioned_tokens(self.messages[i])
-        return found
-
-    def asked(self, i: int) -> set[str]:
-        """The distinctive tokens of the arguments of the call result ``i`` answers."""
-        found = self._asked.get(i)
-        if found is None:
-            raw = self.calls.get(i, "")
-            found = self._asked[i] = distinctive_tokens(decoded_arguments(raw)) if raw else set()
         return found
 
     def total(self, length: int) -> int:
@@ -295,7 +235,13 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
         text = extract_text(session.messages[i])
         size = len(text)
         if keeps(
-            i, size, length, session.mentions, session.asked, session.assistants, last_user, knobs
+            size,
+            session.mentions(i),
+            length,
+            session.mentions,
+            session.assistants,
+            last_user,
+            knobs,
         ):
             kept.append(i)
             continue

@@ -119,7 +119,6 @@ def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
         min_payback=payback.min_payback,
         keep_min_shared=payback.keep_min_shared,
         keep_max_chars=payback.keep_max_chars,
-        keep_named_max_chars=payback.keep_named_max_chars,
         names_max_chars=payback.names_max_chars,
         lines_max_chars=payback.lines_max_chars,
     )

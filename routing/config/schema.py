@@ -200,28 +200,25 @@ class PaybackConfig(Strict):
     # Turns a session is expected still to run, per turn it has run.
     turns_ahead: float = Field(1.0, gt=0)
     # A step is taken when its expected payback is this many times its cost.
-    min_payback: float = Field(3.0, gt=0)
+    min_payback: float = Field(5.0, gt=0)
     # A result leaving the window stays verbatim for good when it shares at
     # least keep_min_shared paths/identifiers with the work in hand and is no
     # longer than keep_max_chars (0: never).
     keep_min_shared: int = Field(3, gt=0)
-    keep_max_chars: int = Field(3000, ge=0)
-    # ... or when what its call asked for (a path read) is named again by one
-    # of the agent's later calls (an edit), and it is at most this long (0: never).
-    keep_named_max_chars: int = Field(0, ge=0)
+    keep_max_chars: int = Field(1500, ge=0)
     # A compressed result names, in up to this many characters, the paths and
     # identifiers its omitted text held (0: a bare placeholder).
-    names_max_chars: int = Field(0, ge=0)
+    names_max_chars: int = Field(250, ge=0)
     # What a result longer than max_summarize_chars keeps of its lines (null:
     # half of max_summarize_chars).
-    lines_max_chars: int | None = Field(None, ge=200)
+    lines_max_chars: int | None = Field(400, ge=200)
 
 
 class PinchConfig(Strict):
     enabled: bool = True
-    budget_tokens: int = Field(8000, gt=0)
+    budget_tokens: int = Field(6000, gt=0)
     keep_last_turns: int = Field(4, gt=0)
-    keep_last_tool_results: int | None = Field(6, gt=0)
+    keep_last_tool_results: int | None = Field(4, gt=0)
     window_step: int | None = Field(8, gt=0)
     max_summarize_chars: int = Field(4000, ge=3000)
     protected_max_chars: int | None = Field(20000, ge=3000)

@@ -48,8 +48,8 @@ def test_pinch_summary_is_one_query(default_config, db, django_assert_num_querie
 def test_metrics_json(client, default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
-    # config (2) + pinch summary + request totals
-    with django_assert_num_queries(4):
+    # config (2) + pinch summary + cache forecast + request totals
+    with django_assert_num_queries(5):
         assert client.get("/metrics").status_code == 200
 
 
@@ -62,8 +62,8 @@ def test_metrics_json(client, default_config, db, django_assert_num_queries, row
 def test_prometheus(client, default_config, db, django_assert_num_queries, rows, path, accept):
     seed_varied(rows)
 
-    # config (2) + requests + all-time aggregate + pinch summary + pinch tools
-    with django_assert_num_queries(6):
+    # config (2) + requests + all-time aggregate + pinch summary + pinch tools + cache forecast
+    with django_assert_num_queries(7):
         assert client.get(path, HTTP_ACCEPT=accept).status_code == 200
 
 
