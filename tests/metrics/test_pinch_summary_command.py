@@ -7,8 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from metrics.cache_forecast import cache_forecast
-from metrics.summary import pinch_summary, summary_window
+from metrics.summary import pinch_summary
 from routing.models import ConfigOverride
 from tests.support.decisions import decision, seed
 
@@ -37,8 +36,7 @@ def test_it_prints_the_figures_for_a_person(default_config, decisions):
 def test_json_has_the_same_keys_and_numbers_as_the_service(default_config, decisions):
     out, _ = run("--json")
 
-    forecast = cache_forecast(summary_window(default_config))
-    assert json.loads(out) == {**pinch_summary(default_config), "cache_forecast": forecast}
+    assert json.loads(out) == pinch_summary(default_config)
 
 
 def test_days_narrows_the_window(default_config, db):

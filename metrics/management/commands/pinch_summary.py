@@ -50,11 +50,12 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(message)
             return
-        forecast = cache_forecast(summary_window(config, days=days))
         if as_json:
-            self.stdout.write(json.dumps({**summary, "cache_forecast": forecast}, indent=2))
+            # The keys of /metrics' pinch block; the forecast is its own block there.
+            self.stdout.write(json.dumps(summary, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+            forecast = cache_forecast(summary_window(config, days=days))
             self.stdout.write(forecast_text(forecast))
 
     def _text(self, summary: dict, days: int, cache_rate: float) -> str:
