@@ -16,7 +16,7 @@ from metrics.prometheus import exposition
 from metrics.report import metrics_report
 from metrics.snapshot import build_snapshot
 from routing.config.store import current_config
-from routing.errors import error_response
+from routing.protocols.chat.errors import error_response
 
 PROMETHEUS_TYPES = {"text/plain", "application/openmetrics-text"}
 JSON_TYPES = {"application/json", "application/*", "*/*"}
