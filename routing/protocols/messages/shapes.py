@@ -38,22 +38,39 @@ def finish_reason(stop_reason) -> str | None:
     return FINISH_REASONS.get(stop_reason, "stop")
 
 
-def chat_usage(usage: dict) -> dict:
-    """Anthropic usage -> chat-completions usage (cache figures included in prompt_tokens)."""
+def chat_usage(usage: dict, diagnostics=None) -> dict:
+    """Anthropic usage -> chat-completions usage (cache figures included in prompt_tokens).
+
+    ``diagnostics``: the Message's cache diagnostics, when the client asked for
+    them; the reason for a miss rides along as ``cache_miss_reason``.
+    """
     uncached = usage.get("input_tokens") or 0
     read = usage.get("cache_read_input_tokens") or 0
     written = usage.get("cache_creation_input_tokens") or 0
     prompt = uncached + read + written
     completion = usage.get("output_tokens") or 0
+    details = {"cached_tokens": read, "cache_write_tokens": written}
+    reason = cache_miss_reason(diagnostics)
+    if reason:
+        details["cache_miss_reason"] = reason
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+        "prompt_tokens_details": details,
         # Anthropic's own names too, for clients that know them.
         "cache_read_input_tokens": read,
         "cache_creation_input_tokens": written,
     }
+
+
+def cache_miss_reason(diagnostics) -> str | None:
+    """The ``type`` of a Message's ``diagnostics.cache_miss_reason`` (Anthropic's cache
+    diagnostics: model_changed, system_changed, tools_changed, messages_changed,
+    previous_message_not_found, unavailable), or None."""
+    reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+    kind = reason.get("type") if isinstance(reason, dict) else None
+    return kind if isinstance(kind, str) and kind else None
 
 
 # Block type -> the keys that make it up (redacted thinking is opaque data).
