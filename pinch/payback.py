@@ -57,8 +57,8 @@ class PaybackKnobs:
     keep_last_tool_results: int | None = 4
     max_summarize_chars: int = 4000
     protected_max_chars: int | None = 20000
-    turns_ahead: float = 1.0
-    min_payback: float = 5.0
+    turns_ahead: float = 0.75
+    min_payback: float = 4.0
     keep_max_chars: int = 1500
     keep_min_shared: int = 3
     names_max_chars: int = 250

@@ -198,9 +198,9 @@ class PaybackConfig(Strict):
 
     enabled: bool = True
     # Turns a session is expected still to run, per turn it has run.
-    turns_ahead: float = Field(1.0, gt=0)
+    turns_ahead: float = Field(0.75, gt=0)
     # A step is taken when its expected payback is this many times its cost.
-    min_payback: float = Field(5.0, gt=0)
+    min_payback: float = Field(4.0, gt=0)
     # A result leaving the window stays verbatim for good when it shares at
     # least keep_min_shared paths/identifiers with the work in hand and is no
     # longer than keep_max_chars (0: never).

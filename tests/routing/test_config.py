@@ -24,7 +24,7 @@ def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     assert (pinch.relevance.enabled, pinch.relevance.backend) == (False, "builtin")
     assert (pinch.relevance.timeout_seconds, pinch.relevance.min_candidates) == (10, 2)
     payback = pinch.payback
-    assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 1.0, 5.0)
+    assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 0.75, 4.0)
     assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 1500)
     assert (payback.names_max_chars, payback.lines_max_chars) == (250, 400)
 
