@@ -26,6 +26,7 @@ from django.utils import timezone
 from metrics.cache_forecast import forecast_context
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
+from metrics.key_budgets import cells, key_budget_rows
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.knobs import knob_values
@@ -94,8 +95,12 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
 
 
 def dashboard_context(
-    config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS
+    config: RouterConfig,
+    now: datetime | None = None,
+    days: int = DEFAULT_DAYS,
+    show_decisions: bool = True,
 ) -> dict:
+    """The page's figures; the recent decisions only for who may see them (``show_decisions``)."""
     window = summary_window(config, now, days)
     summary = pinch_summary(config, now=window.end, days=days)
     return {
@@ -104,8 +109,15 @@ def dashboard_context(
         "window": window,
         "window_days": days,
         "chart": savings_chart(daily_savings(window, config)),
-        "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
+        "decisions": list(RouteDecision.objects.select_related("api_key").recent())
+        if show_decisions
+        else [],
+        "decisions_visible": show_decisions,
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
+        # Key names and their spend are tenant data, shown like the decisions.
+        "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)]
+        if show_decisions
+        else [],
         "cache_forecast": forecast_context(window) if summary is not None else None,
     }

@@ -11,7 +11,9 @@ number of queries whatever the table's size:
    fallbacks, and every bucket of the upstream latency histogram as a
    conditional count;
 3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
-4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off).
+4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
+5. the limited keys with their refusal counts, and their spend (one query per
+   budget period in use; metrics.key_budgets).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -34,10 +36,12 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 
 from metrics.cache_forecast import cache_forecast
+from metrics.key_budgets import key_budget_rows
 from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
+from routing.recording.health import available as recording_available
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
@@ -76,13 +80,20 @@ def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
 class RouterCollector:
     """A prometheus_client collector whose samples come from RouteDecision aggregates."""
 
-    def __init__(self, config: RouterConfig, now: datetime | None = None):
+    def __init__(self, config: RouterConfig, now: datetime | None = None, tenant_labels=True):
         self.config = config
+        self.tenant_labels = tenant_labels  # False: no family labelled by tool name
         self.now = now or timezone.now()  # one instant for every window family
 
     def collect(self):
         yield self._requests()
         yield from self._all_time()
+        yield GaugeMetricFamily(
+            "router_recording_available",
+            "1 when this worker can record decisions; 0: it refuses requests "
+            "(database and spool both refused a row; routing.serve_unrecorded).",
+            value=1 if recording_available() else 0,
+        )
         yield GaugeMetricFamily(
             "router_pinch_enabled",
             "1 when pinch prunes requests (pinch.enabled), else 0.",
@@ -90,6 +101,35 @@ class RouterCollector:
         )
         if self.config.pinch.enabled:
             yield from self._pinch_window()
+        yield from self._key_limits()
+
+    def _key_limits(self):
+        spent = GaugeMetricFamily(
+            "router_key_spend_usd",
+            "USD a limited key spent in its budget period (billed net of the cache, "
+            "estimated until usage arrives).",
+            labels=["key", "period"],
+        )
+        budget = GaugeMetricFamily(
+            "router_key_budget_usd",
+            "A key's budget for its period, by kind (hard: refused past it; soft: warned).",
+            labels=["key", "kind"],
+        )
+        refused = CounterMetricFamily(
+            "router_limit_refusals",
+            "Requests a limited key's budget or rate limits refused, by reason.",
+            labels=["key", "reason"],
+        )
+        for row in key_budget_rows(self.config, self.now):
+            spent.add_metric([row["key"], row["period"]], row["spent_usd"])
+            for kind, value in (("hard", row["budget_usd"]), ("soft", row["soft_budget_usd"])):
+                if value is not None:
+                    budget.add_metric([row["key"], kind], value)
+            for reason, count in row["refusals"].items():
+                refused.add_metric([row["key"], reason], count)
+        yield spent
+        yield budget
+        yield refused
 
     def _requests(self):
         family = CounterMetricFamily(
@@ -156,6 +196,8 @@ class RouterCollector:
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
         )
+        if not self.tenant_labels:
+            return
         tools = GaugeMetricFamily(
             "router_pinch_tool_results_compressed_30d",
             "Tool results pinch compressed in the window, by tool name.",
@@ -193,9 +235,11 @@ def _forecast_families(figures: dict):
     yield reasons
 
 
-def exposition(config: RouterConfig, accept: str = "", now: datetime | None = None):
+def exposition(
+    config: RouterConfig, accept: str = "", now: datetime | None = None, tenant_labels=True
+):
     """(body, content type): OpenMetrics when ``accept`` asks for it, else Prometheus text."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(RouterCollector(config, now))
+    registry.register(RouterCollector(config, now, tenant_labels))
     encode, content_type = choose_encoder(accept or "")
     return encode(registry), content_type

@@ -2,8 +2,9 @@
 
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
-thing. Three queries on top of the caller's config: the pinch summary, the
-stored overrides and the newest decisions.
+thing. Queries on top of the caller's config: the pinch summary, the stored
+overrides, the newest decisions, and the limited keys (one, plus one per
+budget period in use: metrics.key_budgets).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from metrics.key_budgets import key_budget_rows
 from metrics.summary import pinch_summary
 from routing.config import RouterConfig
 from routing.config.store import stored_overrides
@@ -64,12 +66,17 @@ def recent_decisions(limit: int = RECENT_DECISIONS) -> list[dict]:
     return [_decision_json(row) for row in rows]
 
 
-def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
+def build_snapshot(
+    config: RouterConfig, now: datetime | None = None, show_decisions: bool = True
+) -> dict:
+    """The admin snapshot; ``recent_decisions`` and ``key_budgets`` (tenant data) are empty
+    for who may not view decisions."""
     now = now or timezone.now()
     return {
         "pinch": pinch_summary(config, now=now),
         "knobs": knob_values(config),
         "config_overrides": stored_overrides(),
-        "recent_decisions": recent_decisions(),
+        "recent_decisions": recent_decisions() if show_decisions else [],
+        "key_budgets": key_budget_rows(config, now) if show_decisions else [],
         "generated_at": now.isoformat(),
     }

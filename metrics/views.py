@@ -11,7 +11,12 @@ from django.http import HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 
-from metrics.permissions import is_staff_request, metrics_token_ok
+from metrics.permissions import (
+    is_staff_request,
+    may_view_decisions,
+    metrics_token_ok,
+    metrics_with_tenant_labels,
+)
 from metrics.prometheus import exposition
 from metrics.report import metrics_report
 from metrics.snapshot import build_snapshot
@@ -43,7 +48,8 @@ def _metrics_token_required(view):
         if not metrics_token_ok(request):
             return error_response(
                 401,
-                "Send Authorization: Bearer <METRICS_TOKEN>.",
+                "Send Authorization: Bearer <METRICS_TOKEN> (with no METRICS_TOKEN set, "
+                "/metrics is closed unless METRICS_PUBLIC=1).",
                 "invalid_metrics_token",
                 headers={"WWW-Authenticate": "Bearer"},
             )
@@ -69,7 +75,11 @@ def _wants_prometheus(request) -> bool:
 
 
 def _prometheus_response(request):
-    body, content_type = exposition(current_config(), request.headers.get("Accept", ""))
+    body, content_type = exposition(
+        current_config(),
+        request.headers.get("Accept", ""),
+        tenant_labels=metrics_with_tenant_labels(),
+    )
     return HttpResponse(body, content_type=content_type)
 
 
@@ -100,4 +110,6 @@ def admin_snapshot(request):
         return error_response(
             403, "Staff only: log in to admin as staff, or use a staff API key.", "staff_only"
         )
-    return JsonResponse(build_snapshot(current_config()))
+    return JsonResponse(
+        build_snapshot(current_config(), show_decisions=may_view_decisions(request))
+    )

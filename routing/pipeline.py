@@ -9,7 +9,7 @@ the dry run report is what the router does. Its order is a contract:
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
-  answer ends (routing/decisions.py).
+  answer ends (routing/recording/decisions.py).
 
 A client's model name goes through the config's ``aliases`` first, so a name
 like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
@@ -23,7 +23,6 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
@@ -31,6 +30,8 @@ from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.protocols.canonical import ChatRequest
 from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.recording.decisions import OpenDecision, new_decision
+from routing.recording.health import require_recording
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 
@@ -108,10 +109,13 @@ def plan_request(
     api_key_id=None,
     probe: PrefixProbe | None = None,
     measure_prefix: bool = True,
+    cheaper_tier: bool = False,
     now: float | None = None,
 ) -> Plan:
     """Decide where the request goes and what is sent. No database writes, no upstream call.
 
+    ``cheaper_tier``: a routed request goes one tier below the classifier's
+    (a key past its soft budget with budget fallback, routing.limits).
     ``now``: when the request is made (POSIX seconds; the clock when None),
     the replay's recorded times.
     """
@@ -121,6 +125,8 @@ def plan_request(
         path = RouteDecision.PATH_ROUTED
         classification = classify(request.messages, request.tools, config)
         tier, classifier_name = classification.tier, classification.outcome
+        if cheaper_tier:
+            tier, classifier_name = _tier_below(config, tier), f"{classifier_name}+budget"
         price_model = _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(target)
@@ -204,6 +210,11 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     return cached, max(pinch.original_tokens - cached, 0)
 
 
+def _tier_below(config: RouterConfig, tier: str) -> str:
+    tiers = config.routing.tiers
+    return tiers[max(tiers.index(tier) - 1, 0)]
+
+
 def _cheapest_of_tier(config: RouterConfig, tier: str) -> ModelConfig | None:
     """The model a routed request most likely goes to, to price pinch's steps by.
 
@@ -235,6 +246,8 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
     """
     if plan.path == RouteDecision.PATH_PASSTHROUGH:
         check_capabilities(plan.model, plan.request)
+    # No upstream call that could not be recorded, unless the operator allows it.
+    require_recording(plan.config.routing.serve_unrecorded)
     return new_decision(plan, api_key)
 
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0005_stored_response'),
+        ('routing', '0012_stored_response_chain'),
     ]
 
     operations = [
