@@ -196,6 +196,8 @@ class RouterCollector:
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
         )
+        # Counts and the provider's reasons: no tenant's data in them.
+        yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))
         if not self.tenant_labels:
             return
         tools = GaugeMetricFamily(
@@ -206,7 +208,6 @@ class RouterCollector:
         for name, count in sorted(_tools_compressed(self.config, self.now).items()):
             tools.add_metric([name], count)
         yield tools
-        yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))
 
 
 def _forecast_families(figures: dict):
