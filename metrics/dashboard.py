@@ -2,8 +2,9 @@
 
 The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (one grouped query, ``metrics.summary``), the
-savings per day and chosen model (one grouped query, below) and the newest
-decisions (one query, with their API key joined in).
+savings per day and chosen model (one grouped query, below), the newest
+decisions (one query, with their API key joined in) and the agent sessions
+(two queries, ``metrics.sessions``).
 
 Savings per day cover the same window as the card (``summary_window``) and are
 priced the same way: each day's saved tokens at the blended prompt rate of the
@@ -27,6 +28,7 @@ from metrics.cache_forecast import forecast_context
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
 from metrics.key_budgets import cells, key_budget_rows
+from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.knobs import knob_values
@@ -119,5 +121,7 @@ def dashboard_context(
         "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)]
         if show_decisions
         else [],
+        "sessions": agent_sessions(SESSIONS_SHOWN, since=window.start) if show_decisions else [],
+        "sessions_shown": SESSIONS_SHOWN,
         "cache_forecast": forecast_context(window) if summary is not None else None,
     }

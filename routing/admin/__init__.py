@@ -1,4 +1,4 @@
-"""Django admin for the router: the decision log, the model registry, API keys, controls.
+"""Django admin for the router: the decision log, sessions, the model registry, API keys, controls.
 
 Every change of router state goes through a named service (``routing.config.store``,
 ``routing.auth``); these modules only validate forms and call them.
@@ -6,7 +6,7 @@ Every change of router state goes through a named service (``routing.config.stor
 
 from django.contrib import admin
 
-from routing.admin import controls, decisions, keys, registry  # noqa: F401  (register)
+from routing.admin import controls, decisions, keys, registry, sessions  # noqa: F401  (register)
 
 # The app list in a sidebar takes 300 px of every page: the decision log needs
 # them to show its columns at 1400 px without scrolling. The index lists the apps.

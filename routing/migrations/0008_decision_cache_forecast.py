@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0012_stored_response_chain'),
+        ('routing', '0007_decision_session'),
     ]
 
     operations = [

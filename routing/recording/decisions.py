@@ -77,6 +77,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_fallback": plan.prefix_fallback,
         "stream": plan.request.stream,
         "conversation": plan.conversation or "",
+        **(plan.session.fields() if plan.session is not None else {}),
+        "omitted_tools": list(plan.omitted_tools) or None,
         **forecast_fields(plan),
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
