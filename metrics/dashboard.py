@@ -28,6 +28,7 @@ from metrics.cache_forecast import forecast_context
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
 from metrics.key_budgets import cells, key_budget_rows
+from metrics.quality_card import quality_context
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -123,5 +124,6 @@ def dashboard_context(
         else [],
         "sessions": agent_sessions(SESSIONS_SHOWN, since=window.start) if show_decisions else [],
         "sessions_shown": SESSIONS_SHOWN,
+        **quality_context(config, window.end, days),
         "cache_forecast": forecast_context(window) if summary is not None else None,
     }

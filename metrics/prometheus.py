@@ -14,6 +14,8 @@ number of queries whatever the table's size:
 4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
 5. the limited keys with their refusal counts, and their spend (one query per
    budget period in use; metrics.key_budgets).
+6. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
+   ``router_arm_*`` gauges (``metrics.quality_families``).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -37,6 +39,8 @@ from prometheus_client.exposition import choose_encoder
 
 from metrics.cache_forecast import cache_forecast
 from metrics.key_budgets import key_budget_rows
+from metrics.quality import quality_summary
+from metrics.quality_families import quality_families
 from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -101,6 +105,7 @@ class RouterCollector:
         )
         if self.config.pinch.enabled:
             yield from self._pinch_window()
+        yield from quality_families(quality_summary(self.config, now=self.now))
         yield from self._key_limits()
 
     def _key_limits(self):

@@ -1,6 +1,6 @@
-"""The JSON body of ``GET /metrics``: the pinch block and request totals.
+"""The JSON body of ``GET /metrics``: the pinch block, the quality block and request totals.
 
-Both cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
+All cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
 ``requests.total`` and ``pinch.calls_30d`` count the same decisions.
 """
 
@@ -12,6 +12,7 @@ from datetime import datetime
 from django.db.models import Count
 
 from metrics.cache_forecast import cache_forecast
+from metrics.quality import quality_summary
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.recording.health import available as recording_available
@@ -36,13 +37,18 @@ def request_totals(window: Window) -> dict:
 
 
 def metrics_report(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """``{"pinch": ..., "cache_forecast": ..., "requests": ...}``; no pinch blocks when off."""
+    """``{"pinch": ..., "cache_forecast": ..., "quality": ..., "requests": ...}``.
+
+    No pinch blocks when pinch is off. The quality block (metrics.quality) is
+    there either way: a routing experiment's arms compare with pinch off too.
+    """
     window = summary_window(config, now, days)
     report = {}
     summary = pinch_summary(config, now=window.end, days=days)
     if summary is not None:
         report["pinch"] = summary
         report["cache_forecast"] = cache_forecast(window)
+    report["quality"] = quality_summary(config, now=window.end, days=days)
     report["requests"] = request_totals(window)
     report["recording_available"] = recording_available()
     return report

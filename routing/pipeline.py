@@ -11,11 +11,17 @@ the dry run report is what the router does. Its order is a contract:
   rejects leaves no row. The row itself is written once, complete, when the
   answer ends (routing/recording/decisions.py).
 
+Before all of it the conversation's arm is decided (routing/experiments.py:
+the holdout runs with pinch off, an experiment with its own settings) and the
+request is planned with the arm's config; after it, the quality signals of
+the request are read (routing/quality.py) for the decision row.
+
 A client's model name goes through the config's ``aliases`` first, so a name
 like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
 the name the client asked for.
 """
 
+import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -24,15 +30,19 @@ from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.errors import RouterError
+from routing.experiments import Arm, arm_config, assign_arm
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.protocols.canonical import ChatRequest
 from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.quality import RequestSignals, request_signals
 from routing.recording.decisions import OpenDecision, new_decision
 from routing.recording.health import require_recording
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,6 +66,10 @@ class Plan:
     # and the built-in tools the wire leaves out for the chosen model.
     session: object = None
     omitted_tools: tuple = ()
+    # The conversation's arm (routing.experiments); ``config`` is already the arm's.
+    arm: Arm = field(default_factory=Arm)
+    # What the request says the agent did (routing.quality); None if it could not be read.
+    signals: RequestSignals | None = None
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -116,6 +130,10 @@ def plan_request(
     cheaper_tier: bool = False,
     now: float | None = None,
 ) -> Plan:
+    """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
+    arm = assign_arm(config, key)
+    config = arm_config(config, arm)
     """Decide where the request goes and what is sent. No database writes, no upstream call.
 
     ``cheaper_tier``: a routed request goes one tier below the classifier's
@@ -139,11 +157,10 @@ def plan_request(
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
         price_model = pinned
 
-    store = key = None
+    store = None
     if config.pinch.enabled:
         # One store per process (Redis when configured) for the ledger and the probe.
         store = probe or prefix_probe(settings.REDIS_URL)
-        key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     send_messages, pinch = pinch_messages(
         request.messages,
         config.pinch,
@@ -191,7 +208,19 @@ def plan_request(
         prefix_fallback=prefix_fallback,
         conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        arm=arm,
+        signals=_signals(request.messages, pinch),
     )
+
+
+def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
+    """The quality signals, or None (logged): a measurement never fails a request."""
+    compressed = [*pinch.compressed, *pinch.capped] if pinch is not None else ()
+    try:
+        return request_signals(messages, compressed)
+    except Exception as error:  # noqa: BLE001 - measurement only
+        log.warning("quality_signals_failed reason=%s", type(error).__name__)
+        return None
 
 
 def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, int] | None:

@@ -237,6 +237,9 @@ class PinchConfig(Strict):
     prefix_probe: bool = True
     relevance: RelevanceConfig = RelevanceConfig()
     payback: PaybackConfig = PaybackConfig()
+    # The share of conversations sent with pinch off, to compare against
+    # (routing/experiments.py; docs/quality.md). 0 turns the holdout off.
+    holdout_share: float = Field(0.05, ge=0.0, le=1.0)
 
 
 class ObjectiveConfig(Strict):
@@ -287,6 +290,30 @@ class LimitsConfig(Strict):
     spend_refresh_seconds: float = Field(5.0, ge=0)
 
 
+class ExperimentRoutingConfig(Strict):
+    """What an arm changes in routing (the auto model's choice); read by routing/selection."""
+
+    # Tiers up (+) or down (-) from the one the classifier chose, within routing.tiers.
+    tier_shift: int = 0
+
+
+class ExperimentConfig(Strict):
+    """One arm: a stable share of conversations whose requests run with other settings.
+
+    ``pinch`` holds ``pinch.*`` keys (nested as in the file) applied on top of
+    the effective pinch block for the arm's conversations; ``routing`` what the
+    arm changes in the auto model's choice. An arm is config, not code.
+    """
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$")
+    share: float = Field(gt=0.0, le=1.0)
+    pinch: dict = {}
+    routing: ExperimentRoutingConfig = ExperimentRoutingConfig()
+
+
+RESERVED_ARMS = ("control", "holdout")
+
+
 class RouterConfig(Strict):
     providers: dict[str, ProviderConfig]
     models: tuple[ModelConfig, ...]
@@ -297,6 +324,9 @@ class RouterConfig(Strict):
     objective: ObjectiveConfig = ObjectiveConfig()
     responses: ResponsesConfig = ResponsesConfig()
     limits: LimitsConfig = LimitsConfig()
+    # Arms beyond pinch's holdout (routing/experiments.py): each a share of
+    # conversations, laid out after pinch.holdout_share in this order.
+    experiments: tuple[ExperimentConfig, ...] = ()
     # Client model names (exact, or globs like "claude-haiku-*") -> a model id or
     # the auto model. Claude Code asks for Claude names; this sends its main
     # model to auto and its background model to a cheap tier. An exact alias
@@ -328,7 +358,35 @@ class RouterConfig(Strict):
                 raise ValueError(f"aliases.{name}: a model id cannot be an alias")
         if self.classifier.llm is not None and self.classifier.llm.model not in seen:
             raise ValueError(f"classifier.llm.model: unknown model {self.classifier.llm.model!r}")
+        self._experiments_valid()
         return self
+
+    def _experiments_valid(self) -> None:
+        names = set(RESERVED_ARMS)
+        total = self.pinch.holdout_share
+        for i, arm in enumerate(self.experiments):
+            where = f"experiments.{i}"
+            if arm.name in names:
+                raise ValueError(f"{where}.name: {arm.name!r} is taken (or reserved)")
+            names.add(arm.name)
+            total += arm.share
+            if "holdout_share" in arm.pinch:
+                raise ValueError(f"{where}.pinch.holdout_share: an arm cannot hold out")
+            try:
+                self.arm_pinch(arm)
+            except ValidationError as error:
+                raise ValueError(f"{where}.pinch." + describe_errors(error)) from None
+        if total > 1 + 1e-9:
+            raise ValueError(
+                f"experiments: pinch.holdout_share and the arms' shares add up to {total:g}, "
+                "more than 1"
+            )
+
+    def arm_pinch(self, arm: ExperimentConfig) -> PinchConfig:
+        """The pinch block for ``arm``'s conversations: its keys over the effective one."""
+        if not arm.pinch:
+            return self.pinch
+        return PinchConfig.model_validate(_deep_merge(self.pinch.model_dump(), arm.pinch))
 
     def model(self, model_id: str) -> ModelConfig | None:
         return next((m for m in self.models if m.id == model_id), None)
@@ -374,6 +432,16 @@ class RouterConfig(Strict):
             lifetime_seconds=model.cache_lifetime_seconds or lifetime,
             automatic=kind != "anthropic",
         )
+
+
+def _deep_merge(base: dict, changes: dict) -> dict:
+    merged = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def describe_errors(error: ValidationError) -> str:

@@ -31,6 +31,9 @@ class Outcome:
     # request's (cached, written) split (None when pinch sent it whole: then
     # it cost what it cost).
     unpruned_split: tuple | None = None
+    # Whether the answer asked for tool calls (None: no answer); a conversation
+    # whose last answer did and that never came back stopped mid tool loop.
+    answer_tool_calls: bool | None = None
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).

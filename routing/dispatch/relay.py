@@ -56,6 +56,7 @@ def complete(plan, decision, headers: dict, wire):
     outcome.latency_ms = round(monotonic_ms() - started, 2)
     outcome.status = 200
     outcome.take_usage(wire.usage(data))
+    outcome.answer_tool_calls = wire.asks_tools(data)
     if outcome.prompt_tokens is None:
         _estimate_usage(outcome, plan, wire.answer_chars(data))
     finish_decision(decision, outcome)
@@ -87,6 +88,7 @@ def stream(plan, decision, headers: dict, wire):
     except UpstreamFailed as failure:
         return _fail(decision, outcome, failure, headers, wire)
     outcome.status = 200
+    outcome.answer_tool_calls = False  # until the watcher sees a call
     relay = _relay(plan, decision, outcome, reply, first, started, wire)
     response = StreamingHttpResponse(relay, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"

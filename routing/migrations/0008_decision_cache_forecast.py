@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0007_decision_session'),
+        ('routing', '0006_decision_arm_quality'),
     ]
 
     operations = [

@@ -177,6 +177,10 @@ class Wire:
     def answer_chars(self, data: dict) -> int:
         raise NotImplementedError
 
+    def asks_tools(self, data: dict) -> bool:
+        """Whether the answer asks for tool calls (the watcher says it for a stream)."""
+        raise NotImplementedError
+
     def render(self, data: dict) -> bytes:
         return jsonio.dumps(data)
 

@@ -79,6 +79,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "conversation": plan.conversation or "",
         **(plan.session.fields() if plan.session is not None else {}),
         "omitted_tools": list(plan.omitted_tools) or None,
+        "arm": plan.arm.name,
+        **(plan.signals.as_fields() if plan.signals is not None else {}),
         **forecast_fields(plan),
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
@@ -100,6 +102,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         cache_read_tokens=outcome.cache_read_tokens,
         cache_write_tokens=outcome.cache_write_tokens,
         usage_estimated=outcome.usage_estimated,
+        answer_tool_calls=outcome.answer_tool_calls,
     )
     fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated

@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from metrics.quality import quality_summary
 from metrics.summary import pinch_summary
 from routing.models import ConfigOverride
 from tests.support.decisions import decision, seed
@@ -36,7 +37,9 @@ def test_it_prints_the_figures_for_a_person(default_config, decisions):
 def test_json_has_the_same_keys_and_numbers_as_the_service(default_config, decisions):
     out, _ = run("--json")
 
-    assert json.loads(out) == pinch_summary(default_config)
+    figures = json.loads(out)
+    assert figures.pop("quality") == quality_summary(default_config)
+    assert figures == pinch_summary(default_config)
 
 
 def test_days_narrows_the_window(default_config, db):

@@ -11,6 +11,7 @@ from metrics.replay import REPLAY_KEYS, cli_overrides, render_table, replay_conf
 from routing.corpus import Session, load_sessions
 from routing.models import RouteDecision
 from routing.replay import PRICE_MODELS, CachePrices, replay
+from routing.replay_quality import replay_quality
 
 pytestmark = pytest.mark.django_db
 
@@ -543,7 +544,8 @@ def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_
     _, stdout, _ = run("--payback", "--budget-tokens", "3000")
     sessions = load_sessions(paths)
     config = replay_config(cli_overrides(budget_tokens="3000", payback=True))
-    footer = stdout.strip().splitlines()[-1]
+    # The savings table's footer (the quality table follows it).
+    footer = next(line for line in stdout.splitlines() if line.startswith("sessions costlier"))
     for k, prices in enumerate(PRICE_MODELS):
         result = replay(sessions, config, prices=prices)
         for totals in (*result.sessions, result.total):
@@ -590,3 +592,13 @@ def test_the_shipped_defaults_save_half_the_tokens_for_less_money_on_every_sessi
     )
     assert total.references_share > old.total.references_share
     assert old.costlier_sessions(prices)
+
+
+def test_the_command_says_what_the_agents_did_next_per_family(run, paths):
+    _, stdout, _ = run("--by-family")
+    quality = stdout[stdout.index("What the agents did next") :].splitlines()
+    assert quality[1].split()[:3] == ["family", "sessions", "requests"]
+    assert "exposure (compressed, repeated)" in quality[1]
+    expected = replay_quality(load_sessions(paths), replay(load_sessions(paths), replay_config({})))
+    total = expected[-1]
+    assert quality[-1].split()[:3] == ["total", str(total.sessions), f"{total.requests:,}"]

@@ -73,6 +73,9 @@ def base_config(upstream_url: str) -> dict:
             # The budget prune: these tests hold its contracts. The payback
             # steps (the default) have their own config in their tests.
             "payback": {"enabled": False},
+            # No holdout: these tests hold what pinch does to every conversation;
+            # the arms have their own tests (tests/routing/test_experiments.py).
+            "holdout_share": 0.0,
         },
         "objective": {"assumed_cache_rate": 0.0, "billing_reset_day": None},
     }

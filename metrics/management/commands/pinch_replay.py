@@ -6,12 +6,14 @@ from metrics.replay import (
     cli_overrides,
     describe_errors,
     describe_settings,
+    render_quality_table,
     render_table,
     replay_config,
     write_json_lines,
 )
 from routing.corpus import CorpusError, load_sessions
 from routing.replay import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
+from routing.replay_quality import replay_quality
 
 BAR_WIDTH = 40
 
@@ -201,6 +203,11 @@ class Command(BaseCommand):
             "cost without under that price model"
         )
         self.stdout.write(render_table(result, prices, priced, options["by_family"]))
+        self.stdout.write(
+            "What the agents did next (per result and turn seen; 95% Wilson intervals): "
+            "exposure = the real agent repeated a call whose result pinch compressed"
+        )
+        self.stdout.write(render_quality_table(replay_quality(sessions, result)))
         if result.errors:
             self.stderr.write(describe_errors(result))
 

@@ -1,4 +1,4 @@
-"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved, for an operator."""
+"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved and what it cost the agent."""
 
 import json
 
@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from metrics.cache_forecast import cache_forecast, forecast_text
 from metrics.formatting import pinch_card
+from metrics.quality import quality_summary
+from metrics.quality_card import quality_lines
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
 from routing.config import ConfigError
@@ -23,7 +25,8 @@ class Command(BaseCommand):
             "--json",
             action="store_true",
             dest="as_json",
-            help="print the figures as JSON (the keys of /metrics' pinch block)",
+            help="print the figures as JSON (the keys of /metrics' pinch block, and its "
+            "quality block under quality)",
         )
         parser.add_argument(
             "--days",
@@ -65,13 +68,14 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(message)
             return
+        quality = quality_summary(config, days=days)
         if as_json:
-            # The keys of /metrics' pinch block; the forecast is its own block there.
-            self.stdout.write(json.dumps(summary, indent=2))
+            self.stdout.write(json.dumps({**summary, "quality": quality}, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
             forecast = cache_forecast(summary_window(config, days=days))
             self.stdout.write(forecast_text(forecast))
+            self.stdout.write("\n".join(quality_lines(quality)))
 
     def _text(self, summary: dict, days: int, cache_rate: float) -> str:
         if "reset_date" in summary:

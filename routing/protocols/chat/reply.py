@@ -10,6 +10,15 @@ def finished(choices) -> bool:
     return any(isinstance(c, dict) and c.get("finish_reason") for c in choices or ())
 
 
+def asks_tools(choices, part: str) -> bool:
+    """Whether an answer (``part`` "message") or a chunk ("delta") asks for tool calls."""
+    return any(
+        isinstance(c, dict)
+        and (c.get("finish_reason") == "tool_calls" or bool((c.get(part) or {}).get("tool_calls")))
+        for c in choices or ()
+    )
+
+
 def answer_chars(choices) -> int:
     total = 0
     for choice in choices or ():

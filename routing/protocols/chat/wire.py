@@ -40,6 +40,9 @@ class ChatWatcher:
         choices = chunk.get("choices")
         self.completed = self.completed or reply.finished(choices)
         self.answer_chars += reply.answer_chars(choices)
+        self.outcome.answer_tool_calls = self.outcome.answer_tool_calls or reply.asks_tools(
+            choices, "delta"
+        )
         return send, False
 
 
@@ -57,6 +60,9 @@ class ChatWire(Wire):
 
     def answer_chars(self, data: dict) -> int:
         return reply.answer_chars(data.get("choices"))
+
+    def asks_tools(self, data: dict) -> bool:
+        return reply.asks_tools(data.get("choices"), "message")
 
     def watcher(self, plan, outcome):
         return ChatWatcher(plan, outcome)

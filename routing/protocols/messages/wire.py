@@ -120,6 +120,9 @@ class MessagesWire(Wire):
     def answer_chars(self, data: dict) -> int:
         return sum(_block_chars(block) for block in data.get("content") or ())
 
+    def asks_tools(self, data: dict) -> bool:
+        return any(_is_tool_use(block) for block in data.get("content") or ())
+
     def watcher(self, plan, outcome):
         return MessagesWatcher(outcome)
 
@@ -140,6 +143,10 @@ def reported_usage(usage, diagnostics=None) -> dict | None:
     if not isinstance(usage, dict) or not any(isinstance(v, int) and v > 0 for v in usage.values()):
         return None
     return chat_usage(usage, diagnostics)
+
+
+def _is_tool_use(block) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_use"
 
 
 def _block_chars(block) -> int:
@@ -175,6 +182,8 @@ class MessagesWatcher:
             if isinstance(usage, dict):
                 self._usage.update({k: v for k, v in usage.items() if v is not None})
                 self.outcome.take_usage(reported_usage(self._usage, self._diagnostics))
+        elif kind == "content_block_start" and _is_tool_use(event.get("content_block")):
+            self.outcome.answer_tool_calls = True
         elif kind == "content_block_delta":
             delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
             piece = delta.get("text") or delta.get("partial_json") or delta.get("thinking") or ""

@@ -162,6 +162,9 @@ class ResponsesWire(Wire):
     def answer_chars(self, data: dict) -> int:
         return sum(_item_chars(item) for item in data.get("output") or ())
 
+    def asks_tools(self, data: dict) -> bool:
+        return any(_is_call(item) for item in data.get("output") or ())
+
     def watcher(self, plan, outcome):
         return ResponsesWatcher(self, outcome)
 
@@ -183,6 +186,11 @@ class ResponsesWire(Wire):
         body = self.source.body
         previous = body.get("previous_response_id") or ""
         keep_response(self.api_key_id, input_items(body), response, self.store_ttl_hours, previous)
+
+
+def _is_call(item) -> bool:
+    # function_call, custom_tool_call, local_shell_call...: anything the client must run.
+    return isinstance(item, dict) and str(item.get("type", "")).endswith("_call")
 
 
 def _item_chars(item) -> int:
@@ -216,6 +224,7 @@ class ResponsesWatcher:
             self.completed = True
             response = event.get("response") if isinstance(event.get("response"), dict) else {}
             self.outcome.take_usage(chat_usage(response.get("usage")))
+            self.outcome.answer_tool_calls = self.wire.asks_tools(response)
             if kind in ("error", "response.failed"):
                 error = event if kind == "error" else response.get("error") or {}
                 error = error if isinstance(error, dict) else {}

@@ -1,0 +1,1 @@
+"""A small inventory and ordering library: the code base the quality tasks are set in."""
