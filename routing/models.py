@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
+from routing.forecast_columns import CacheForecastColumns
+
 KEY_PREFIX = "rk-"
 
 
@@ -152,7 +154,7 @@ class RouteDecisionQuerySet(models.QuerySet):
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
 
 
-class RouteDecision(models.Model):
+class RouteDecision(CacheForecastColumns):
     PATH_ROUTED = "routed"
     PATH_PASSTHROUGH = "passthrough"
     PATH_CHOICES = [(PATH_ROUTED, "routed"), (PATH_PASSTHROUGH, "passthrough")]
@@ -223,32 +225,6 @@ class RouteDecision(models.Model):
     )
     usage_estimated = models.BooleanField(
         default=False, help_text="Usage is the router's estimate: the upstream reported none."
-    )
-    # Predicted against billed (routing/cache_forecast.py): the router's estimate
-    # of the prompt's cache split, in its own token estimate (characters / 3).
-    predicted_cache_read_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens the router expected read from the cache."
-    )
-    predicted_cache_write_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens the router expected written to the cache."
-    )
-    predicted_uncached_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens the router expected sent uncached."
-    )
-    cache_cold = models.BooleanField(
-        null=True,
-        blank=True,
-        help_text="The conversation's previous request was longer ago than the model's cache "
-        "lifetime (NULL: no earlier request known).",
-    )
-    cache_surprise = models.CharField(
-        max_length=8,
-        blank=True,
-        help_text="'miss': predicted warm, billed as written; 'hit': predicted cold, billed "
-        "as read; empty: as predicted, or nothing to compare.",
-    )
-    cache_miss_reason = models.CharField(
-        max_length=40, blank=True, help_text="The provider's reason for a cache miss, if given."
     )
     # The agent session (routing.sessions): what one session of an agent cost and saved.
     session = models.CharField(
