@@ -24,6 +24,7 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from metrics.cache_forecast import forecast_context
 from metrics.charts import DayPoint, savings_chart
 from metrics.formatting import pinch_card
 from metrics.key_budgets import cells, key_budget_rows
@@ -126,4 +127,5 @@ def dashboard_context(
         "sessions": agent_sessions(SESSIONS_SHOWN, since=window.start) if show_decisions else [],
         "sessions_shown": SESSIONS_SHOWN,
         **quality_context(config, window.end, days),
+        "cache_forecast": forecast_context(window) if summary is not None else None,
     }

@@ -38,6 +38,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 
+from metrics.cache_forecast import cache_forecast
 from metrics.key_budgets import key_budget_rows
 from metrics.quality import quality_summary
 from metrics.quality_families import quality_families
@@ -221,6 +222,8 @@ class RouterCollector:
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
         )
+        # Counts and the provider's reasons: no tenant's data in them.
+        yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))
         if not self.tenant_labels:
             return
         tools = GaugeMetricFamily(
@@ -231,6 +234,32 @@ class RouterCollector:
         for name, count in sorted(_tools_compressed(self.config, self.now).items()):
             tools.add_metric([name], count)
         yield tools
+
+
+def _forecast_families(figures: dict):
+    """Predicted against billed (metrics.cache_forecast) as gauges."""
+    surprises = GaugeMetricFamily(
+        "router_pinch_cache_surprises_30d",
+        "Decisions in the window whose billed cache usage contradicted the router's estimate: "
+        "miss (predicted warm, billed as written), hit (predicted cold, billed as read).",
+        labels=["kind"],
+    )
+    surprises.add_metric(["miss"], figures["cache_misses_30d"])
+    surprises.add_metric(["hit"], figures["cache_unexpected_hits_30d"])
+    yield surprises
+    yield GaugeMetricFamily(
+        "router_pinch_conversations_surprised_30d",
+        "Conversations in the window with at least one cache surprise.",
+        value=figures["conversations_surprised_30d"],
+    )
+    reasons = GaugeMetricFamily(
+        "router_pinch_cache_miss_reasons_30d",
+        "Decisions in the window by the provider's reported cache-miss reason.",
+        labels=["reason"],
+    )
+    for reason, count in figures["cache_miss_reasons_30d"].items():
+        reasons.add_metric([reason], count)
+    yield reasons
 
 
 def exposition(

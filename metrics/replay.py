@@ -247,7 +247,9 @@ def describe_settings(config: RouterConfig, model: str | None) -> str:
             knobs += (
                 f" payback=on (turns_ahead={payback.turns_ahead:g} "
                 f"min_payback={payback.min_payback:g} keep_min_shared={payback.keep_min_shared} "
-                f"keep_max_chars={payback.keep_max_chars})"
+                f"keep_max_chars={payback.keep_max_chars} "
+                f"names_max_chars={payback.names_max_chars} "
+                f"lines_max_chars={payback.lines_max_chars})"
             )
         else:
             knobs += " payback=off"

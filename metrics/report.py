@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db.models import Count
 
+from metrics.cache_forecast import cache_forecast
 from metrics.quality import quality_summary
 from metrics.savings import savings_by_cause
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
@@ -37,16 +38,17 @@ def request_totals(window: Window) -> dict:
 
 
 def metrics_report(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """``{"pinch", "quality", "requests", "savings_by_cause"}``; no pinch block when pinch is off.
+    """``{"pinch", "cache_forecast", "quality", "requests", "savings_by_cause"}``.
 
-    The quality block (metrics.quality) is there either way: a routing
-    experiment's arms compare with pinch off too.
+    No pinch blocks when pinch is off. The quality block (metrics.quality) is
+    there either way: a routing experiment's arms compare with pinch off too.
     """
     window = summary_window(config, now, days)
     report = {}
     summary = pinch_summary(config, now=window.end, days=days)
     if summary is not None:
         report["pinch"] = summary
+        report["cache_forecast"] = cache_forecast(window)
     report["quality"] = quality_summary(config, now=window.end, days=days)
     report["requests"] = request_totals(window)
     report["savings_by_cause"] = savings_by_cause(config, now=window.end, days=days)

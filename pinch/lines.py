@@ -64,6 +64,8 @@ _NEIGHBOUR_SCORE = 1.0
 _EDGE_SCORE = 2.5
 _TOKEN_SCORE = 1.0
 _TOKENS_COUNTED = 4
+# A token longer than this (a hash, a base64 run) is not worth naming.
+_NAME_CHARS = 80
 
 
 def distinctive_tokens(text: str) -> set[str]:
@@ -73,6 +75,31 @@ def distinctive_tokens(text: str) -> set[str]:
         if len(token) >= 4 and _is_distinctive(token):
             found.add(token)
     return found
+
+
+def named_tokens(text: str, kept: str, room: int) -> str:
+    """The distinctive tokens of ``text`` that ``kept`` lacks, space-separated, in ``room`` chars.
+
+    In order of first appearance, each once; a token longer than
+    ``_NAME_CHARS`` is left out (a hash or a blob says little for its size).
+    What a compressed result still names: measured on the corpus, the
+    references an agent makes to an old result are mostly such tokens
+    (docs/pinch.md, "Keeping what the agent will use").
+    """
+    chosen: list[str] = []
+    seen: set[str] = set()
+    used = 0
+    for token in _TOKEN.findall(text):
+        if token in seen or len(token) < 4 or len(token) > _NAME_CHARS:
+            continue
+        seen.add(token)
+        if not _is_distinctive(token) or token in kept:
+            continue
+        if used + len(token) + 1 > room:
+            break
+        chosen.append(token)
+        used += len(token) + 1
+    return " ".join(chosen)
 
 
 def call_arguments_text(message: Any) -> str:

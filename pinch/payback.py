@@ -3,27 +3,18 @@
 Under a provider's prompt cache a token is not a price. The prefix the
 provider saw in the previous request is read at ``read`` times the input
 price (0.1 at Anthropic and OpenAI from GPT-5.6); everything from the first
-changed message on is written again at ``write`` (1.25 there). So compressing
-old tool results is an investment:
-
-* paid now: the payload from the first changed message to the end of what
-  the previous request sent (``suffix`` tokens) would have been read, and is
-  written instead, minus what the step removes: ``(write - read) * suffix -
-  write * saved``;
-* repaid later: every later request of the session reads ``saved`` fewer
-  tokens, ``read * saved`` a turn.
-
-A step is taken only when ``saved * (remaining * read + write)`` is at least
-``min_payback`` times ``(write - read) * suffix``, with ``remaining`` the
-turns the session is expected still to run: ``turns_ahead`` times the turns
-it has run so far (measured on the corpus, docs/pinch.md). Below the model's
-minimum cacheable prompt nothing is cached, and a step only saves.
+changed message on is written again at ``write`` (1.25 there). So
+compressing old tool results is an investment, priced by ``pinch.steps``: a
+step cheaper on its own request than sending the payload as it was is always
+taken; otherwise the later turns must repay its net cost ``min_payback``
+times over. After a gap longer than the cache's lifetime (``cold``), nothing
+is read from the cache and a step that saves is always taken. Below the
+model's minimum cacheable prompt nothing is cached, and a step only saves.
 
 Each tool result's fate is decided once, at the step that takes it out of
 the protected window: compressed (pinch.lines, content-only and
 deterministic) or kept verbatim for good, because it matters to the work in
-hand: it shares paths and identifiers with the last user message and the
-agent's recent messages. A decision is never revisited, so between steps the
+hand (``pinch.keep``). A decision is never revisited, so between steps the
 payload only grows at its end and the cached prefix holds.
 
 The decisions are a pure function of the messages: ``plan`` replays the rule
@@ -38,7 +29,6 @@ Pure: no Django, no I/O, no module state.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -46,75 +36,34 @@ from hashlib import blake2b
 from typing import Any
 
 from pinch.core import _PLACEHOLDER, _elide, _protected_start, _tool_names, _tool_results
-from pinch.lines import compress_lines, decoded_arguments, mentioned_tokens
+from pinch.keep import keeps
+from pinch.ledger import Ledger
+from pinch.lines import (
+    compress_lines,
+    decoded_arguments,
+    mentioned_tokens,
+    named_tokens,
+)
+from pinch.steps import CacheModel, step_pays
 from pinch.tokens import estimate_tokens, extract_text
 
-# The agent's messages read for "the work in hand": the last few hold what it
-# is doing now (the file it edits, the test it runs).
-_RECENT_AGENT_MESSAGES = 3
-
-
-@dataclass(frozen=True)
-class CacheModel:
-    """How a model's provider bills a prompt under its prefix cache, per unit of input price.
-
-    ``automatic``: the provider caches any prefix by itself (OpenAI, DeepSeek,
-    Gemini); False: only up to breakpoints the client marks (Anthropic), which
-    coding agents set on their last messages, so the rule treats both alike.
-    """
-
-    read_multiplier: float = 0.1
-    write_multiplier: float = 1.25
-    min_cacheable_tokens: int = 1024
-    automatic: bool = True
+__all__ = ["CacheModel", "Ledger", "PaybackKnobs", "plan"]
 
 
 @dataclass(frozen=True)
 class PaybackKnobs:
-    budget_tokens: int = 8000
+    budget_tokens: int = 6000
     keep_last_turns: int = 4
-    keep_last_tool_results: int | None = 6
+    keep_last_tool_results: int | None = 4
     max_summarize_chars: int = 4000
     protected_max_chars: int | None = 20000
-    turns_ahead: float = 1.0
-    min_payback: float = 3.0
-    keep_max_chars: int = 3000
+    turns_ahead: float = 0.75
+    min_payback: float = 4.0
+    keep_max_chars: int = 1500
     keep_min_shared: int = 3
-
-
-@dataclass(frozen=True)
-class Ledger:
-    """What has been decided for one conversation, up to request length ``length``.
-
-    ``decided`` tool results (in conversation order) have their fate; those in
-    ``kept`` stay verbatim for good, the others are compressed. ``steps`` are
-    the request lengths at which a step was taken. ``digest`` covers the
-    messages the ledger was built on, so an edited history is not trusted.
-    """
-
-    length: int = 0
-    decided: int = 0
-    kept: tuple[int, ...] = ()
-    steps: tuple[int, ...] = ()
-    digest: str = ""
-
-    def as_json(self) -> str:
-        return json.dumps(
-            [self.length, self.decided, list(self.kept), list(self.steps), self.digest],
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, raw: str | bytes | None) -> Ledger | None:
-        """The ledger in ``raw``, or None for anything unreadable (then it is rebuilt)."""
-        if not raw:
-            return None
-        try:
-            length, decided, kept, steps, digest = json.loads(raw)
-            ledger = cls(int(length), int(decided), tuple(map(int, kept)), tuple(map(int, steps)))
-            return replace(ledger, digest=str(digest))
-        except (TypeError, ValueError):
-            return None
+    names_max_chars: int = 250
+    # What a long result keeps of its lines; None: half of max_summarize_chars.
+    lines_max_chars: int | None = 400
 
 
 @dataclass
@@ -140,6 +89,7 @@ class _Session:
         self.results = _tool_results(self.messages, 0, len(self.messages))
         self.names = _tool_names(self.messages, self.results)
         self.calls = _call_arguments(self.messages)
+        self._sizes = f"{self.knobs.names_max_chars}:{self.knobs.lines_max_chars}"
         # One hash per message (role and text), for the ledger's digest and
         # the memo's keys: one pass over the text, no JSON.
         self.hashes = [_message_hash(m) for m in self.messages]
@@ -169,15 +119,21 @@ class _Session:
         raw_call, name = self.calls.get(i, ""), self.names.get(i, "tool")
         limit = self.knobs.max_summarize_chars
         if self.memo is not None:
-            key = _memo_key(self.hashes[i], raw_call, name, limit)
+            key = _memo_key(self.hashes[i], raw_call, name, limit, self._sizes)
             found = self.memo.get(key)
         if found is None:
             asked = decoded_arguments(raw_call) if raw_call else ""
             # As prune_context: a long result keeps half of max_summarize_chars
             # (its most useful lines here), a short one becomes a placeholder.
-            found = compress_lines(text, limit // 2, asked) if len(text) > limit else ""
+            room = self.knobs.lines_max_chars or limit // 2
+            found = compress_lines(text, room, asked) if len(text) > limit else ""
+            names = named_tokens(text, found, self.knobs.names_max_chars)
             if not found.strip():
                 found = _PLACEHOLDER.format(name=name)
+                if names:
+                    found = f"{found[:-1]}; it named: {names}]"
+            elif names:
+                found = f"{found}\n[the trimmed text named: {names}]"
             if len(found) >= len(text):
                 found = text
             if key is not None:
@@ -193,8 +149,14 @@ def plan(
     cache: CacheModel,
     extra_fixed_tokens: int = 0,
     memo: Any = None,
+    cold: bool = False,
 ) -> tuple[list[Any], Ledger, dict[str, Any]]:
     """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
+
+    ``cold``: this request comes after a gap longer than the cache keeps a
+    prefix (the caller knows the clock): nothing it sends is read from the
+    cache, so a step rewrites nothing paid for and is taken whenever it saves.
+    The ledger records it, so a rebuild from the ledger decides alike.
 
     ``ledger`` may be None, stale or from an edited history: what it does not
     soundly cover is rebuilt from the messages. When nothing changes (under
@@ -213,6 +175,8 @@ def plan(
             ledger = _advance(session, ledger, t)
     before = ledger.decided
     if len(messages) > ledger.length:
+        if cold:
+            ledger = replace(ledger, cold=(*ledger.cold, len(messages)))
         ledger = _advance(session, ledger, len(messages))
     ledger = replace(ledger, length=len(messages), digest=_digest(fingerprints))
     payload, stats = _payload(session, ledger, len(messages))
@@ -236,10 +200,18 @@ def _first_undecided(session: _Session, decided: int) -> int:
 
 
 def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
-    if ledger is None or not 0 < ledger.length <= len(fingerprints):
+    """``ledger`` if it covers these messages; else a fresh one that keeps its cold requests.
+
+    The cold requests are the one input the messages do not hold, so a
+    rebuild replays them too (of an edited history, they are the best known).
+    """
+    if ledger is None:
         return Ledger()
+    fresh = Ledger(cold=ledger.cold)
+    if not 0 < ledger.length <= len(fingerprints):
+        return fresh
     if ledger.digest != _digest(fingerprints[: ledger.length]):
-        return Ledger()
+        return fresh
     return ledger
 
 
@@ -256,11 +228,21 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     if not undecided:
         return replace(ledger, length=length)
 
-    context = _context_tokens(session, length)
+    users = session.users[: bisect_left(session.users, length)]
+    last_user = users[-1] if users else None
     kept, compressed, saved = [], [], 0
     for i in undecided:
         text = extract_text(session.messages[i])
-        if _matters(session, i, text, context):
+        size = len(text)
+        if keeps(
+            size,
+            session.mentions(i),
+            length,
+            session.mentions,
+            session.assistants,
+            last_user,
+            knobs,
+        ):
             kept.append(i)
             continue
         shorter = session.compress(i)
@@ -283,37 +265,20 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     return replace(decided, steps=ledger.steps + (length,))
 
 
-def step_pays(
-    saved: int, rewritten: int, turns_so_far: int, cache: CacheModel, knobs: PaybackKnobs
-) -> bool:
-    """Whether a step that removes ``saved`` tokens and rewrites ``rewritten`` cached ones pays.
-
-    ``rewritten``: tokens of the previous payload from the step's first
-    changed message on, which would have been read from the cache and are
-    written instead. Paid once, ``(write - read) * rewritten``; repaid on
-    each of the ``turns_ahead * turns_so_far`` turns expected to follow at
-    ``read * saved``, plus ``write * saved`` now (the removed tokens are not
-    written). Taken when the repayment is ``min_payback`` times the cost.
-    """
-    read, write = cache.read_multiplier, cache.write_multiplier
-    cost = (write - read) * rewritten
-    remaining = knobs.turns_ahead * turns_so_far
-    benefit = saved * (remaining * read + write)
-    return benefit >= knobs.min_payback * cost
-
-
 def _pays(
     session: _Session, ledger: Ledger, length: int, first: int, saved: int, total: int
 ) -> bool:
     earlier = bisect_left(session.assistants, length)
     previous = session.assistants[earlier - 1] if earlier else 0
-    if previous == 0 or total < session.cache.min_cacheable_tokens:
-        # The first request, or a prompt too short to cache: nothing is read
-        # from the cache, so a step rewrites nothing that was paid for.
-        return True
+    cache, knobs = session.cache, session.knobs
+    if previous == 0 or total < cache.min_cacheable_tokens or length in ledger.cold:
+        # The first request, a prompt too short to cache, or a cold cache:
+        # nothing is read from the cache, so a step rewrites nothing paid for.
+        return saved > 0
     rewritten = _payload_tokens(session, ledger, first, previous)
     # This request and the ones before it: one per earlier assistant message.
-    return step_pays(saved, rewritten, earlier + 1, session.cache, session.knobs)
+    turns = earlier + 1
+    return step_pays(saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback)
 
 
 def _payload_tokens(session: _Session, ledger: Ledger, start: int, stop: int) -> int:
@@ -385,26 +350,6 @@ def _stats(original: int, final: int) -> dict[str, Any]:
     }
 
 
-def _matters(session: _Session, i: int, text: str, context: set[str]) -> bool:
-    """Whether a result leaving the window holds what the work in hand names."""
-    knobs = session.knobs
-    if len(text) > knobs.keep_max_chars or not context:
-        return False
-    return len(session.mentions(i) & context) >= knobs.keep_min_shared
-
-
-def _context_tokens(session: _Session, length: int) -> set[str]:
-    """Distinctive tokens of the last user message and the agent's recent messages."""
-    found: set[str] = set()
-    agents = session.assistants[: bisect_left(session.assistants, length)]
-    for t in agents[-_RECENT_AGENT_MESSAGES:]:
-        found |= session.mentions(t)
-    users = session.users[: bisect_left(session.users, length)]
-    if users:
-        found |= session.mentions(users[-1])
-    return found
-
-
 def _call_arguments(messages: Sequence[Any]) -> dict[int, str]:
     """For each tool result, the raw arguments of the assistant call it answers (by id)."""
     by_id: dict[Any, str] = {}
@@ -435,9 +380,9 @@ def _digest(fingerprints: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def _memo_key(text_hash: str, raw_call: str, name: str, limit: int) -> str:
+def _memo_key(text_hash: str, raw_call: str, name: str, limit: int, sizes: str) -> str:
     digest = blake2b(digest_size=16)
-    for part in (text_hash, raw_call, name, str(limit)):
+    for part in (text_hash, raw_call, name, str(limit), sizes):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
     return digest.hexdigest()

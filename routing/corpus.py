@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ class Session:
     tools: list[dict[str, Any]] | None = None
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # When the model wrote each assistant message (its index -> POSIX
+    # seconds), where the source log recorded it (``assistant_times``).
+    times: dict[int, float] = field(default_factory=dict)
 
     @property
     def family(self) -> str:
@@ -84,7 +88,20 @@ def load_session(path: Path) -> Session:
         tools=tools if isinstance(tools, list) and tools else None,
         source=data.get("source", "") if isinstance(data.get("source"), str) else "",
         meta=meta,
+        times=_times(data.get("assistant_times")),
     )
+
+
+def _times(raw: Any) -> dict[int, float]:
+    """``assistant_times`` as {message index: POSIX seconds}; what does not parse is left out."""
+    times: dict[int, float] = {}
+    for index, stamp in raw.items() if isinstance(raw, dict) else ():
+        try:
+            stamp = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+            times[int(index)] = stamp.timestamp()
+        except ValueError:
+            continue
+    return times
 
 
 def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:

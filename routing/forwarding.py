@@ -31,6 +31,9 @@ PLAIN_FIELDS = frozenset(
         "tools",
         "tool_choice",
         "thinking",
+        # Cache diagnostics (Anthropic: GA, no beta flag): a comparison with
+        # the client's previous request, nothing run or billed server-side.
+        "diagnostics",
     }
 )
 

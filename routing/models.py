@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
+from routing.forecast_columns import CacheForecastColumns
+
 KEY_PREFIX = "rk-"
 
 
@@ -152,7 +154,7 @@ class RouteDecisionQuerySet(models.QuerySet):
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
 
 
-class RouteDecision(models.Model):
+class RouteDecision(CacheForecastColumns):
     PATH_ROUTED = "routed"
     PATH_PASSTHROUGH = "passthrough"
     PATH_CHOICES = [(PATH_ROUTED, "routed"), (PATH_PASSTHROUGH, "passthrough")]

@@ -145,12 +145,15 @@ def plan_request(
     probe: PrefixProbe | None = None,
     measure_prefix: bool = True,
     cheaper_tier: bool = False,
+    now: float | None = None,
 ) -> Plan:
     """Decide where the request goes and what is sent. No database writes, no upstream call.
 
     ``cheaper_tier``: a routed request goes one tier below the classifier's
     (a key past its soft budget with budget fallback, routing.limits), and the
     conversation's model is not held above it.
+    ``now``: when the request is made (POSIX seconds; the clock when None),
+    the replay's recorded times.
     """
     key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     arm = assign_arm(config, key)
@@ -199,6 +202,7 @@ def plan_request(
         extra_tokens,
         cache=config.cache_prices(price_model) if price_model is not None else None,
         slot=LedgerSlot(store, key) if store is not None else None,
+        now=now,
     )
     measured = measure_prompt_tokens(send_messages, request.tools)
 

@@ -6,7 +6,9 @@ the caller's own list, and the payload goes upstream exactly as received.
 
 With ``pinch.payback.enabled`` (the default) the pure ``pinch.payback.plan``
 decides, under the cache prices of the model the request goes to, with the
-conversation's ledger from the prefix probe's store (memory, or Redis). Any
+conversation's ledger from the prefix probe's store (memory, or Redis); the
+ledger also holds when the conversation's last request was, so a request
+after a gap longer than the model's cache lifetime is planned cold. Any
 failure there logs ``pinch_payback_failed`` and sends the caller's messages
 unchanged: pinch never breaks a request. Otherwise ``prune_context`` prunes to
 the budget, least relevant first when relevance ordering is on.
@@ -14,8 +16,9 @@ the budget, least relevant first when relevance ordering is on.
 
 import logging
 import threading
+import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 
@@ -46,6 +49,9 @@ class PinchOutcome:
     step: bool = False
     # The payback plan's (this turn's, the last turn's) stable prefix; None: the budget prune's.
     stable: tuple[int, int] | None = None
+    # The conversation's previous request was longer ago than the cache keeps
+    # a prefix (None: unknown, no earlier request in the ledger's store).
+    cold: bool | None = None
 
     @classmethod
     def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":
@@ -117,6 +123,8 @@ def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
         min_payback=payback.min_payback,
         keep_min_shared=payback.keep_min_shared,
         keep_max_chars=payback.keep_max_chars,
+        names_max_chars=payback.names_max_chars,
+        lines_max_chars=payback.lines_max_chars,
     )
 
 
@@ -126,17 +134,26 @@ def pinch_messages(
     extra_fixed_tokens: int,
     cache: CacheModel | None = None,
     slot: LedgerSlot | None = None,
+    now: float | None = None,
 ):
     """(messages to send, PinchOutcome or None when pinch is off).
 
     ``cache`` (the prices of the model the request goes to) and ``slot`` (the
     conversation's ledger) serve the payback steps; without a slot the ledger
-    is rebuilt from the messages, to the same decisions.
+    is rebuilt from the messages, to the same decisions. ``now`` (seconds;
+    the wall clock when None) is when the request is planned: the replay
+    passes the recorded time.
     """
     if not pinch_config.enabled:
         return messages, None
+    now = time.time() if now is None else now
+    cache = cache if cache is not None else _STRICTEST
     if pinch_config.payback.enabled:
-        return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot)
+        return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now)
+    cold = _cold(slot.load() if slot is not None else None, cache, now)
+    if slot is not None:
+        # The budget prune keeps no decisions; the ledger only carries the clock.
+        slot.save(Ledger(at=now))
     relevance = relevance_for(
         messages,
         pinch_config,
@@ -159,8 +176,16 @@ def pinch_messages(
         stats,
         relevance_used=relevance.status == "used",
         relevance_fallback=relevance.status == "unavailable",
+        cold=cold,
     )
     return pruned, outcome
+
+
+def _cold(ledger: Ledger | None, cache: CacheModel, now: float) -> bool | None:
+    """Whether the gap since the conversation's last request outlived the cache (None: unknown)."""
+    if ledger is None or not ledger.at:
+        return None
+    return cache.cold_after(now - ledger.at)
 
 
 def stable_prefixes(
@@ -201,25 +226,28 @@ def _stable_prefix(messages, pinch_config: PinchConfig, tokens: int, outcome: Pi
     )
 
 
-def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot):
+def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
+    cold = None
     try:
         ledger = slot.load() if slot is not None else None
+        cold = _cold(ledger, cache, now)
         pruned, ledger, stats = plan(
             messages,
             ledger,
             payback_knobs(pinch_config),
-            cache if cache is not None else _STRICTEST,
+            cache,
             extra_fixed_tokens,
             memo=_memo,
+            cold=bool(cold),
         )
         if slot is not None:
-            slot.save(ledger)
+            slot.save(replace(ledger, at=now))
     except Exception as error:  # noqa: BLE001 - pinch never breaks a request
         log.warning("pinch_payback_failed reason=%s", type(error).__name__)
         tokens = sum(estimate_tokens(extract_text(m)) for m in messages) + extra_fixed_tokens
         return messages, PinchOutcome(original_tokens=tokens, final_tokens=tokens, summarized=0)
     stable = (stats["stable_prefix"], stats["stable_prefix_before"])
-    return pruned, PinchOutcome.from_stats(stats, step=stats["step"], stable=stable)
+    return pruned, PinchOutcome.from_stats(stats, step=stats["step"], stable=stable, cold=cold)
 
 
 # Without a model to price by, the prices that make a step hardest to pay back.

@@ -17,19 +17,24 @@ Three things are measured per request:
 * money, under prefix-cache price models (``CachePrices``): the leading
   messages a payload shares with the session's previous payload are read at
   ``read_multiplier`` times the input price, the rest written at
-  ``write_multiplier``; the unpruned baseline shares all but its new messages;
+  ``write_multiplier``; the unpruned baseline shares all but its new messages.
+  A session that records when each answer was written (``assistant_times``)
+  is replayed on that clock: a request after a gap longer than the model's
+  cache lifetime finds the cache cold, pinch plans it so, and it is priced
+  as a full write, with pinch and without (``cold_gaps=False`` ignores the
+  times);
 * references kept: the distinctive tokens (paths, identifiers, numbers:
   ``pinch.lines.distinctive_tokens``) that the agent's next message uses and
   that its context held only in tool results (no system, user or assistant
   message had them), and of those, the ones still in the payload sent. A
   reference pinch removed is one the agent needed and could not read.
 
-The command's table and report are in ``metrics.replay``.
+The price models are ``routing.replay_prices``; the command's table and
+report are in ``metrics.replay``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -37,53 +42,16 @@ from typing import Any
 from pinch import estimate_tokens, extract_text
 from pinch.lines import mentioned_tokens
 from routing.config import RouterConfig
-from routing.config.schema import ModelCacheConfig
 from routing.corpus import Session
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
 from routing.protocols.chat.request import parse_chat_request
+from routing.replay_prices import PRICE_MODELS, CachePrices, ReplayError, priced_config, tools_block
 from routing.selection import estimated_tokens, tools_overhead_tokens
 
-
-class ReplayError(ValueError):
-    """The replay cannot start (bad path, bad file, bad setting); the message says why."""
-
-
-@dataclass(frozen=True)
-class CachePrices:
-    """A prompt priced under a prefix cache: multipliers of ``price_per_1m`` (USD per 1M tokens)."""
-
-    price_per_1m: float = 3.0
-    read_multiplier: float = 0.1
-    write_multiplier: float = 1.25
-
-    def __post_init__(self) -> None:
-        for name, option in (
-            ("price_per_1m", "--price-per-1m"),
-            ("read_multiplier", "--cache-read-multiplier"),
-            ("write_multiplier", "--cache-write-multiplier"),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ReplayError(f"{option}: must be a number >= 0, not {value!r}")
-
-    def cost(self, cached_tokens: int, uncached_tokens: int) -> float:
-        """Dollars for a prompt of ``cached_tokens`` read from cache and the rest written."""
-        weighted = cached_tokens * self.read_multiplier + uncached_tokens * self.write_multiplier
-        return weighted * self.price_per_1m / 1_000_000
-
-    @property
-    def label(self) -> str:
-        return f"({self.read_multiplier:g}, {self.write_multiplier:g})"
-
-
-# Anthropic and OpenAI from GPT-5.6; the same without a write premium; older OpenAI.
-PRICE_MODELS = (
-    CachePrices(read_multiplier=0.1, write_multiplier=1.25),
-    CachePrices(read_multiplier=0.1, write_multiplier=1.0),
-    CachePrices(read_multiplier=0.25, write_multiplier=1.0),
-)
+# The price models are part of what a replay is asked with: importable from here.
+__all__ = ["PRICE_MODELS", "CachePrices", "ReplayError", "ReplayResult", "Totals", "replay"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +77,7 @@ class TurnRecord:
     references_kept: int = 0
     # Where the router sent it: (model id, tier, route reason); routing.route_replay prices it.
     route: tuple[str, str, str] = ("", "", "")
+    cold: bool = False  # after a gap longer than the cache lifetime
 
     @property
     def pruned(self) -> bool:
@@ -252,48 +221,6 @@ def replay_model(config: RouterConfig, model: str | None) -> str:
     return model
 
 
-def tools_block(tokens: int) -> list[dict[str, Any]] | None:
-    """One tool definition of about ``tokens`` estimated tokens (None for 0).
-
-    Real agents send large definitions on every request (Claude Code: 24 tools,
-    64.5 KB); the corpus files carry none. The block counts toward the budget
-    and, from a session's second request on, is a cache read.
-    """
-    if tokens <= 0:
-        return None
-    shell = [{"type": "function", "function": {"name": "tools_block", "description": ""}}]
-    room = max(tokens - tools_overhead_tokens(shell), 0) * 3
-    shell[0]["function"]["description"] = "x" * room
-    return shell
-
-
-def priced_config(config: RouterConfig, prices: CachePrices) -> RouterConfig:
-    """``config`` with every model billed at ``prices``' multipliers (see ``cache_prices``).
-
-    Pinch's payback rule prices its steps by the model a request goes to; to
-    measure it under a price model, every model must bill that way: reads at
-    ``cached_prompt_price`` over ``prompt_price``, writes at 1.0 (no cache
-    block), 1.25 (a 5-minute cache block) or 2.0 (a 1-hour one). Every model
-    gets the same prompt price, so routing picks by tier and window alone.
-    """
-    write_blocks = {1.0: None, 1.25: ModelCacheConfig(ttl="5m"), 2.0: ModelCacheConfig(ttl="1h")}
-    if prices.write_multiplier not in write_blocks:
-        raise ReplayError(
-            f"--cache-write-multiplier: the router bills writes at 1, 1.25 or 2 "
-            f"(a model's cache block), not {prices.write_multiplier:g}"
-        )
-    if prices.read_multiplier > 1:
-        raise ReplayError(f"--cache-read-multiplier: at most 1, not {prices.read_multiplier:g}")
-    price = prices.price_per_1m or 1.0
-    changes = {
-        "prompt_price": price,
-        "cached_prompt_price": price * prices.read_multiplier,
-        "cache": write_blocks[prices.write_multiplier],
-    }
-    models = tuple(m.model_copy(update=changes) for m in config.models)
-    return config.model_copy(update={"models": models})
-
-
 def replay(
     sessions: list[Session],
     config: RouterConfig,
@@ -301,10 +228,12 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     tools_tokens: int = 0,
     prices: CachePrices | None = None,
+    cold_gaps: bool = True,
 ) -> ReplayResult:
     """Plan every request of every session; RouterErrors are counted, not raised.
 
     With ``prices``, every model bills its cache that way (``priced_config``).
+    With ``cold_gaps``, sessions with recorded times are replayed on them.
     """
     if prices is not None:
         config = priced_config(config, prices)
@@ -316,7 +245,7 @@ def replay(
     done = 0
     for session in sessions:
         totals = Totals(session.name, session.family)
-        replayer = _SessionReplay(session, config, model, probe, extra_tools)
+        replayer = _SessionReplay(session, config, model, probe, extra_tools, cold_gaps)
         for t in session.turns():
             outcome = replayer.turn(t)
             if isinstance(outcome, TurnError):
@@ -340,8 +269,12 @@ def _message_tokens(message: Any) -> int:
 class _SessionReplay:
     """One session's requests in order, with what the cache model and the references need."""
 
-    def __init__(self, session, config, model, probe, extra_tools):
+    def __init__(self, session, config, model, probe, extra_tools, cold_gaps=True):
         self.session = session
+        self.times = session.times if cold_gaps else {}
+        # A session without times runs on a clock of a second a request: always warm.
+        self.clock = 0.0
+        self.cold = False
         self.config = config
         self.model = model
         self.probe = probe
@@ -365,11 +298,18 @@ class _SessionReplay:
             body["tools"] = self.tools
         # The key stands in for the agent's API key: each session is its own agent.
         api_key_id = f"replay:{session.name}"
+        now = self.times.get(t, self.clock + 1.0)
+        gap, self.clock = now - self.clock, now
         try:
             request = parse_chat_request(body)
-            plan = plan_request(request, self.config, api_key_id=api_key_id, probe=self.probe)
+            plan = plan_request(
+                request, self.config, api_key_id=api_key_id, probe=self.probe, now=now
+            )
         except RouterError as error:
             return TurnError(session.name, t, error.status, error.message)
+        lifetime = self.config.cache_prices(plan.model).lifetime_seconds
+        # After a gap the provider has forgotten the prefix: everything is written.
+        cold = bool(self.previous_turn) and gap > lifetime
 
         prefix = plan.prefix
         if prefix is None:
@@ -392,10 +332,11 @@ class _SessionReplay:
             relevance_used = pinch.relevance_used
 
         tools = self.tools_tokens
-        baseline_cached = tools + self.leading[self.previous_turn] if self.previous_turn else 0
+        warm = self.previous_turn and not cold
+        baseline_cached = tools + self.leading[self.previous_turn] if warm else 0
         baseline_uncached = tools + self.leading[t] - baseline_cached
         sent = [_message_tokens(message) for message in plan.send_messages]
-        cached = (tools if previous_len else 0) + sum(sent[:match])
+        cached = (tools if previous_len else 0) + sum(sent[:match]) if not cold else 0
         uncached = tools + sum(sent) - cached
         references, kept = self._references(t, plan.send_messages)
         self.previous_turn = t
@@ -416,6 +357,7 @@ class _SessionReplay:
             references=references,
             references_kept=kept,
             route=(plan.model.id, plan.tier, plan.route_reason),
+            cold=cold,
         )
 
     def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:

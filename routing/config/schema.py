@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from pinch.payback import CacheModel
+from pinch.steps import CacheModel
+from routing.config.cache import cache_model
 from routing.config.routing_blocks import BackgroundConfig, LocalVisionConfig, SessionRoutingConfig
 from routing.config.strict import Strict
 
@@ -94,8 +95,6 @@ class ProviderConfig(Strict):
 # A cache read as a share of the input price, for a model with no
 # cached_prompt_price: OpenAI's older models 0.5 (the most they charge), an
 # Anthropic cache 0.1. The shortest prompt OpenAI and Anthropic cache: 1,024.
-DEFAULT_READ_MULTIPLIER = {"openai": 0.5, "anthropic": 0.1, "demo": 1.0}
-DEFAULT_MIN_CACHED_TOKENS = 1024
 
 
 class ModelCacheConfig(Strict):
@@ -126,6 +125,9 @@ class ModelConfig(Strict):
     # Sent as max_tokens when the client names none (Anthropic requires one).
     default_max_tokens: int | None = Field(None, gt=0)
     cache: ModelCacheConfig | None = None
+    # Seconds the provider keeps this model's cached prefix after its last use;
+    # None: the cache block's ttl, else the provider kind's default.
+    cache_lifetime_seconds: int | None = Field(None, gt=0)
 
     @property
     def send_as(self) -> str:
@@ -205,21 +207,27 @@ class PaybackConfig(Strict):
 
     enabled: bool = True
     # Turns a session is expected still to run, per turn it has run.
-    turns_ahead: float = Field(1.0, gt=0)
+    turns_ahead: float = Field(0.75, gt=0)
     # A step is taken when its expected payback is this many times its cost.
-    min_payback: float = Field(3.0, gt=0)
+    min_payback: float = Field(4.0, gt=0)
     # A result leaving the window stays verbatim for good when it shares at
     # least keep_min_shared paths/identifiers with the work in hand and is no
     # longer than keep_max_chars (0: never).
     keep_min_shared: int = Field(3, gt=0)
-    keep_max_chars: int = Field(3000, ge=0)
+    keep_max_chars: int = Field(1500, ge=0)
+    # A compressed result names, in up to this many characters, the paths and
+    # identifiers its omitted text held (0: a bare placeholder).
+    names_max_chars: int = Field(250, ge=0)
+    # What a result longer than max_summarize_chars keeps of its lines (null:
+    # half of max_summarize_chars).
+    lines_max_chars: int | None = Field(400, ge=200)
 
 
 class PinchConfig(Strict):
     enabled: bool = True
-    budget_tokens: int = Field(8000, gt=0)
+    budget_tokens: int = Field(6000, gt=0)
     keep_last_turns: int = Field(4, gt=0)
-    keep_last_tool_results: int | None = Field(6, gt=0)
+    keep_last_tool_results: int | None = Field(4, gt=0)
     window_step: int | None = Field(8, gt=0)
     max_summarize_chars: int = Field(4000, ge=3000)
     protected_max_chars: int | None = Field(20000, ge=3000)
@@ -397,30 +405,8 @@ class RouterConfig(Strict):
         return name
 
     def cache_prices(self, model: ModelConfig) -> CacheModel:
-        """How ``model``'s prompt cache bills, as pinch's payback rule prices its steps.
-
-        The same prices the billed cost uses (routing.pricing): reads at
-        ``cached_prompt_price`` over ``prompt_price``, writes at the cache
-        block's multiplier (1.25 for a 5-minute cache, 2 for an hour; 1 without
-        a block), ``cache.min_tokens`` as the shortest cached prompt. Without a
-        cached price, the provider kind's read default (docs/pinch.md, "Cache
-        prices"). Anthropic caches only at the breakpoints the router marks.
-        """
-        kind = self.providers[model.provider].kind
-        if model.cached_prompt_price is not None and model.prompt_price > 0:
-            read = min(model.cached_prompt_price / model.prompt_price, 1.0)
-        else:
-            read = DEFAULT_READ_MULTIPLIER.get(kind, DEFAULT_READ_MULTIPLIER["openai"])
-        if model.cache is not None:
-            write, minimum = model.cache.write_multiplier, model.cache.min_tokens
-        else:
-            write, minimum = 1.0, DEFAULT_MIN_CACHED_TOKENS
-        return CacheModel(
-            read_multiplier=read,
-            write_multiplier=write,
-            min_cacheable_tokens=minimum,
-            automatic=kind != "anthropic",
-        )
+        """How ``model``'s prompt cache bills and how long it lasts (routing.config.cache)."""
+        return cache_model(model, self.providers[model.provider].kind)
 
 
 def _deep_merge(base: dict, changes: dict) -> dict:

@@ -22,6 +22,8 @@ class Outcome:
     cached_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    # The provider's own word on why its cache missed (Anthropic's cache diagnostics).
+    cache_miss_reason: str | None = None
     usage_estimated: bool = False
     model: object = None
     cost_usd: float | None = None
@@ -61,6 +63,8 @@ class Outcome:
         # (OpenAI reports writes as cache_write_tokens; the Anthropic provider too).
         self.cache_read_tokens = self.cached_tokens
         self.cache_write_tokens = token_count(details.get("cache_write_tokens"))
+        reason = details.get("cache_miss_reason")
+        self.cache_miss_reason = reason if isinstance(reason, str) else self.cache_miss_reason
 
     def upstream_error(self, message: str):
         # The upstream reported a failure inside the stream: relayed, and the row says so.

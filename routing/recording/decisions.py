@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from routing.auth import touch_api_key, touch_due
+from routing.cache_forecast import forecast_fields, verdict_fields
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
 from routing.recording import health, journal, spool
@@ -83,6 +84,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "baseline_model": plan.baseline.id if plan.baseline is not None else "",
         "arm": plan.arm.name,
         **(plan.signals.as_fields() if plan.signals is not None else {}),
+        **forecast_fields(plan),
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)
@@ -105,6 +107,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         usage_estimated=outcome.usage_estimated,
         answer_tool_calls=outcome.answer_tool_calls,
     )
+    fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:
         fields["billed_prompt_cost_usd"] = billed_prompt_cost_usd(

@@ -15,8 +15,9 @@ MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 # grouped query, savings per day and model, the newest 50 with their key,
 # the limited keys (none here: no spend query follows), the agent sessions
 # (grouped, and their models), the quality card's two (metrics.quality:
-# grouped rows, each conversation's last answer), and the savings by cause.
-DASHBOARD_QUERIES = 15
+# grouped rows, each conversation's last answer), the savings by cause and the cache
+# forecast's grouped query.
+DASHBOARD_QUERIES = 16
 
 
 @pytest.mark.parametrize("rows", [10, 200])

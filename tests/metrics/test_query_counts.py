@@ -48,8 +48,8 @@ def test_pinch_summary_is_one_query(default_config, db, django_assert_num_querie
 def test_metrics_json(client, default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
-    # config (2) + pinch summary + quality (2) + request totals + savings by cause
-    with django_assert_num_queries(7):
+    # config (2) + pinch summary + cache forecast + quality (2) + request totals + savings by cause
+    with django_assert_num_queries(8):
         assert client.get("/metrics").status_code == 200
 
 
@@ -66,8 +66,8 @@ def test_prometheus(
     settings.METRICS_TOKEN = "scrape"  # every family, the tool-name one included
 
     # config (2) + requests + all-time aggregate + pinch summary + pinch tools + limited keys
-    # + quality (2) + savings by cause
-    with django_assert_num_queries(10):
+    # + quality (2) + cache forecast + savings by cause
+    with django_assert_num_queries(11):
         response = client.get(path, HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Bearer scrape")
         assert response.status_code == 200
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinch.core import _elide
-from pinch.lines import compress_lines, distinctive_tokens, mentioned_tokens
+from pinch.lines import compress_lines, distinctive_tokens, mentioned_tokens, named_tokens
 
 MARKER = re.compile(r"\[(\d+) chars trimmed\.\.\.\]")
 
@@ -103,3 +103,21 @@ def test_a_message_mentions_what_its_tool_calls_ask_for():
     }
     # A token starts at a word character: the leading slash is not part of it.
     assert "etc/app/config.yaml" in mentioned_tokens(message)
+
+
+def test_named_tokens_list_what_the_kept_text_lacks_in_order_within_the_room():
+    text = "see src/app/models.py then run_tests and 12345; words; src/app/models.py again " + (
+        "a" * 100 + "_b"
+    )
+    assert named_tokens(text, "", 100) == "src/app/models.py run_tests 12345"
+    assert named_tokens(text, "already run_tests here", 100) == "src/app/models.py 12345"
+    assert named_tokens(text, "", 20) == "src/app/models.py"
+    assert named_tokens(text, "", 0) == ""
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(), st.text(), st.integers(0, 300))
+def test_named_tokens_fit_their_room_and_are_distinctive(text, kept, room):
+    names = named_tokens(text, kept, room)
+    assert len(names) <= room
+    assert set(names.split()) <= distinctive_tokens(text)

@@ -17,15 +17,16 @@ def shipped():
 def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     config = validate_config(shipped())
     pinch = config.pinch
-    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 8000, 4)
+    assert (pinch.enabled, pinch.budget_tokens, pinch.keep_last_turns) == (True, 6000, 4)
     assert (pinch.max_summarize_chars, pinch.protected_max_chars) == (4000, 20000)
-    assert pinch.keep_last_tool_results == 6
+    assert pinch.keep_last_tool_results == 4
     assert pinch.prefix_probe is True
     assert (pinch.relevance.enabled, pinch.relevance.backend) == (False, "builtin")
     assert (pinch.relevance.timeout_seconds, pinch.relevance.min_candidates) == (10, 2)
     payback = pinch.payback
-    assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 1.0, 3.0)
-    assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 3000)
+    assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 0.75, 4.0)
+    assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 1500)
+    assert (payback.names_max_chars, payback.lines_max_chars) == (250, 400)
 
 
 def test_the_cache_prices_pinch_decides_by_are_the_ones_the_router_bills_by():

@@ -298,6 +298,15 @@ def without_markers(block: dict) -> dict:
     return {k: v for k, v in block.items() if k != "cache_control"}
 
 
+def _unmarked(value):
+    """``value`` with every ``cache_control`` marker left out: they are not content."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
 def prefix_keys(body) -> tuple[list[str], list[int]]:
     """For each block: the hash of the prefix ending there, and that prefix's tokens."""
     keys, reach = [], []
@@ -355,6 +364,8 @@ class AnthropicHandler(LocalHandler):
             "stop_sequence": None,
             "usage": usage,
         }
+        if "diagnostics" in body:
+            message["diagnostics"] = server.diagnose(message["id"], body, usage)
         if model.startswith("claude-leaks-key"):
             self.leaked_key = self.headers.get("x-api-key", "")
             message["content"] = [{"type": "text", "text": f"the key is {self.leaked_key}"}]
@@ -558,6 +569,7 @@ class AnthropicServer(LocalServer):
         super().__init__(address, handler or AnthropicHandler)
         self.usages = []
         self.cache = set()
+        self.fingerprints = {}  # answer id -> the request's parts, for cache diagnostics
         self.protocol_errors = []
         self.min_cacheable_tokens = min_cacheable_tokens
 
@@ -578,6 +590,46 @@ class AnthropicServer(LocalServer):
             validate(payload)
         except ValidationError as error:
             self.note_error(f"answer does not parse with the SDK: {error}")
+
+    def diagnose(self, message_id: str, body, usage: dict) -> dict | None:
+        """Cache diagnostics as documented: where this request first differs from the named one.
+
+        The request is fingerprinted under its answer's id; the one named by
+        ``diagnostics.previous_message_id`` is compared part by part (model,
+        system, tools, messages): the first part that is not the same (for
+        messages, not a prefix of this request's) is the reason.
+        """
+        parts = [
+            body.get("model"),
+            json.dumps(_unmarked(body.get("system"))),
+            json.dumps(_unmarked(body.get("tools"))),
+            [json.dumps(_unmarked(m)) for m in body.get("messages") or ()],
+        ]
+        with self.lock:
+            self.fingerprints[message_id] = parts
+            previous_id = (body.get("diagnostics") or {}).get("previous_message_id")
+            previous = self.fingerprints.get(previous_id) if previous_id else None
+        if previous_id is None:
+            return None
+        if previous is None:
+            return {"cache_miss_reason": {"type": "previous_message_not_found"}}
+        missed = usage["input_tokens"] + usage["cache_creation_input_tokens"]
+        for name, before, now in zip(("model", "system", "tools"), previous, parts):
+            if before != now:
+                return {
+                    "cache_miss_reason": {
+                        "type": f"{name}_changed",
+                        "cache_missed_input_tokens": missed,
+                    }
+                }
+        if previous[3] != parts[3][: len(previous[3])]:
+            return {
+                "cache_miss_reason": {
+                    "type": "messages_changed",
+                    "cache_missed_input_tokens": missed,
+                }
+            }
+        return None
 
     def cache_usage(self, body) -> dict:
         """Read the longest cached prefix; write the prefixes at this request's breakpoints."""

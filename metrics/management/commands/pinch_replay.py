@@ -99,6 +99,12 @@ class Command(BaseCommand):
             "Claude Code sends ~21k)",
         )
         parser.add_argument(
+            "--no-cold-gaps",
+            action="store_true",
+            help="ignore the sessions' assistant_times: every request follows the previous one "
+            "while the cache is warm",
+        )
+        parser.add_argument(
             "--by-family",
             action="store_true",
             help="one row per agent family (meta.agent) instead of one per session",
@@ -173,6 +179,7 @@ class Command(BaseCommand):
                     progress=self._progress_of(k, len(models)),
                     tools_tokens=options["tools_tokens"],
                     prices=price_model,
+                    cold_gaps=not options["no_cold_gaps"],
                 )
             result = priced[prices]
             if out is not None:
@@ -186,6 +193,8 @@ class Command(BaseCommand):
         settings = describe_settings(config, model)
         if options["tools_tokens"]:
             settings += f" tools_tokens={options['tools_tokens']}"
+        if options["no_cold_gaps"]:
+            settings += " cold_gaps=off"
         self.stdout.write(settings)
         self.stdout.write(
             f"cost: ${prices.price_per_1m:g} per 1M input tokens, prefix shared with the "

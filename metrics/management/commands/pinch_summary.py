@@ -4,6 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from metrics.cache_forecast import cache_forecast, forecast_text
 from metrics.formatting import pinch_card
 from metrics.quality import quality_summary
 from metrics.quality_card import quality_lines
@@ -75,6 +76,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(figures, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
+            forecast = cache_forecast(summary_window(config, days=days))
+            self.stdout.write(forecast_text(forecast))
             self.stdout.write("\n".join(quality_lines(quality)))
             self.stdout.write(self._causes(causes))
 

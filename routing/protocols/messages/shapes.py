@@ -44,23 +44,40 @@ def _count(usage: dict, name: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def chat_usage(usage: dict) -> dict:
-    """Anthropic usage -> chat-completions usage (cache figures included in prompt_tokens)."""
+def chat_usage(usage: dict, diagnostics=None) -> dict:
+    """Anthropic usage -> chat-completions usage (cache figures included in prompt_tokens).
+
+    ``diagnostics``: the Message's cache diagnostics, when the client asked for
+    them; the reason for a miss rides along as ``cache_miss_reason``.
+    """
     usage = usage if isinstance(usage, dict) else {}
     uncached = _count(usage, "input_tokens")
     read = _count(usage, "cache_read_input_tokens")
     written = _count(usage, "cache_creation_input_tokens")
     prompt = uncached + read + written
     completion = _count(usage, "output_tokens")
+    details = {"cached_tokens": read, "cache_write_tokens": written}
+    reason = cache_miss_reason(diagnostics)
+    if reason:
+        details["cache_miss_reason"] = reason
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+        "prompt_tokens_details": details,
         # Anthropic's own names too, for clients that know them.
         "cache_read_input_tokens": read,
         "cache_creation_input_tokens": written,
     }
+
+
+def cache_miss_reason(diagnostics) -> str | None:
+    """The ``type`` of a Message's ``diagnostics.cache_miss_reason`` (Anthropic's cache
+    diagnostics: model_changed, system_changed, tools_changed, messages_changed,
+    previous_message_not_found, unavailable), or None."""
+    reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+    kind = reason.get("type") if isinstance(reason, dict) else None
+    return kind if isinstance(kind, str) and kind else None
 
 
 # Block type -> the keys that make it up (redacted thinking is opaque data).

@@ -115,7 +115,7 @@ class MessagesWire(Wire):
 
     def usage(self, data: dict):
         usage = data.get("usage")
-        return reported_usage(usage)
+        return reported_usage(usage, data.get("diagnostics"))
 
     def answer_chars(self, data: dict) -> int:
         return sum(_block_chars(block) for block in data.get("content") or ())
@@ -133,7 +133,7 @@ class MessagesWire(Wire):
         return errors.failure_response(failure)
 
 
-def reported_usage(usage) -> dict | None:
+def reported_usage(usage, diagnostics=None) -> dict | None:
     """Anthropic usage in chat-completions terms, or None when nothing was counted.
 
     A chat upstream that reports no usage still yields a Message with zeros in
@@ -142,7 +142,7 @@ def reported_usage(usage) -> dict | None:
     """
     if not isinstance(usage, dict) or not any(isinstance(v, int) and v > 0 for v in usage.values()):
         return None
-    return chat_usage(usage)
+    return chat_usage(usage, diagnostics)
 
 
 def _is_tool_use(block) -> bool:
@@ -166,6 +166,7 @@ class MessagesWatcher:
         self.answer_chars = 0
         self.completed = False  # message_stop: the upstream said it was done
         self._usage: dict = {}
+        self._diagnostics = None
 
     def see(self, sent: Event) -> tuple[Event | None, bool]:
         """(what to send the client; whether the client reads nothing after it)."""
@@ -176,9 +177,11 @@ class MessagesWatcher:
         if kind in ("message_start", "message_delta"):
             where = event.get("message") if kind == "message_start" else event
             usage = where.get("usage") if isinstance(where, dict) else None
+            if kind == "message_start" and isinstance(where, dict):
+                self._diagnostics = where.get("diagnostics")
             if isinstance(usage, dict):
                 self._usage.update({k: v for k, v in usage.items() if v is not None})
-                self.outcome.take_usage(reported_usage(self._usage))
+                self.outcome.take_usage(reported_usage(self._usage, self._diagnostics))
         elif kind == "content_block_start" and _is_tool_use(event.get("content_block")):
             self.outcome.answer_tool_calls = True
         elif kind == "content_block_delta":

@@ -60,5 +60,5 @@ def to_chat_completion(message: dict) -> dict:
         ],
     }
     if isinstance(message.get("usage"), dict):
-        completion["usage"] = chat_usage(message["usage"])
+        completion["usage"] = chat_usage(message["usage"], message.get("diagnostics"))
     return completion

@@ -37,6 +37,7 @@ class ChunkTranslator:
         self.model = None
         self.created = int(time.time())
         self.usage: dict = {}
+        self.diagnostics = None  # message_start's cache diagnostics, if asked for
         self.tool_index: dict[int, int] = {}  # content block index -> tool call index
         self.thinking: dict[int, dict] = {}  # content block index -> the block, as it grows
         self.finished = False
@@ -47,6 +48,7 @@ class ChunkTranslator:
             message = event.get("message") or {}
             self.id, self.model = message.get("id"), message.get("model")
             self.usage.update(message.get("usage") or {})
+            self.diagnostics = message.get("diagnostics")
             return [self._chunk({"role": "assistant", "content": ""})]
         if kind == "content_block_start":
             block = event.get("content_block") or {}
@@ -84,7 +86,7 @@ class ChunkTranslator:
                     "created": self.created,
                     "model": self.model,
                     "choices": [],
-                    "usage": chat_usage(self.usage),
+                    "usage": chat_usage(self.usage, self.diagnostics),
                 }
             ]
         if kind == "error":

@@ -1,0 +1,105 @@
+"""Predicted against billed, over the summary window: the cache surprises and their reasons.
+
+The per-decision verdict is ``routing.cache_forecast``; this counts them for
+/metrics, the dashboard (``templates/metrics/_cache_forecast.html``) and
+``manage.py pinch_summary``, over the same window as the pinch card
+(``metrics.summary.summary_window``). One grouped query: rows per (verdict,
+the provider's miss reason, conversation), with the predicted and billed
+cache reads summed, so the share of the prompt the router expected read
+stands beside the share the provider billed read.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, Sum
+
+from metrics.summary import Window
+from routing.cache_forecast import HIT, MISS
+
+SHARE_DIGITS = 4
+
+
+def cache_forecast(window: Window) -> dict:
+    """The window's predicted-against-billed figures (keys end in ``_30d`` like the card's)."""
+    compared = window.decisions().filter(
+        predicted_cache_read_tokens__isnull=False,
+        cache_read_tokens__isnull=False,
+        usage_estimated=False,
+    )
+    rows = (
+        compared.values_list("cache_surprise", "cache_miss_reason", "conversation")
+        .annotate(
+            decisions=Count("id"),
+            predicted_read=Sum("predicted_cache_read_tokens"),
+            predicted_total=Sum("predicted_cache_read_tokens")
+            + Sum("predicted_cache_write_tokens")
+            + Sum("predicted_uncached_tokens"),
+            billed_read=Sum("cache_read_tokens"),
+            billed_total=Sum("prompt_tokens", filter=Q(prompt_tokens__isnull=False)),
+        )
+        .order_by()
+    )
+    return forecast_from_rows(list(rows))
+
+
+def forecast_context(window: Window) -> dict:
+    """The dashboard include's context (``_cache_forecast.html``): the figures, formatted once."""
+    figures = cache_forecast(window)
+    return {
+        "figures": figures,
+        "predicted_read": _percent(figures["predicted_read_share_30d"]),
+        "billed_read": _percent(figures["billed_read_share_30d"]),
+    }
+
+
+def forecast_text(figures: dict) -> str:
+    """The terminal lines of ``manage.py pinch_summary``."""
+    reasons = ", ".join(f"{k} {v:,}" for k, v in figures["cache_miss_reasons_30d"].items())
+    return "\n".join(
+        [
+            f"  cache forecast {figures['forecast_calls_30d']:,} calls compared: "
+            f"{_percent(figures['predicted_read_share_30d'])} of the prompt predicted read, "
+            f"{_percent(figures['billed_read_share_30d'])} billed read",
+            f"  surprises      {figures['cache_misses_30d']:,} missed (predicted warm, billed "
+            f"as written), {figures['cache_unexpected_hits_30d']:,} unexpected hits, in "
+            f"{figures['conversations_surprised_30d']:,} conversations"
+            + (f"; provider's reasons: {reasons}" if reasons else ""),
+        ]
+    )
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.1f}%"
+
+
+def forecast_from_rows(rows) -> dict:
+    """The figures from (verdict, reason, conversation, n, predicted read and total, billed)."""
+    compared = predicted_read = predicted_total = billed_read = billed_total = 0
+    surprises = {MISS: 0, HIT: 0}
+    reasons: dict[str, int] = {}
+    surprised: set[str] = set()
+    for verdict, reason, conversation, n, p_read, p_total, b_read, b_total in rows:
+        compared += n
+        predicted_read += p_read or 0
+        predicted_total += p_total or 0
+        billed_read += b_read or 0
+        billed_total += b_total or 0
+        if verdict in surprises:
+            surprises[verdict] += n
+            if conversation:
+                surprised.add(conversation)
+        if reason:
+            reasons[reason] = reasons.get(reason, 0) + n
+    return {
+        "forecast_calls_30d": compared,
+        "cache_misses_30d": surprises[MISS],
+        "cache_unexpected_hits_30d": surprises[HIT],
+        "conversations_surprised_30d": len(surprised),
+        "predicted_read_share_30d": _share(predicted_read, predicted_total),
+        "billed_read_share_30d": _share(billed_read, billed_total),
+        "cache_miss_reasons_30d": dict(sorted(reasons.items())),
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, SHARE_DIGITS) if whole else None

@@ -1,0 +1,101 @@
+"""The payback rule on the net cost (pinch/steps.py), by hand-computed cases and as properties.
+
+A step cheaper on its own request than sending the payload as it was is
+always taken; the margin guards only what later turns must repay; a cold
+cache has nothing to rewrite.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pinch.steps import CacheModel, net_cost_now, step_pays
+
+ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
+NO_PREMIUM = CacheModel(read_multiplier=0.1, write_multiplier=1.0)
+OLD_OPENAI = CacheModel(read_multiplier=0.25, write_multiplier=1.0)
+NO_CACHE = CacheModel(read_multiplier=1.0, write_multiplier=1.0)
+
+
+# Hand-computed: net now = (write - read) * rewritten - write * saved;
+# repaid = read * saved * turns (turns_ahead 1); taken when net <= 0 or repaid >= margin * net.
+@pytest.mark.parametrize(
+    ("saved", "rewritten", "turns", "cache", "min_payback", "pays"),
+    [
+        # The issue's case: 0.1 reads, no write premium, ~15.1k rewritten for
+        # 15.2k removed: 0.9 * 15100 - 15200 < 0, cheaper at once, taken
+        # whatever the margin (round two's gross rule refused it).
+        (15200, 15100, 6, NO_PREMIUM, 3.0, True),
+        (15200, 15100, 1, NO_PREMIUM, 1000.0, True),
+        # Anthropic: net = 1.15 * 2000 - 1.25 * 1000 = 1050; repaid 100 a turn.
+        (1000, 2000, 10, ANTHROPIC, 1.0, False),
+        (1000, 2000, 11, ANTHROPIC, 1.0, True),
+        # The margin applies to the net 1050 only: 3 * 1050 needs 32 turns.
+        (1000, 2000, 31, ANTHROPIC, 3.0, False),
+        (1000, 2000, 32, ANTHROPIC, 3.0, True),
+        # Older OpenAI: net = 0.75 * 2000 - 1000 = 500, repaid 250 a turn.
+        (1000, 2000, 2, OLD_OPENAI, 1.0, True),
+        (1000, 2100, 2, OLD_OPENAI, 1.0, False),
+        # Without a cache a rewrite costs nothing: any saving pays.
+        (1, 10**9, 1, NO_CACHE, 3.0, True),
+        # Nothing saved never pays, even when nothing is rewritten.
+        (0, 0, 1000, ANTHROPIC, 1.0, False),
+        (0, 1, 1000, ANTHROPIC, 1.0, False),
+    ],
+)
+def test_a_step_pays_when_cheaper_at_once_or_repaid_by_the_margin(
+    saved, rewritten, turns, cache, min_payback, pays
+):
+    assert step_pays(saved, rewritten, turns, cache, 1.0, min_payback) is pays
+
+
+def test_a_session_expected_to_run_longer_pays_for_a_larger_rewrite():
+    assert not step_pays(1000, 4000, 20, ANTHROPIC, 0.5, 1.0)
+    assert step_pays(1000, 4000, 20, ANTHROPIC, 2.0, 1.0)
+
+
+caches = st.builds(
+    CacheModel,
+    read_multiplier=st.floats(0.0, 1.0),
+    write_multiplier=st.floats(1.0, 2.0),
+)
+
+
+@given(
+    st.integers(1, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**4),
+    caches,
+    st.floats(0.01, 10.0),
+    st.floats(0.01, 1000.0),
+)
+def test_a_step_cheaper_at_once_is_never_refused(
+    saved, rewritten, turns, cache, turns_ahead, margin
+):
+    if net_cost_now(saved, rewritten, cache) <= 0:
+        assert step_pays(saved, rewritten, turns, cache, turns_ahead, margin)
+
+
+@given(st.integers(1, 10**6), caches, st.floats(0.01, 1000.0))
+def test_a_step_on_a_cold_cache_rewrites_nothing_paid_for_and_is_taken(saved, cache, margin):
+    assert step_pays(saved, 0, 0, cache, 1.0, margin)
+
+
+@given(st.integers(1, 10**5), st.integers(0, 10**5), st.integers(1, 500), caches)
+def test_a_larger_margin_never_takes_a_step_a_smaller_one_refuses(saved, rewritten, turns, cache):
+    if step_pays(saved, rewritten, turns, cache, 1.0, 5.0):
+        assert step_pays(saved, rewritten, turns, cache, 1.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("lifetime", "gap", "cold"),
+    [
+        (300, None, False),
+        (300, 299.9, False),
+        (300, 300, False),
+        (300, 300.1, True),
+        (3600, 900, False),
+    ],
+)
+def test_a_gap_longer_than_the_cache_lifetime_is_cold(lifetime, gap, cold):
+    assert CacheModel(lifetime_seconds=lifetime).cold_after(gap) is cold
