@@ -24,8 +24,8 @@ from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from metrics.charts import DayPoint, savings_chart
-from metrics.formatting import pinch_card
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
+from router_project.formatting import pinch_card
 from routing.config import RouterConfig
 from routing.knobs import knob_values
 from routing.models import NET_SAVED, RECENT_DECISIONS, TOKENS_SAVED, RouteDecision

@@ -24,7 +24,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
-from metrics.formatting import (
+from router_project.formatting import (
     CARD_KEYS,
     format_count_or_missing,
     format_latency,
@@ -117,7 +117,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
 
 
 # ---------------------------------------------------------------------------
-# Formatting: the figures as the dashboard and admin show them (metrics.formatting).
+# Formatting: the figures as the dashboard and admin show them (router_project.formatting).
 
 
 def decision_cells(row: dict) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 
+from router_project.views import home
 from routing.views import unknown_endpoint
 
 urlpatterns = [
@@ -11,6 +12,7 @@ urlpatterns = [
     path("v1", csrf_exempt(unknown_endpoint)),
     path("", include("metrics.urls")),
     path("admin/", admin.site.urls),
+    path("", home, name="home"),
 ]
 
 # A crash under /v1 answers JSON in the OpenAI shape (routing.errors.server_error), and so

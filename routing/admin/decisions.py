@@ -1,7 +1,7 @@
 """Admin for the decision log: read-only, filterable by what pinch did.
 
 The list shows what an operator looks for first (time, model, status, tokens
-in -> out, saved, cost, latency), formatted by ``metrics.formatting`` like the
+in -> out, saved, cost, latency), formatted by ``router_project.formatting`` like the
 dashboard and the TUI; everything else is on the decision's page.
 """
 
@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html
 
-from metrics.formatting import (
+from router_project.formatting import (
     format_cost,
     format_count_or_missing,
     format_latency,

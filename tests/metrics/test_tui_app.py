@@ -17,9 +17,9 @@ import pytest
 from django.db import connection
 from textual.widgets import DataTable, Static
 
-from metrics.formatting import CARD_KEYS
 from metrics.summary import pinch_summary
 from metrics.tui import DECISION_COLUMNS, RouterTui
+from router_project.formatting import CARD_KEYS
 from routing.auth import create_api_key
 from tests.support.decisions import decision, seed
 from tests.support.ports import refused_port

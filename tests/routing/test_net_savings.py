@@ -16,9 +16,9 @@ import openai
 import pytest
 from django.core.management import call_command
 
-from metrics.formatting import CARD_KEYS, pinch_card
 from metrics.summary import pinch_summary
 from metrics.tui import RouterTui
+from router_project.formatting import CARD_KEYS, pinch_card
 from routing.auth import create_api_key
 from routing.config.store import current_config
 from routing.models import RouteDecision

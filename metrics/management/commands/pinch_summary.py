@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from metrics.formatting import pinch_card
 from metrics.summary import DEFAULT_DAYS, pinch_summary
+from router_project.formatting import pinch_card
 from routing.config import ConfigError
 from routing.config.store import current_config
 

@@ -1,4 +1,4 @@
-"""The admin snapshot: one JSON document the dashboard and the TUI render.
+"""The admin snapshot (``GET /admin/api/snapshot``): one JSON document the TUI renders.
 
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.http import JsonResponse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 
 from metrics.summary import pinch_summary
+from metrics.views import get_only
+from routing.auth import key_for_request
 from routing.config import RouterConfig
-from routing.config.store import stored_overrides
+from routing.config.store import current_config, stored_overrides
+from routing.errors import error_response
 from routing.knobs import knob_values
 from routing.models import RECENT_DECISIONS, RouteDecision, tokens_saved
 
@@ -73,3 +78,22 @@ def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
         "recent_decisions": recent_decisions(),
         "generated_at": now.isoformat(),
     }
+
+
+def is_staff_request(request) -> bool:
+    """A staff user's admin session, or an active router API key marked staff."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated and user.is_staff:
+        return True
+    key = key_for_request(request)
+    return key is not None and key.is_staff
+
+
+@never_cache
+@get_only
+def snapshot_view(request):
+    if not is_staff_request(request):
+        return error_response(
+            403, "Staff only: log in to admin as staff, or use a staff API key.", "staff_only"
+        )
+    return JsonResponse(build_snapshot(current_config()))
