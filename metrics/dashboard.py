@@ -1,5 +1,11 @@
 """What the dashboard page shows: the Pinch savings card, savings per day, recent decisions.
 
+The card leads with the net saving after the prompt cache, coloured by its
+sign, and the conversations pinch made dearer beside those it made cheaper;
+gross figures follow. Other features' sections go in the card's slots
+(``metrics.card_slots``). The chart's legend prints the card's own figures,
+so the two never disagree in a digit.
+
 The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (one grouped query, ``metrics.summary``), the
 savings per day and chosen model (one grouped query, below) and the newest
@@ -23,9 +29,10 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from metrics.card_slots import filled_slots
 from metrics.charts import DayPoint, savings_chart
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
-from router_project.formatting import pinch_card
+from router_project.formatting import format_days, money_tone, pinch_card
 from routing.config import RouterConfig
 from routing.knobs import knob_values
 from routing.models import NET_SAVED, RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
@@ -100,8 +107,13 @@ def dashboard_context(
     return {
         "summary": summary,
         "card": pinch_card(summary),
+        # The net figure's colour; gross savings cannot be negative and are not coloured.
+        "net_tone": money_tone(summary["net_dollars_saved_usd_30d"]) if summary else "even",
+        "dearer_tone": "loss" if summary and summary["conversations_dearer_30d"] else "even",
+        "card_slots": filled_slots(config, window),
         "window": window,
         "window_days": days,
+        "window_text": format_days(days),
         "chart": savings_chart(daily_savings(window, config)),
         "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
         "recent_limit": RECENT_DECISIONS,

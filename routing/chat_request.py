@@ -28,8 +28,8 @@ from typing import Annotated, Literal
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from routing.config.schema import describe_errors
 from routing.errors import RouterError
+from routing.validation import as_param, describe, error_place
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 # Far above any agent session seen (the longest corpus session sends ~1,000);
@@ -169,17 +169,6 @@ class ChatRequest:
         return needed
 
 
-def _param(location: tuple) -> str:
-    """('messages', 3, 'role') -> 'messages[3].role', as OpenAI names a parameter."""
-    text = ""
-    for part in location:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
 def _code(error: ValidationError) -> str:
     first = error.errors()[0]
     location = first["loc"]
@@ -196,9 +185,8 @@ def parse_chat_request(body) -> ChatRequest:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
         first = error.errors()[0]
-        raise RouterError(
-            400, describe_errors(error), _code(error), _param(first["loc"]) or None
-        ) from None
+        param = as_param(error_place(body, first)) or None
+        raise RouterError(400, describe(error, body, as_param), _code(error), param) from None
     max_tokens = checked.max_completion_tokens or checked.max_tokens or 0
     return ChatRequest(
         body=body,

@@ -26,7 +26,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from pinch import CHARS_PER_TOKEN
 from routing import jsonio
 from routing.decisions import finish_decision
-from routing.errors import error_body, error_response
+from routing.errors import PROVIDER_KEY_STATUSES, error_body, error_response
 from routing.pricing import billed_prompt_cost_usd
 from routing.providers import ProviderError, monotonic_ms, provider_for
 
@@ -42,6 +42,9 @@ MAX_RETRY_AFTER_SECONDS = 5.0
 BACKOFF_BASE_SECONDS = 0.25
 # Rows of streams the client walked away from (nginx's code for it).
 CLIENT_CLOSED_STATUS = 499
+# Failures where no model ran: the connection failed, or the provider has no key.
+# Nothing was billed, so the row and /metrics charge no model with them.
+NOTHING_RAN = ("connect", "unconfigured")
 DONE_EVENT = b"data: [DONE]"
 
 
@@ -58,6 +61,7 @@ class Outcome:
     cache_write_tokens: int | None = None
     usage_estimated: bool = False
     model: object = None
+    nothing_ran: bool = False  # every try failed before any model ran (NOTHING_RAN)
     cost_usd: float | None = None
     # Set with the model that answered: the plan's estimate of the unpruned
     # request's (cached, written) split (None when pinch sent it whole: then
@@ -127,9 +131,10 @@ def _call_with_fallback(plan, outcome: Outcome, send):
                 )
                 log.debug("upstream_attempt_failed model=%s reason=%s", model.id, error.message)
                 last_error = error
-                # The answer and the row name the model whose failure is relayed.
-                outcome.model = model
-                outcome.cost_usd = plan.cost_on(model)
+                if error.kind not in NOTHING_RAN:
+                    # The answer and the row name the model whose failure is relayed.
+                    outcome.model = model
+                    outcome.cost_usd = plan.cost_on(model)
                 if not error.next_model_may_help:
                     raise UpstreamFailed(error) from None
                 if not error.retryable:
@@ -189,6 +194,8 @@ def _wait_to_retry(error: ProviderError, retry: int) -> bool:
 
 def failure_response(error: ProviderError, attempts: list = ()):
     """The client's answer when every try failed: relay a status, else 502/504 saying why."""
+    if error.kind == "status" and error.status in PROVIDER_KEY_STATUSES:
+        return error_response(502, error.message, "provider_key_rejected")
     if error.kind == "status":
         body = error.body
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -283,6 +290,9 @@ def _fail(decision, outcome: Outcome, failure: UpstreamFailed, headers: dict, wi
     response = wire.failure_response(failure.error, outcome.attempts)
     outcome.status = response.status_code
     outcome.error = tried(outcome.attempts)
+    outcome.nothing_ran = all(a["result"] in NOTHING_RAN for a in outcome.attempts)
+    if outcome.nothing_ran:
+        headers = {**headers, "X-Router-Model": "none"}
     log.warning(
         "upstream_failed decision=%s status=%s tried: %s",
         decision.id,

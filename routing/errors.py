@@ -52,6 +52,38 @@ ANTHROPIC_TYPES = {
 }
 
 
+# An upstream refusing the router's key for it: answered as 502, since the client's
+# own (router) key was accepted; relaying the 401 would read as a bad router key.
+PROVIDER_KEY_STATUSES = (401, 403)
+
+
+def provider_key_refused_message(provider: str, status: int, key_env: str | None, detail: str):
+    """A provider's 401/403, naming the provider and the variable its key comes from."""
+    said = f": {detail}" if detail else ""
+    if key_env:
+        fix = f"Set {key_env} to a valid key for {provider!r} and restart the router."
+        whose = f"the key in {key_env}"
+    else:
+        fix = f"Give provider {provider!r} an api_key_env in the router config."
+        whose = "the request (the config names no api_key_env for it)"
+    return (
+        f"Provider {provider!r} refused {whose} (HTTP {status}{said}). "
+        f"Your router key was accepted; this is the router's key for the provider. {fix}"
+    )
+
+
+def provider_not_found_message(provider: str, url: str, detail: str):
+    """A provider's 404, naming the URL asked and, when it lacks /v1, the likely fix."""
+    said = f": {detail}" if detail else ""
+    message = f"provider {provider!r} answered HTTP 404 at {url or 'its base_url'}{said}"
+    if url and "/v1/" not in url:
+        message += (
+            ". Its base_url has no /v1: OpenAI-compatible servers serve under /v1 "
+            "(e.g. base_url: http://localhost:11434/v1)"
+        )
+    return message
+
+
 class RouterError(Exception):
     """A request the router refuses or cannot complete; carries its HTTP status."""
 

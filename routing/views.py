@@ -24,6 +24,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
+from router_project.request_ids import decision_request_id
 from routing import dispatch
 from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.chat_request import parse_chat_body
@@ -96,7 +97,7 @@ def _read_body(request) -> bytes:
     return raw
 
 
-def explain_headers(plan, decision_id=None) -> dict:
+def explain_headers(plan, decision=None) -> dict:
     """What the router did, on every answer (see docs/explain.md)."""
     headers = {
         "X-Router-Path": plan.path,
@@ -112,15 +113,16 @@ def explain_headers(plan, decision_id=None) -> dict:
         headers["X-Router-Pinch-Capped"] = str(len(plan.pinch.capped))
     else:
         headers["X-Router-Pinch"] = "disabled"
-    if decision_id is not None:
-        headers["X-Router-Decision-Id"] = str(decision_id)
+    if plan.over_window:
+        headers["X-Router-Window-Exceeded"] = (
+            f"{plan.needed_window} tokens (prompt + max_tokens) sent to {plan.model.id}, "
+            f"whose context window is {plan.model.context_window}"
+        )
+    if decision is not None and decision.id is not None:
+        headers["X-Router-Decision-Id"] = str(decision.id)
         # The SDKs read x-request-id into ``request_id``: quoting it finds the row.
-        headers["X-Request-Id"] = request_id(decision_id)
+        headers["X-Request-Id"] = decision_request_id(decision.id, decision.fields["created_at"])
     return headers
-
-
-def request_id(decision_id) -> str:
-    return f"decision-{decision_id}"
 
 
 def dry_run_body(plan) -> dict:
@@ -175,7 +177,7 @@ def _serve(request, parse, wire_for, render_error):
         decision = open_decision(plan, key)
     except RouterError as error:
         return render_error(error)
-    headers = explain_headers(plan, decision.id)
+    headers = explain_headers(plan, decision)
     headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
     if chat.stream:
         return dispatch.stream(plan, decision, headers, wire)

@@ -15,6 +15,7 @@ from router_project.formatting import (
     format_latency,
     format_tokens_in_out,
 )
+from router_project.request_ids import decision_id_in
 from routing.models import RouteDecision
 
 
@@ -74,6 +75,7 @@ class RouteDecisionAdmin(admin.ModelAdmin):
     list_select_related = ("api_key",)
     date_hierarchy = "created_at"
     search_fields = ("requested_model", "chosen_model", "upstream_model")
+    search_help_text = "A model id, or a request id as the client saw it (X-Request-Id)."
     fieldsets = (
         (
             "Request",
@@ -89,6 +91,7 @@ class RouteDecisionAdmin(admin.ModelAdmin):
                     "tier",
                     "classifier",
                     "measured",
+                    "over_the_window",
                     "cost",
                     "streamed",
                 ]
@@ -129,6 +132,13 @@ class RouteDecisionAdmin(admin.ModelAdmin):
         ),
     )
 
+    def get_search_results(self, request, queryset, search_term):
+        # A quoted X-Request-Id (``20261201T183232Z-decision-129``) finds its row.
+        decision_id = decision_id_in(search_term)
+        if decision_id is not None:
+            return queryset.filter(pk=decision_id), False
+        return super().get_search_results(request, queryset, search_term)
+
     def get_queryset(self, request):
         # Annotated so the "tokens saved" column sorts in the database.
         return super().get_queryset(request).with_tokens_saved()
@@ -143,6 +153,7 @@ class RouteDecisionAdmin(admin.ModelAdmin):
     completion = _count("completion_tokens", "completion tokens")
     cached = _count("cached_tokens", "cached tokens")
     streamed = _yes_no("stream", "streamed")
+    over_the_window = _yes_no("over_window", "sent over the model's context window")
     relevance = _yes_no("relevance_used", "relevance ordering used")
     relevance_failed = _yes_no("relevance_fallback", "relevance failed (uniform pruning)")
     usage_is_estimate = _yes_no("usage_estimated", "usage estimated by the router")
@@ -158,6 +169,8 @@ class RouteDecisionAdmin(admin.ModelAdmin):
 
     @admin.display(description="model", ordering="chosen_model")
     def routed_to(self, obj):
+        if not obj.chosen_model:
+            return f"{obj.requested_model} → no model ran"
         if obj.requested_model == obj.chosen_model:
             return obj.chosen_model
         return f"{obj.requested_model} → {obj.chosen_model}"

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pinch.payback import CacheModel
+from routing.validation import describe, dotted, known_keys
 
 
 class ConfigError(ValueError):
@@ -307,20 +308,6 @@ class RouterConfig(Strict):
         )
 
 
-def describe_errors(error: ValidationError) -> str:
-    """One line per problem, each led by the dotted path of the key (shared with chat_request)."""
-    lines = []
-    for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = item["msg"]
-        if item["type"] == "extra_forbidden":
-            message = "unknown key"
-        elif message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
-        lines.append(f"{path}: {message}")
-    return "; ".join(lines)
-
-
 def validate_config(data: dict) -> RouterConfig:
     """Validate raw config data; raise ConfigError naming each bad key."""
     if not isinstance(data, dict):
@@ -328,4 +315,4 @@ def validate_config(data: dict) -> RouterConfig:
     try:
         return RouterConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(describe_errors(error)) from None
+        raise ConfigError(describe(error, data, dotted, known_keys(RouterConfig))) from None

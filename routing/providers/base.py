@@ -13,6 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.config import ModelConfig, ProviderConfig
+from routing.errors import (
+    PROVIDER_KEY_STATUSES,
+    provider_key_refused_message,
+    provider_not_found_message,
+)
 from routing.providers.redact import Redactor
 
 # Statuses worth a second try: rate limits and server-side failures (529:
@@ -125,8 +130,13 @@ class Provider:
 MAX_ERROR_BYTES = 64 * 1024
 
 
-def error_from_response(response, provider_name, api_key=None) -> ProviderError:
-    """A non-200 answer as a ProviderError; the key redacted after decoding (it gets relayed)."""
+def error_from_response(response, provider_name, api_key=None, key_env=None) -> ProviderError:
+    """A non-200 answer as a ProviderError; the key redacted after decoding (it gets relayed).
+
+    A refused key (401, 403) and a path the upstream does not serve (404)
+    name their cause (``routing.errors``): the provider and its key variable,
+    the URL asked and what a base_url usually ends in.
+    """
     redactor = Redactor([api_key])
     try:
         raw = next(response.iter_content(MAX_ERROR_BYTES), b"")
@@ -136,11 +146,19 @@ def error_from_response(response, provider_name, api_key=None) -> ProviderError:
         body = redactor.value(json.loads(raw))
     except ValueError:
         body = None
-    message = f"provider {provider_name!r} answered HTTP {response.status_code}"
+    detail = ""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        detail = body["error"].get("message")
+        detail = redactor.text(str(body["error"].get("message") or ""))
+    status = response.status_code
+    if status in PROVIDER_KEY_STATUSES:
+        message = provider_key_refused_message(provider_name, status, key_env, detail)
+    elif status == 404:
+        url = getattr(response, "shown_url", "")
+        message = provider_not_found_message(provider_name, url, detail)
+    else:
+        message = f"provider {provider_name!r} answered HTTP {status}"
         if detail:
-            message += f": {redactor.text(str(detail))}"
+            message += f": {detail}"
     return ProviderError(
         "status", message, response.status_code, body, retry_after_seconds(response)
     )

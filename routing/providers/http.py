@@ -54,8 +54,9 @@ class UpstreamResponse:
     (a stream the relay stopped at [DONE], a deadline) is closed.
     """
 
-    def __init__(self, response, started: float, deadline: float):
+    def __init__(self, response, started: float, deadline: float, shown_url: str = ""):
         self.raw = response
+        self.shown_url = shown_url  # the URL asked, without credentials: errors name it
         self.status_code = response.status
         self.headers = response.headers  # case-insensitive, like requests'
         self.attempt_started = started
@@ -117,7 +118,8 @@ class HttpProvider(Provider):
             raise ProviderError(
                 "connect", f"provider {self.name!r}: {type(error).__name__}"
             ) from None
-        return UpstreamResponse(response, started, deadline)
+        shown = self.config.shown_url + url.removeprefix(self.config.base_url or "")
+        return UpstreamResponse(response, started, deadline, shown)
 
     def _json_body(self, response) -> dict:
         """The whole answer, within the attempt's deadline, as a JSON object, key redacted."""
