@@ -100,7 +100,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
         raise SnapshotError(
             f"The router refused the token (HTTP {response.status_code}: "
             f"{_server_message(response).rstrip('.')}). Use an active staff API key "
-            "(manage.py createapikey NAME --staff)."
+            "(.venv/bin/python manage.py createapikey NAME --staff)."
         )
     if response.status_code != 200:
         raise SnapshotError(

@@ -113,6 +113,42 @@ def error_response(status: int, message: str, code: str | None = None, param=Non
     return response
 
 
+# What creates a router key, as README runs it: the system Python has no Django.
+CREATE_KEY_COMMAND = ".venv/bin/python manage.py createapikey NAME"
+
+
+def invalid_key_error(path: str) -> RouterError:
+    """The 401 for a missing or unknown router key, in the words of the client's protocol.
+
+    Claude Code (/v1/messages) sends its key as ``x-api-key``, from
+    ANTHROPIC_API_KEY; the OpenAI clients send ``Authorization: Bearer``.
+    """
+    if path.startswith(MESSAGES_PATH):
+        how = (
+            "Send your router key as 'x-api-key: <router key>' (Claude Code: set "
+            "ANTHROPIC_API_KEY to it, and ANTHROPIC_BASE_URL to the router) or as "
+            "'Authorization: Bearer <router key>'"
+        )
+    else:
+        how = "Send 'Authorization: Bearer <router key>'"
+    return RouterError(
+        401,
+        f"Missing or invalid API key. {how} (create one with: {CREATE_KEY_COMMAND}).",
+        "invalid_api_key",
+    )
+
+
+def body_too_large_error(size: int | None, limit: int) -> RouterError:
+    """The 413, naming the setting that raises the limit."""
+    what = f"The body is {size:,} bytes" if size is not None else "The body is over the limit"
+    return RouterError(
+        413,
+        f"{what}; the limit is {limit:,} bytes (ROUTER_MAX_BODY_BYTES, an environment "
+        "variable of the router).",
+        "body_too_large",
+    )
+
+
 def database_unavailable_error(what: str) -> RouterError:
     return RouterError(
         503, f"The router's database is unavailable: {what}. Try again shortly.", "db_unavailable"
@@ -192,6 +228,8 @@ class ApiErrorMiddleware:
 
         if isinstance(exception, ConfigError):
             message = f"The router's configuration is invalid: {exception}"
+            # The cause in the server log too, not only Django's "Internal Server Error".
+            log.error("config_invalid path=%s: %s", request.path, exception)
             return error_response(500, message, "bad_config")
         if not request.path.startswith(API_PATH_PREFIXES):
             return None
@@ -218,9 +256,21 @@ def server_error(request, *args, **kwargs):
 
 def bad_request(request, exception):
     """handler400: a request Django refuses before any view (a Host not in ALLOWED_HOSTS, a
-    suspicious header) answers in the OpenAI shape on an API path."""
+    suspicious header) answers in the OpenAI shape on an API path, naming the cause.
+
+    Django's own message names the host and ALLOWED_HOSTS ("Invalid HTTP_HOST
+    header: 'x'. You may need to add 'x' to ALLOWED_HOSTS."); the log line is
+    kept to that message (settings.LOGGING drops its traceback).
+    """
+    from django.core.exceptions import DisallowedHost
     from django.views.defaults import bad_request as html_bad_request
 
-    if request.path.startswith(API_PATH_PREFIXES):
-        return error_response(400, "The request was refused: bad Host or headers.", "bad_request")
-    return html_bad_request(request, exception)
+    if not request.path.startswith(API_PATH_PREFIXES):
+        return html_bad_request(request, exception)
+    if isinstance(exception, DisallowedHost):
+        message = (
+            f"The request was refused: {exception} ALLOWED_HOSTS is an environment variable "
+            "of the router (comma-separated)."
+        )
+        return error_response(400, message, "disallowed_host")
+    return error_response(400, f"The request was refused: {exception}", "bad_request")

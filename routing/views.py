@@ -33,8 +33,10 @@ from routing.errors import (
     MESSAGES_PATH,
     RouterError,
     anthropic_error_response,
+    body_too_large_error,
     database_unavailable_error,
     error_response,
+    invalid_key_error,
     router_error_response,
 )
 from routing.messages_request import parse_messages_body
@@ -72,12 +74,7 @@ def _authenticated_key(request) -> ApiKey:
     except KeyCheckUnavailable:
         raise database_unavailable_error("the API key cannot be checked") from None
     if key is None:
-        raise RouterError(
-            401,
-            "Missing or invalid API key. Send 'Authorization: Bearer <router key>' "
-            "(create one with: python manage.py createapikey NAME).",
-            "invalid_api_key",
-        )
+        raise invalid_key_error(request.path)
     return key
 
 
@@ -88,12 +85,10 @@ def _read_body(request) -> bytes:
     except ValueError:
         declared = 0
     if declared > limit:
-        raise RouterError(
-            413, f"The body is {declared} bytes; the limit is {limit}.", "body_too_large"
-        )
+        raise body_too_large_error(declared, limit)
     raw = request.body
     if len(raw) > limit:
-        raise RouterError(413, f"The body is over the limit of {limit} bytes.", "body_too_large")
+        raise body_too_large_error(None, limit)
     return raw
 
 

@@ -7,7 +7,8 @@ dashboard and the TUI; everything else is on the decision's page.
 
 from django.contrib import admin
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from router_project.formatting import (
     format_cost,
@@ -15,7 +16,7 @@ from router_project.formatting import (
     format_latency,
     format_tokens_in_out,
 )
-from router_project.request_ids import decision_id_in
+from router_project.request_ids import decision_id_in, decision_request_id
 from routing.models import RouteDecision
 
 
@@ -81,7 +82,8 @@ class RouteDecisionAdmin(admin.ModelAdmin):
             "Request",
             {
                 "fields": [
-                    "created_at",
+                    "time",
+                    "request_id",
                     "path",
                     "api_key",
                     "requested_model",
@@ -105,7 +107,7 @@ class RouteDecisionAdmin(admin.ModelAdmin):
                     "pinch_final",
                     "tokens_saved",
                     "pinch_summarized",
-                    "pinch_tools",
+                    "tools_compressed",
                     "relevance",
                     "relevance_failed",
                 ]
@@ -121,7 +123,7 @@ class RouteDecisionAdmin(admin.ModelAdmin):
                 "fields": [
                     "status_code",
                     "error",
-                    "attempts",
+                    "tries",
                     "latency",
                     "prompt",
                     "completion",
@@ -165,7 +167,36 @@ class RouteDecisionAdmin(admin.ModelAdmin):
 
     @admin.display(description="time (UTC)", ordering="created_at")
     def time(self, obj):
+        # One format on the list and the page (admin's own reads "Dec. 1, 2026, 6:32 p.m.").
         return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="request id (X-Request-Id)")
+    def request_id(self, obj):
+        return decision_request_id(obj.pk, obj.created_at)
+
+    @admin.display(description="tool results compressed")
+    def tools_compressed(self, obj):
+        """``bash: 3, read_file: 2``, most first: pinch_tools is {tool name: count}."""
+        tools = obj.pinch_tools if isinstance(obj.pinch_tools, dict) else {}
+        ranked = sorted(tools.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{name}: {count:,}" for name, count in ranked) or "—"
+
+    @admin.display(description="upstream tries")
+    def tries(self, obj):
+        """One line per try: model, result, status, time, and why it failed."""
+        attempts = obj.attempts if isinstance(obj.attempts, list) else []
+        if not attempts:
+            return "—"
+        lines = []
+        for attempt in attempts:
+            status = attempt.get("status")
+            words = [str(attempt.get("model", "?")), str(attempt.get("result", "?"))]
+            if status:
+                words.append(f"HTTP {status}")
+            words.append(format_latency(attempt.get("ms")))
+            reason = attempt.get("reason")
+            lines.append(" · ".join(words) + (f" — {reason}" if reason else ""))
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
     @admin.display(description="model", ordering="chosen_model")
     def routed_to(self, obj):

@@ -68,9 +68,8 @@ class RegisteredModelForm(forms.ModelForm):
         merged = apply_overrides(config_source().data(), overrides, models).get("models") or []
         index = next((i for i, m in enumerate(merged) if m.get("id") == model_id), None)
         for part in message.split("; "):
-            # Cross-reference checks run on the whole config, so pydantic reports them at
-            # the top level; the message itself still names models.<i>.<field>.
-            part = part.removeprefix("(top level): ")
+            # Cross-reference checks run on the whole config: their message names
+            # models.<i>.<field> itself.
             match = re.search(r"\bmodels\.(\d+)\.(\w+)", part)
             field = None
             if match and index is not None and int(match.group(1)) == index:
