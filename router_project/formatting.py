@@ -22,18 +22,32 @@ SHARE_KEYS = {"share_pruned"}  # shares of 1, shown as a percent
 # USD, for people: format_money.
 DOLLAR_KEYS = {"dollars_saved_usd_30d", "net_dollars_saved_usd_30d"}
 
-# The card's figures, in the order the surfaces list them.
+# The card's figures, in the order the surfaces list them: the money first, net
+# of the cache (it can be a loss), then the conversations it made cheaper and
+# dearer, then the gross saving and the counts behind it.
 CARD_KEYS = (
-    "share_pruned",
-    "total_tokens_saved",
-    "median_tokens_saved",
-    "dollars_saved_usd_30d",
     "net_dollars_saved_usd_30d",
     "conversations_cheaper_30d",
     "conversations_dearer_30d",
+    "dollars_saved_usd_30d",
+    "share_pruned",
+    "total_tokens_saved",
+    "median_tokens_saved",
     "pruned_calls_30d",
     "calls_30d",
 )
+# What a person reads beside each figure (the TUI; the card has its own wording).
+CARD_LABELS = {
+    "net_dollars_saved_usd_30d": "Net saved, after the cache",
+    "conversations_cheaper_30d": "Conversations cheaper",
+    "conversations_dearer_30d": "Conversations dearer",
+    "dollars_saved_usd_30d": "Gross saved, before the cache",
+    "share_pruned": "Share of calls pruned",
+    "total_tokens_saved": "Tokens saved",
+    "median_tokens_saved": "Median saved per pruned call",
+    "pruned_calls_30d": "Pruned calls",
+    "calls_30d": "Calls",
+}
 
 
 def format_count(value) -> str:
