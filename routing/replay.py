@@ -29,7 +29,6 @@ The command's table and report are in ``metrics.replay``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,52 +37,20 @@ from pinch import estimate_tokens, extract_text
 from pinch.lines import mentioned_tokens
 from routing.chat_request import parse_chat_request
 from routing.config import RouterConfig
-from routing.config.schema import ModelCacheConfig
 from routing.corpus import Session
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
-from routing.selection import estimated_tokens, tools_overhead_tokens
-
-
-class ReplayError(ValueError):
-    """The replay cannot start (bad path, bad file, bad setting); the message says why."""
-
-
-@dataclass(frozen=True)
-class CachePrices:
-    """A prompt priced under a prefix cache: multipliers of ``price_per_1m`` (USD per 1M tokens)."""
-
-    price_per_1m: float = 3.0
-    read_multiplier: float = 0.1
-    write_multiplier: float = 1.25
-
-    def __post_init__(self) -> None:
-        for name, option in (
-            ("price_per_1m", "--price-per-1m"),
-            ("read_multiplier", "--cache-read-multiplier"),
-            ("write_multiplier", "--cache-write-multiplier"),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ReplayError(f"{option}: must be a number >= 0, not {value!r}")
-
-    def cost(self, cached_tokens: int, uncached_tokens: int) -> float:
-        """Dollars for a prompt of ``cached_tokens`` read from cache and the rest written."""
-        weighted = cached_tokens * self.read_multiplier + uncached_tokens * self.write_multiplier
-        return weighted * self.price_per_1m / 1_000_000
-
-    @property
-    def label(self) -> str:
-        return f"({self.read_multiplier:g}, {self.write_multiplier:g})"
-
-
-# Anthropic and OpenAI from GPT-5.6; the same without a write premium; older OpenAI.
-PRICE_MODELS = (
-    CachePrices(read_multiplier=0.1, write_multiplier=1.25),
-    CachePrices(read_multiplier=0.1, write_multiplier=1.0),
-    CachePrices(read_multiplier=0.25, write_multiplier=1.0),
+from routing.pricing import billed_prompt_cost_usd
+from routing.replay_prices import (  # noqa: F401  (PRICE_MODELS, ReplayError: the replay's API)
+    CONFIGURED,
+    PRICE_MODELS,
+    CachePrices,
+    Prices,
+    ReplayError,
+    priced_config,
 )
+from routing.selection import estimated_tokens, tools_overhead_tokens
 
 
 @dataclass(frozen=True)
@@ -107,15 +74,24 @@ class TurnRecord:
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
+    # The model the request went to, and its cost with pinch and without at that
+    # model's configured prices, as the live router bills it (routing.pricing).
+    model: str = ""
+    configured_cost_usd: float = 0.0
+    configured_baseline_cost_usd: float = 0.0
 
     @property
     def pruned(self) -> bool:
         return bool(self.compressed or self.capped)
 
-    def cost(self, prices: CachePrices) -> float:
+    def cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_cost_usd
         return prices.cost(self.cached_tokens, self.uncached_tokens)
 
-    def baseline_cost(self, prices: CachePrices) -> float:
+    def baseline_cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_baseline_cost_usd
         return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
 
 
@@ -143,6 +119,8 @@ _SUMMED = (
     "baseline_uncached_tokens",
     "references",
     "references_kept",
+    "configured_cost_usd",
+    "configured_baseline_cost_usd",
 )
 
 
@@ -164,9 +142,13 @@ class Totals:
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
+    configured_cost_usd: float = 0.0
+    configured_baseline_cost_usd: float = 0.0
 
     def add(self, record: TurnRecord) -> None:
         self.requests += 1
+        self.configured_cost_usd += record.configured_cost_usd
+        self.configured_baseline_cost_usd += record.configured_baseline_cost_usd
         self.cached_tokens += record.cached_tokens
         self.uncached_tokens += record.uncached_tokens
         self.baseline_cached_tokens += record.baseline_cached_tokens
@@ -192,24 +174,28 @@ class Totals:
         return (self.original_tokens - self.final_tokens) / self.original_tokens
 
     # The cost is linear in the token split, so the cost of a sum of requests
-    # is the sum of their costs.
-    def cost(self, prices: CachePrices) -> float:
+    # is the sum of their costs; at the configured prices it is summed as it goes.
+    def cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_cost_usd
         return prices.cost(self.cached_tokens, self.uncached_tokens)
 
-    def baseline_cost(self, prices: CachePrices) -> float:
+    def baseline_cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_baseline_cost_usd
         return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
 
-    def cost_ratio(self, prices: CachePrices) -> float | None:
+    def cost_ratio(self, prices: Prices) -> float | None:
         """Cost with pinch over cost without it (1.0: the same; above 1: pinch cost more)."""
         baseline = self.baseline_cost(prices)
         return self.cost(prices) / baseline if baseline else None
 
-    def cost_saved_share(self, prices: CachePrices) -> float | None:
+    def cost_saved_share(self, prices: Prices) -> float | None:
         """Share of the baseline's cost saved; negative when pinch cost more."""
         ratio = self.cost_ratio(prices)
         return None if ratio is None else 1 - ratio
 
-    def costlier(self, prices: CachePrices) -> bool:
+    def costlier(self, prices: Prices) -> bool:
         """Whether pinch made this session dearer than sending it whole (beyond float noise)."""
         ratio = self.cost_ratio(prices)
         return ratio is not None and ratio > 1 + 1e-9
@@ -252,7 +238,7 @@ class ReplayResult:
             families[session.family].merge(session)
         return list(families.values())
 
-    def costlier_sessions(self, prices: CachePrices) -> list[str]:
+    def costlier_sessions(self, prices: Prices) -> list[str]:
         return [s.name for s in self.sessions if s.costlier(prices)]
 
 
@@ -280,46 +266,20 @@ def tools_block(tokens: int) -> list[dict[str, Any]] | None:
     return shell
 
 
-def priced_config(config: RouterConfig, prices: CachePrices) -> RouterConfig:
-    """``config`` with every model billed at ``prices``' multipliers (see ``cache_prices``).
-
-    Pinch's payback rule prices its steps by the model a request goes to; to
-    measure it under a price model, every model must bill that way: reads at
-    ``cached_prompt_price`` over ``prompt_price``, writes at 1.0 (no cache
-    block), 1.25 (a 5-minute cache block) or 2.0 (a 1-hour one). Every model
-    gets the same prompt price, so routing picks by tier and window alone.
-    """
-    write_blocks = {1.0: None, 1.25: ModelCacheConfig(ttl="5m"), 2.0: ModelCacheConfig(ttl="1h")}
-    if prices.write_multiplier not in write_blocks:
-        raise ReplayError(
-            f"--cache-write-multiplier: the router bills writes at 1, 1.25 or 2 "
-            f"(a model's cache block), not {prices.write_multiplier:g}"
-        )
-    if prices.read_multiplier > 1:
-        raise ReplayError(f"--cache-read-multiplier: at most 1, not {prices.read_multiplier:g}")
-    price = prices.price_per_1m or 1.0
-    changes = {
-        "prompt_price": price,
-        "cached_prompt_price": price * prices.read_multiplier,
-        "cache": write_blocks[prices.write_multiplier],
-    }
-    models = tuple(m.model_copy(update=changes) for m in config.models)
-    return config.model_copy(update={"models": models})
-
-
 def replay(
     sessions: list[Session],
     config: RouterConfig,
     model: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     tools_tokens: int = 0,
-    prices: CachePrices | None = None,
+    prices: Prices | None = None,
 ) -> ReplayResult:
     """Plan every request of every session; RouterErrors are counted, not raised.
 
-    With ``prices``, every model bills its cache that way (``priced_config``).
+    With a ``CachePrices``, every model bills its cache that way
+    (``priced_config``); None or ``CONFIGURED``: each at its configured prices.
     """
-    if prices is not None:
+    if prices is not None and prices is not CONFIGURED:
         config = priced_config(config, prices)
     model = replay_model(config, model)
     probe = PrefixProbe()  # in memory: one per run, forgotten with it
@@ -412,6 +372,11 @@ class _SessionReplay:
         uncached = tools + sum(sent) - cached
         references, kept = self._references(t, plan.send_messages)
         self.previous_turn = t
+        model = plan.model
+        # Writes are billed only by a model with a cache block (Anthropic's); others
+        # cache by themselves and charge the prompt price for the rest.
+        written = uncached if model.cache is not None else 0
+        baseline_written = baseline_uncached if model.cache is not None else 0
         return TurnRecord(
             conversation=session.name,
             turn=t,
@@ -428,6 +393,14 @@ class _SessionReplay:
             baseline_uncached_tokens=baseline_uncached,
             references=references,
             references_kept=kept,
+            model=model.id,
+            configured_cost_usd=billed_prompt_cost_usd(model, cached + uncached, cached, written),
+            configured_baseline_cost_usd=billed_prompt_cost_usd(
+                model,
+                baseline_cached + baseline_uncached,
+                baseline_cached,
+                baseline_written,
+            ),
         )
 
     def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:
