@@ -89,12 +89,14 @@ def test_gunicorn_stops_on_a_missing_config_file_with_one_line(tmp_path):
     assert "Router serving" not in output  # and never said it was
 
 
-def test_gunicorn_logs_a_provider_whose_key_variable_is_unset(tmp_path):
+def serve_once(tmp_path, **extra) -> tuple[int, str]:
+    """Serve the standard config under gunicorn until it answers, stop it: (port, its output)."""
     config = tmp_path / "router.yaml"
     config.write_text(yaml.safe_dump(base_config("http://127.0.0.1:1/v1")))
     with listening_socket() as sock:
         port = sock.getsockname()[1]
-        env = router_env(tmp_path, config, ROUTER_BIND=f"fd://{sock.fileno()}", ROUTER_WORKERS="1")
+        bind = {"ROUTER_BIND": f"fd://{sock.fileno()}", "ROUTER_WORKERS": "1"}
+        env = router_env(tmp_path, config, **bind, **extra)
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0"], env=env, check=True, cwd=ROOT
         )
@@ -111,6 +113,12 @@ def test_gunicorn_logs_a_provider_whose_key_variable_is_unset(tmp_path):
         finally:
             server.terminate()
             output = server.communicate(timeout=20)[0].decode()
+    return port, output
+
+
+def test_gunicorn_logs_a_provider_whose_key_variable_is_unset(tmp_path):
+    port, output = serve_once(tmp_path)
+
     assert f"Router serving on http://127.0.0.1:{port} (create a key: .venv/bin/python" in output
     assert (
         f"[WARNING] provider 'up': the environment variable {PROVIDER_KEY_ENV} is not set" in output
@@ -153,27 +161,7 @@ def test_a_second_router_on_the_host_leaves_the_first_ones_control_socket(tmp_pa
     running = tmp_path / ".gunicorn" / "gunicorn.ctl"
     running.parent.mkdir()
     running.write_text("the first router's")
-    config = tmp_path / "router.yaml"
-    config.write_text(yaml.safe_dump(base_config("http://127.0.0.1:1/v1")))
-    with listening_socket() as sock:
-        port = sock.getsockname()[1]
-        env = router_env(tmp_path, config, ROUTER_BIND=f"fd://{sock.fileno()}", ROUTER_WORKERS="1")
-        env["HOME"] = str(tmp_path)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v0"], env=env, check=True, cwd=ROOT
-        )
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "router_project/gunicorn.conf.py"],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=(sock.fileno(),),
-        )
-        try:
-            wait_until_serving(server, f"http://127.0.0.1:{port}")
-        finally:
-            server.terminate()
-            server.communicate(timeout=20)
+
+    serve_once(tmp_path, HOME=str(tmp_path))
 
     assert running.read_text() == "the first router's"

@@ -212,6 +212,9 @@ def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted
     # Not the 401 the client would read as its own router key refused.
     error = assert_error(response, 502, "provider_key_rejected")
     assert "Incorrect API key provided: [redacted]" in error["message"]
+    # It names the provider and the variable its key comes from.
+    assert "Provider 'up' refused the key in TEST_PROVIDER_KEY (HTTP 401" in error["message"]
+    assert "Your router key was accepted" in error["message"]
     assert PROVIDER_KEY not in response.text
     assert PROVIDER_KEY not in RouteDecision.objects.get().error
 
