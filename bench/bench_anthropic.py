@@ -14,7 +14,7 @@ times, as the router runs them:
   the chat-completions body the OpenAI-compatible provider sends;
 * inbound (a Claude Code request on /v1/messages, the same conversation as a
   Messages body): reading it into the chat-completions request the pipeline
-  plans on (``inbound.from_messages_request``), and mapping pinch's changes
+  plans on (``request.messages_to_chat``), and mapping pinch's changes
   back onto the client's body for a Claude upstream (``inbound.native_request``).
 
 Figures are medians over the requests of ms per 100k prompt tokens (the
@@ -47,9 +47,10 @@ from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from routing.config import DEFAULT_CONFIG_PATH, apply_overrides, validate_config
 from routing.config.source import read_config_file
-from routing.protocols.anthropic.cache import place_breakpoints
-from routing.protocols.anthropic.inbound import from_messages_request, native_request
-from routing.protocols.anthropic.request import to_messages_request
+from routing.protocols.messages.inbound import native_request
+from routing.protocols.messages.request import messages_to_chat
+from routing.providers.anthropic.cache import place_breakpoints
+from routing.providers.anthropic.request import to_messages_request
 from routing.pruning import pinch_messages, stable_prefixes
 
 PER = 100_000
@@ -106,7 +107,7 @@ def main() -> None:
             messages_body = translate().body
             # The request as Claude Code would send it: the unpruned conversation.
             inbound = to_messages_request({**body, "messages": request}).body
-            chat, source = from_messages_request(inbound)
+            chat, source = messages_to_chat(inbound)
             pruned, _ = pinch_messages(chat["messages"], pinch, 0)
             per = PER / max(outcome.original_tokens, 1)
             timings = {
@@ -115,7 +116,7 @@ def main() -> None:
                 "translate + breakpoints": translate,
                 "serialise Messages body": lambda b=messages_body: json.dumps(b),
                 "serialise chat body": lambda b=body: json.dumps(b),
-                "inbound: Messages -> chat": lambda b=inbound: from_messages_request(b),
+                "inbound: Messages -> chat": lambda b=inbound: messages_to_chat(b),
                 "inbound: pinch back onto it": lambda s=source, c=chat, p=pruned: native_request(
                     s, c["messages"], p, "claude"
                 ),

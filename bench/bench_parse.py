@@ -1,13 +1,13 @@
 """How long the router takes to read a request body: JSON parsing plus the one schema check.
 
-Every request pays this before anything else, so the schema (routing/chat_request.py)
+Every request pays this before anything else, so the schema (routing/protocols/chat/request.py)
 must cost no more than the hand-written checks it replaced. The body is the last
 request of corpus session 026 (368 KB of agent history), the same one
 bench/bench_proxy.py drives through the router.
 
 Run: ``.venv/bin/python bench/bench_parse.py [--rounds N] [--baseline REV]``;
 prints the median over rounds of the per-call time, one ``json.loads`` alone
-as the floor and, with ``--baseline``, the parse of routing/chat_request.py as
+as the floor and, with ``--baseline``, the parse of routing/protocols/chat/request.py as
 it was at git revision REV (``json.loads`` + its ``parse_chat_request``),
 measured in the same rounds, interleaved, so a noisy moment hits both.
 ``--baseline ae267c8`` is the hand-written checks the schema replaced.
@@ -48,7 +48,7 @@ def per_call_ms(function, raw: bytes, calls: int) -> float:
 
 
 def baseline_parser(revision: str):
-    """json.loads + parse_chat_request of routing/chat_request.py at a git revision."""
+    """json.loads + parse_chat_request of routing/chat_request.py (its old path) at REV."""
     source = subprocess.run(
         ["git", "show", f"{revision}:routing/chat_request.py"],
         cwd=ROOT,
@@ -73,7 +73,7 @@ def main():
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
     django.setup()
-    from routing.chat_request import parse_chat_body
+    from routing.protocols.chat.request import parse_chat_body
 
     raw = agent_body()
     parse_chat_body(raw)  # warm up (imports, schema build)

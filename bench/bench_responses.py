@@ -5,7 +5,7 @@ to chat messages before the pipeline plans on them (and, for a chat
 upstream, the answer back). This replays the shared corpus as Codex would
 send it: each request ``messages[:t]`` of each conversation rewritten as
 ``input`` items (messages, ``function_call``, ``function_call_output``), and
-times ``routing.protocols.responses.inbound.from_responses_request`` on it,
+times ``routing.protocols.responses.request.responses_to_chat`` on it,
 per 100k tokens of conversation. Beside it, as a floor, ``json.loads`` and
 ``json.dumps`` of the same Responses body: the router must parse it anyway.
 The answer side is timed once per request: a 2,000-character chat answer
@@ -30,8 +30,8 @@ from bench.corpus import bench_conversations, requests_of
 from bench.machine import describe_machine
 from pinch import extract_text
 from pinch.tokens import estimate_tokens
-from routing.protocols.responses.inbound import from_responses_request
 from routing.protocols.responses.reply import ResponseEvents, to_response
+from routing.protocols.responses.request import responses_to_chat
 
 ANSWER = "word " * 400  # a 2,000-character answer
 
@@ -88,12 +88,10 @@ def main() -> None:
                 continue
             raw = json.dumps(body)
             tokens = max(estimate_tokens(raw), 1)
-            translate.append(
-                (median_ns(lambda b=body: from_responses_request(b), args.rounds), tokens)
-            )
+            translate.append((median_ns(lambda b=body: responses_to_chat(b), args.rounds), tokens))
             floor.append((median_ns(lambda r=raw: json.dumps(json.loads(r)), args.rounds), tokens))
 
-    _, source = from_responses_request({"model": "auto", "input": "hi"})
+    _, source = responses_to_chat({"model": "auto", "input": "hi"})
     completion = {"choices": [{"message": {"role": "assistant", "content": ANSWER}}], "usage": {}}
     chunks = answer_chunks()
 
@@ -113,7 +111,7 @@ def main() -> None:
     print("µs per 100k tokens of request: median and worst per request, overall = sum/sum")
     print(f"{'':34} {'median':>8} {'worst':>8} {'overall':>8} {'x json':>7}")
     floor_overall = sum(ns for ns, _ in floor) / 1000 * PER / sum(t for _, t in floor)
-    for name, rows in (("from_responses_request", translate), ("json.loads+dumps (floor)", floor)):
+    for name, rows in (("responses_to_chat", translate), ("json.loads+dumps (floor)", floor)):
         speeds = [per_100k_us(ns, t) for ns, t in rows]
         overall = sum(ns for ns, _ in rows) / 1000 * PER / sum(t for _, t in rows)
         print(

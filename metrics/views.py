@@ -15,7 +15,7 @@ from metrics.permissions import metrics_token_ok
 from metrics.prometheus import exposition
 from metrics.report import metrics_report
 from routing.config.store import current_config
-from routing.errors import error_response
+from routing.protocols.chat.errors import error_response
 
 PROMETHEUS_TYPES = {"text/plain", "application/openmetrics-text"}
 JSON_TYPES = {"application/json", "application/*", "*/*"}

@@ -62,7 +62,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "routing.errors.ApiErrorMiddleware",
+    "routing.error_handlers.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "router_project.urls"
@@ -137,7 +137,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "routing.errors.openai_exception_handler",
+    "EXCEPTION_HANDLER": "routing.error_handlers.openai_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -19,9 +19,9 @@ from metrics.views import get_only
 from routing.auth import key_for_request
 from routing.config import RouterConfig
 from routing.config.store import current_config, stored_overrides
-from routing.errors import error_response
 from routing.knobs import knob_values
 from routing.models import RECENT_DECISIONS, RouteDecision, tokens_saved
+from routing.protocols.chat.errors import error_response
 
 _DECISION_FIELDS = (
     "id",

@@ -1,21 +1,22 @@
 """URL map: the OpenAI-compatible API, metrics, the dashboard and Django admin."""
 
 from django.contrib import admin
-from django.urls import include, path
-from django.views.decorators.csrf import csrf_exempt
+from django.urls import include, path, re_path
 
 from router_project.views import home
-from routing.views import unknown_endpoint
+from routing.unknown_endpoint import unknown_endpoint
 
 urlpatterns = [
     path("v1/", include("routing.urls")),
-    path("v1", csrf_exempt(unknown_endpoint)),
+    # Every other path under /v1, whatever the method (no CSRF: API clients send no cookie).
+    re_path(r"^v1/(?P<rest>.*)$", unknown_endpoint, name="unknown-endpoint"),
+    path("v1", unknown_endpoint),
     path("", include("metrics.urls")),
     path("admin/", admin.site.urls),
     path("", home, name="home"),
 ]
 
-# A crash under /v1 answers JSON in the OpenAI shape (routing.errors.server_error), and so
+# A crash under /v1 answers JSON in the OpenAI shape (routing.error_handlers.server_error), and so
 # does a request Django refuses before any view, e.g. a Host not in ALLOWED_HOSTS.
-handler500 = "routing.errors.server_error"
-handler400 = "routing.errors.bad_request"
+handler500 = "routing.error_handlers.server_error"
+handler400 = "routing.error_handlers.bad_request"

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from pinch import estimate_tokens, extract_text, last_user_text
 from routing.config import RouterConfig
-from routing.providers import ProviderError, provider_for
+from routing.errors import ProviderError
+from routing.providers import provider_for
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from pinch import estimate_tokens, extract_text
-from routing.chat_request import ChatRequest
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.decisions import OpenDecision, new_decision
@@ -29,7 +28,8 @@ from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
-from routing.providers import CallContext, speaks
+from routing.protocols.canonical import ChatRequest
+from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
@@ -164,7 +164,11 @@ def plan_request(
             # Server tools, documents, built-in tools...: only a model that takes the
             # client's protocol as sent can serve them (Claude Code's WebSearch, a
             # Responses request with file_search, are such requests).
-            native = [m for m in candidates if speaks(config, m, source.native_flag)]
+            native = [
+                m
+                for m in candidates
+                if source.served_natively(model_provider(config, m).capabilities)
+            ]
             candidates = native or candidates
     else:
         candidates = [pinned]

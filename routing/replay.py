@@ -35,13 +35,13 @@ from typing import Any
 
 from pinch import estimate_tokens, extract_text
 from pinch.lines import mentioned_tokens
-from routing.chat_request import parse_chat_request
 from routing.config import RouterConfig
 from routing.corpus import Session
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
 from routing.pricing import billed_prompt_cost_usd
+from routing.protocols.chat.request import parse_chat_request
 from routing.replay_prices import (  # noqa: F401  (PRICE_MODELS, ReplayError: the replay's API)
     CONFIGURED,
     PRICE_MODELS,

@@ -1,28 +1,28 @@
 """The API under /v1/: OpenAI chat completions and Responses, the Anthropic Messages API,
-the models; anything else under /v1/ answers a JSON 404."""
+the models. Anything else under /v1/ answers a JSON 404 (routing.unknown_endpoint, mounted
+after these in router_project/urls.py)."""
 
 import re
 
-from django.urls import path, re_path
-from django.views.decorators.csrf import csrf_exempt
+from django.urls import path
 
+from routing.protocols.chat.wire import CHAT
+from routing.protocols.messages.wire import MESSAGES
+from routing.protocols.responses.wire import RESPONSES
 from routing.views import (
-    ChatCompletionsView,
+    CompletionView,
     CountTokensView,
-    MessagesView,
     ModelsView,
     ModelView,
     ResponseInputItemsView,
-    ResponsesView,
     ResponseView,
-    unknown_endpoint,
 )
 
 urlpatterns = [
-    path("chat/completions", ChatCompletionsView.as_view(), name="chat-completions"),
-    path("messages", MessagesView.as_view(), name="messages"),
+    path("chat/completions", CompletionView.as_view(protocol=CHAT), name="chat-completions"),
+    path("messages", CompletionView.as_view(protocol=MESSAGES), name="messages"),
     path("messages/count_tokens", CountTokensView.as_view(), name="messages-count-tokens"),
-    path("responses", ResponsesView.as_view(), name="responses"),
+    path("responses", CompletionView.as_view(protocol=RESPONSES), name="responses"),
     path("responses/<str:response_id>", ResponseView.as_view(), name="response"),
     path(
         "responses/<str:response_id>/input_items",
@@ -31,8 +31,6 @@ urlpatterns = [
     ),
     path("models", ModelsView.as_view(), name="models"),
     path("models/<path:model_id>", ModelView.as_view(), name="model"),
-    # Last: every other path, whatever the method (no CSRF: API clients send no cookie).
-    re_path(r"^(?P<rest>.*)$", csrf_exempt(unknown_endpoint), name="unknown-endpoint"),
 ]
 
 

@@ -153,14 +153,3 @@ def describe(error: ValidationError, data, name_path, vocabulary: Iterable[str] 
 def dotted(path: tuple) -> str:
     """('models', 1, 'provider') -> 'models.1.provider', as the config's keys are named."""
     return ".".join(str(part) for part in path)
-
-
-def as_param(path: tuple) -> str:
-    """('messages', 3, 'role') -> 'messages[3].role', as OpenAI names a parameter."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text

@@ -2,14 +2,15 @@
 (+ GET and DELETE /v1/responses/{id}, GET .../input_items), GET /v1/models[/{id}].
 
 Views are thin: authenticate, parse the body with the one schema of its
-protocol, call the pipeline, render. The three completion endpoints run the same
-``_serve``; what differs is the parser, the dispatcher's wire and the error
-shape (OpenAI's, or Anthropic's on /v1/messages), through routing.errors. Any
-other path under /v1 (``unknown_endpoint``) gets a JSON 404 that lists the
-endpoints served: an SDK calling one the router does not serve learns which.
-The completion views are plain Django views: they read the raw body
-themselves, so DRF's request wrapping, content negotiation and parsers would
-be work for nothing on the hot path.
+protocol, call the pipeline, render. The three completion endpoints are one
+view, ``CompletionView``, parametrised by its client protocol
+(routing.protocols.base.ClientProtocol: the parser, the dispatcher's wire,
+the error shape). Every view authenticates through one policy, ``ApiView``:
+the router key is checked before the handler runs, and any RouterError
+leaves in the view's protocol's error shape. The views are plain Django
+views: they read the raw body themselves, so DRF's request wrapping, content
+negotiation and parsers would be work for nothing on the hot path, and any
+``Accept`` is served (Codex CLI asks for ``text/event-stream``).
 """
 
 import time
@@ -21,54 +22,30 @@ from django.http import JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.views import APIView
 
 from router_project.request_ids import decision_request_id
-from routing import dispatch
 from routing.auth import KeyCheckUnavailable, key_for_request
-from routing.chat_request import parse_chat_body
 from routing.config.store import current_config
+from routing.dispatch import relay
 from routing.errors import (
-    MESSAGES_PATH,
     RouterError,
-    anthropic_error_response,
     body_too_large_error,
     database_unavailable_error,
-    error_response,
     invalid_key_error,
-    router_error_response,
 )
-from routing.messages_request import parse_messages_body
-from routing.messages_wire import MessagesWire, count_tokens, forwarded_headers
-from routing.models import ApiKey
 from routing.pipeline import open_decision, plan_request, unknown_model_error
-from routing.responses_request import parse_responses_body
-from routing.responses_store import delete_response, input_items_page, stored_response
-from routing.responses_wire import ResponsesWire, optional_tools
+from routing.protocols.base import ClientProtocol
+from routing.protocols.chat.wire import CHAT
+from routing.protocols.messages.request import parse_messages_body
+from routing.protocols.messages.wire import MESSAGES, count_tokens, forwarded_headers
+from routing.protocols.responses.store import delete_response, input_items_page, stored_response
+from routing.providers import model_provider
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 
 
-class AnyAccept(BaseContentNegotiation):
-    """The API answers JSON or an event stream whatever ``Accept`` says.
-
-    The views build their responses themselves; DRF's negotiation would only
-    refuse clients that ask for ``text/event-stream`` (Codex CLI does) with a 406.
-    """
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-
-class ApiView(APIView):
-    content_negotiation_class = AnyAccept
-
-
-def _authenticated_key(request) -> ApiKey:
+def authenticated_key(request):
+    """The request's router key (an ApiKey), or RouterError: 401; 503 when it cannot be checked."""
     try:
         key = key_for_request(request)
     except KeyCheckUnavailable:
@@ -76,6 +53,38 @@ def _authenticated_key(request) -> ApiKey:
     if key is None:
         raise invalid_key_error(request.path)
     return key
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ApiView(View):
+    """The policy of every API view: a router key first, every refusal in the protocol's shape.
+
+    ``request.api_key`` is the caller's key when the handler runs. A method
+    the view does not serve is a 405 before the key is looked at.
+    """
+
+    protocol: ClientProtocol = CHAT
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.method.lower() not in self.http_method_names:
+            return self.http_method_not_allowed(request)
+        try:
+            request.api_key = authenticated_key(request)
+            return super().dispatch(request, *args, **kwargs)
+        except RouterError as error:
+            return self.protocol.render_error(error)
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        allowed = " or ".join(m.upper() for m in self.http_method_names)
+        response = self.protocol.render_error(
+            RouterError(
+                405,
+                f"Method {request.method} is not allowed here; use {allowed}.",
+                "method_not_allowed",
+            )
+        )
+        response["Allow"] = ", ".join(m.upper() for m in self.http_method_names)
+        return response
 
 
 def _read_body(request) -> bytes:
@@ -156,95 +165,42 @@ def _config():
         raise database_unavailable_error("the configuration cannot be read") from None
 
 
-def _serve(request, parse, wire_for, render_error):
-    """Authenticate, parse, plan, record, dispatch: every completion endpoint's one path."""
-    started = time.monotonic()
-    try:
-        key = _authenticated_key(request)
-        chat = parse(_read_body(request), key)
+class CompletionView(ApiView):
+    """A completion endpoint: parse, plan, check, record, dispatch; one path for every protocol."""
+
+    http_method_names = ["post"]
+
+    def post(self, request):
+        started = time.monotonic()
+        key = request.api_key
+        planned = self.protocol.parse(_read_body(request), request, key)
         config = _config()
         dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
-        plan = plan_request(chat, config, api_key_id=key.pk, measure_prefix=not dry_run)
+        plan = plan_request(planned, config, api_key_id=key.pk, measure_prefix=not dry_run)
         if dry_run:
             return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
-        wire = wire_for(request, chat, key, config)
-        wire.check(plan)
+        wire = self.protocol.wire(request, planned, key, config)
+        wire.check(plan, model_provider(config, plan.model))
         decision = open_decision(plan, key)
-    except RouterError as error:
-        return render_error(error)
-    headers = explain_headers(plan, decision)
-    headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
-    if chat.stream:
-        return dispatch.stream(plan, decision, headers, wire)
-    return dispatch.complete(plan, decision, headers, wire)
+        headers = explain_headers(plan, decision)
+        headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
+        if planned.stream:
+            return relay.stream(plan, decision, headers, wire)
+        return relay.complete(plan, decision, headers, wire)
 
 
-def _anthropic_error(error: RouterError):
-    return anthropic_error_response(error.status, error.message)
-
-
-@method_decorator(csrf_exempt, name="dispatch")
-class OpenAIView(View):
-    """An OpenAI completion endpoint: POST only, every error in the OpenAI shape."""
-
-    http_method_names = ["post"]
-
-    def http_method_not_allowed(self, request, *args, **kwargs):
-        return error_response(
-            405,
-            f"Method {request.method} is not allowed here; use POST.",
-            "method_not_allowed",
-            headers={"Allow": "POST"},
-        )
-
-
-class ChatCompletionsView(OpenAIView):
-    def post(self, request):
-        return _serve(
-            request,
-            lambda raw, key: parse_chat_body(raw),
-            lambda request, chat, key, config: dispatch.CHAT,
-            router_error_response,
-        )
-
-
-@method_decorator(csrf_exempt, name="dispatch")
-class AnthropicView(View):
-    """A Messages API endpoint: POST only, every error in Anthropic's shape."""
-
-    http_method_names = ["post"]
-
-    def http_method_not_allowed(self, request, *args, **kwargs):
-        response = anthropic_error_response(
-            405, f"Method {request.method} is not allowed here; use POST."
-        )
-        response["Allow"] = "POST"
-        return response
-
-
-class MessagesView(AnthropicView):
-    """The Anthropic Messages API, for Claude Code (ANTHROPIC_BASE_URL at the router)."""
-
-    def post(self, request):
-        return _serve(
-            request,
-            lambda raw, key: parse_messages_body(raw),
-            lambda request, chat, key, config: MessagesWire(forwarded_headers(request), chat.model),
-            _anthropic_error,
-        )
-
-
-class CountTokensView(AnthropicView):
+class CountTokensView(ApiView):
     """The prompt's input tokens: the Claude upstream's count, else the router's estimate."""
 
+    protocol = MESSAGES
+    http_method_names = ["post"]
+
     def post(self, request):
-        try:
-            key = _authenticated_key(request)
-            chat = parse_messages_body(_read_body(request), count_only=True)
-            plan = plan_request(chat, _config(), api_key_id=key.pk, measure_prefix=False)
-        except RouterError as error:
-            return _anthropic_error(error)
-        return JsonResponse(count_tokens(plan, forwarded_headers(request)))
+        planned = parse_messages_body(_read_body(request), count_only=True)
+        config = _config()
+        plan = plan_request(planned, config, api_key_id=request.api_key.pk, measure_prefix=False)
+        provider = model_provider(config, plan.model)
+        return JsonResponse(count_tokens(plan, provider, forwarded_headers(request)))
 
 
 def _model_object(config, model_id: str, created: int) -> dict | None:
@@ -272,61 +228,35 @@ def _model_object(config, model_id: str, created: int) -> dict | None:
     }
 
 
-class ResponsesView(OpenAIView):
-    """The OpenAI Responses API, for Codex CLI and the openai-agents SDK."""
-
-    def post(self, request):
-        return _serve(
-            request,
-            lambda raw, key: parse_responses_body(raw, key.pk, optional_tools(request)),
-            lambda request, chat, key, config: ResponsesWire(
-                chat, key.pk, config.responses.store_ttl_hours
-            ),
-            router_error_response,
-        )
-
-
 class ResponseView(ApiView):
     """A stored response: read it back, or delete it."""
 
+    http_method_names = ["get", "delete"]
+
     def get(self, request, response_id):
-        try:
-            key = _authenticated_key(request)
-            row = stored_response(key.pk, response_id)
-        except RouterError as error:
-            return router_error_response(error)
-        return JsonResponse(row.response)
+        return JsonResponse(stored_response(request.api_key.pk, response_id).response)
 
     def delete(self, request, response_id):
-        try:
-            key = _authenticated_key(request)
-            delete_response(key.pk, response_id)
-        except RouterError as error:
-            return router_error_response(error)
+        delete_response(request.api_key.pk, response_id)
         return JsonResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
 class ResponseInputItemsView(ApiView):
     """The input items a stored response answered, a page at a time."""
 
+    http_method_names = ["get"]
+
     def get(self, request, response_id):
-        try:
-            key = _authenticated_key(request)
-            page = input_items_page(key.pk, response_id, request.GET)
-        except RouterError as error:
-            return router_error_response(error)
-        return JsonResponse(page)
+        return JsonResponse(input_items_page(request.api_key.pk, response_id, request.GET))
 
 
 class ModelsView(ApiView):
     """The models, in a list both SDKs read: OpenAI's fields and Anthropic's side by side."""
 
+    http_method_names = ["get"]
+
     def get(self, request):
-        try:
-            _authenticated_key(request)
-            config = _config()
-        except RouterError as error:
-            return router_error_response(error)
+        config = _config()
         created = int(time.time())
         ids = [config.routing.auto_model, *(m.id for m in config.models)]
         data = [_model_object(config, model_id, created) for model_id in ids]
@@ -345,28 +275,11 @@ class ModelsView(ApiView):
 class ModelView(ApiView):
     """GET /v1/models/{id}: what the SDKs' ``models.retrieve`` calls."""
 
+    http_method_names = ["get"]
+
     def get(self, request, model_id):
-        try:
-            _authenticated_key(request)
-            config = _config()
-            found = _model_object(config, model_id, int(time.time()))
-            if found is None:
-                raise unknown_model_error(config, model_id)
-        except RouterError as error:
-            return router_error_response(error)
+        config = _config()
+        found = _model_object(config, model_id, int(time.time()))
+        if found is None:
+            raise unknown_model_error(config, model_id)
         return JsonResponse(found)
-
-
-def unknown_endpoint(request, rest=""):
-    """Any other path under /v1: a JSON 404 naming what is served, in the client's shape."""
-    from routing.urls import served_endpoints
-
-    served = ", ".join(served_endpoints())
-    message = (
-        f"This router does not serve {request.method} {request.path}. "
-        f"It serves: {served}. See the README's 'The API'."
-    )
-    if request.path.startswith(MESSAGES_PATH):
-        # /v1/messages/batches and the like: Claude Code reads Anthropic's shape.
-        return anthropic_error_response(404, message)
-    return router_error_response(RouterError(404, message, "unknown_endpoint"))

@@ -7,7 +7,6 @@ shipped defaults (a RouterConfig), for the figures tests that price with them.
 
 import copy
 import itertools
-import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
 from routing.config.source import set_dotted
 from routing.corpus import corpus_dir as corpus_dir_path
 from tests.support.anthropic_upstream import AnthropicServer
+from tests.support.ci import missing
 from tests.support.config import (
     ANTHROPIC_KEY,
     ANTHROPIC_KEY_ENV,
@@ -114,9 +114,7 @@ def api_key(db):
 @pytest.fixture
 def corpus_dir():
     if not CORPUS_DIR.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs the shared corpus at {CORPUS_DIR}")
-        pytest.skip(f"the shared corpus is not at {CORPUS_DIR} (set CORPUS_DIR)")
+        missing(f"the shared corpus at {CORPUS_DIR} (set CORPUS_DIR)")
     return CORPUS_DIR
 
 

@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import struct
 import threading
-import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from pinch.embedders.base import Embedder, EmbeddingError
+from pinch.embedders.terms import ASCII_CONTROL, ASCII_PUNCT, NON_RUN_TO_SPACE, RUNS, terms_of_run
 from pinch.embedders.wordpiece import WordPiece, basic_words
 
 logger = logging.getLogger("pinch.relevance.embedders")
@@ -79,34 +78,6 @@ HASH_DIM = 4096
 # 0.5 is where the measurements above were taken.
 STATIC_WEIGHT = 0.5
 
-# Identifier runs: letters, digits and "_", any script.
-_RUNS = re.compile(r"\w+")
-
-# The same runs on ASCII bytes: every other byte becomes a space and
-# bytes.split() does the rest, at under half the cost of the expression.
-_ASCII_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_NON_RUN_TO_SPACE = bytes(b if b in _ASCII_RUN_BYTES else 0x20 for b in range(256))
-
-# Pieces of one ASCII run: "HTTPServer2_conf" -> HTTP, Server, 2, conf.
-_PIECES = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-
-# ASCII punctuation as BERT sees it: every printable non-alphanumeric but "_",
-# which is dealt with inside runs.
-_ASCII_PUNCT = re.compile(r"[!-/:-@\[-^`{-~]")
-
-# Control characters BERT deletes rather than splits at.
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-# English words too common to say what a text is about. The batch IDF would
-# discount them anyway, but a batch of a dozen texts is too small to be sure.
-_STOPWORD_TEXT = (
-    "a an and are as at be been but by can could did do does for from had has have he her "
-    "his i if in into is it its me my no not of on or our she so than that the their them "
-    "then there these they this to too was we were what when where which while who will "
-    "with would you your"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
 # Distinct runs remembered before the memory is reset: about 30 MB at most,
 # and more than a few hundred long sessions use. Runs repeat heavily in tool
 # output, so after a few requests nearly every run is already known.
@@ -118,29 +89,6 @@ _HEADER = struct.Struct("<II")
 
 _missing_data_logged = False
 _missing_data_lock = threading.Lock()
-
-
-def _terms_of_run(run: str) -> tuple[int, ...]:
-    """Stable 32-bit hashes of a run's pieces, and of the run whole if compound."""
-    if not run.isascii():
-        # camelCase is an ASCII habit; elsewhere only "_" joins words.
-        pieces = [p.lower() for p in run.split("_") if p]
-    elif run.isalpha() and (run.islower() or run.isupper() or run[1:].islower()):
-        # One piece ("validator", "HTTP", "Invoice"): most runs, so no regex.
-        word = run.lower()
-        if len(word) < 2 or word in _STOPWORDS:
-            return ()
-        return (zlib.crc32(word.encode("ascii")),)
-    else:
-        pieces = [p.lower() for p in _PIECES.findall(run)]
-    terms = [p for p in pieces if len(p) > 1 and not p.isdigit() and p not in _STOPWORDS]
-    if len(pieces) > 1:
-        whole = run.strip("_").lower()
-        if whole and not whole.isdigit():
-            terms.append(whole)
-    # crc32, not hash(): str hashes change per process, and features are
-    # shared between workers through Redis.
-    return tuple(zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in terms)
 
 
 class StaticTable:
@@ -313,7 +261,7 @@ class BuiltinEmbedder(Embedder):
         if self.table is not None:
             codes, ids = [], []
             for code in range(128):
-                if _ASCII_PUNCT.match(chr(code)):
+                if ASCII_PUNCT.match(chr(code)):
                     pieces = self.table.tokenizer.word_ids(chr(code))
                     if len(pieces) == 1 and pieces[0] != self.table.tokenizer.unk_id:
                         codes.append(code)
@@ -327,9 +275,9 @@ class BuiltinEmbedder(Embedder):
 
     def _describe_run(self, run: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
         if self.table is None or not run.isascii():
-            return _terms_of_run(run), ()
+            return terms_of_run(run), ()
         pieces = self.table.ids_of_run(run)
-        return _terms_of_run(run), tuple(p for p in pieces if p != self.table.tokenizer.unk_id)
+        return terms_of_run(run), tuple(p for p in pieces if p != self.table.tokenizer.unk_id)
 
     def featurize(self, texts: Sequence[str]) -> list[bytes]:
         """Per text: its distinct terms with counts, and its static vector.
@@ -344,14 +292,14 @@ class BuiltinEmbedder(Embedder):
         cleaned, counters = [], []
         for text in texts:
             if text.isascii():
-                if _ASCII_CONTROL.search(text):
+                if ASCII_CONTROL.search(text):
                     # BERT deletes these rather than splitting at them.
-                    text = _ASCII_CONTROL.sub("", text)
+                    text = ASCII_CONTROL.sub("", text)
                 raw = text.encode("ascii")
-                counters.append(Counter(raw.translate(_NON_RUN_TO_SPACE).split()))
+                counters.append(Counter(raw.translate(NON_RUN_TO_SPACE).split()))
                 cleaned.append(raw)
             else:
-                counters.append(Counter(_RUNS.findall(text)))
+                counters.append(Counter(RUNS.findall(text)))
                 cleaned.append(text)
 
         with self._lock:

@@ -1,9 +1,13 @@
-"""Wire protocols other than chat completions, translated to and from it.
+"""The client protocols the router serves, one package each, each of the same modules.
 
-One package per protocol, each of the same small modules: ``request``
-(a chat-completions request into the protocol's), ``response`` (its answer
-into a chat completion), ``stream`` (its events into chat-completions
-chunks), ``errors`` (its error shapes and statuses). The modules are pure:
-no HTTP, no Django, no config objects; providers (routing.providers) and,
-later, inbound adapters call them.
+``chat`` (OpenAI chat completions), ``messages`` (the Anthropic Messages
+API), ``responses`` (the OpenAI Responses API). Each has ``request`` (the
+body's check and parse), ``inbound`` (the client's body to the planned
+request, ``canonical.ChatRequest``), ``reply`` (the answer and its events
+back to the client, plain and streamed), ``wire`` (what the dispatcher calls
+for it, and its ``ClientProtocol``, which the endpoint view is given) and
+``errors`` (its error shape). ``base`` holds what they fill in and share:
+``ClientProtocol``, ``Wire``, the one SSE parser, the SSE writers;
+``chunks`` reads a chat chunk stream for the two protocols that translate
+one. Nothing here imports a provider: the wires are handed theirs.
 """

@@ -8,10 +8,8 @@ tool-call pieces arrive in ``delta``s, the finish reason and usage come last, an
 what its protocol makes of each piece. ``translate`` is the relay loop.
 """
 
-from routing.protocols.anthropic.stream import parse_event
-from routing.providers.base import ProviderError
-
-DONE_EVENT = b"data: [DONE]"
+from routing.errors import ProviderError
+from routing.protocols.base import Event
 
 
 class ChunkEvents:
@@ -80,24 +78,23 @@ class ChunkEvents:
         raise NotImplementedError
 
 
-def translate(chunks, translator: ChunkEvents, render, provider_name: str, after_start=()):
-    """Raw chat SSE events in, the client's rendered events out; a stream cut short raises.
+def translate(chunks, translator: ChunkEvents, provider_name: str, after_start=()):
+    """Chat chunk events in, the client's events out (typed, serialised at the edge).
 
-    ``after_start``: events sent once, after those of the first chunk (the
-    Messages API's ``ping``).
+    A stream cut short raises. ``after_start``: events sent once, after those
+    of the first chunk (the Messages API's ``ping``).
     """
-    for raw in chunks:
-        if raw == DONE_EVENT:
+    for chunk in chunks:
+        if chunk.done:
             for event in translator.end():
-                yield render(event)
+                yield Event.of(event, named=True)
             return
-        chunk = parse_event(raw)
-        if chunk is None:
+        if chunk.data is None:
             continue
         first = not translator.started
-        for event in translator.feed(chunk):
-            yield render(event)
+        for event in translator.feed(chunk.data):
+            yield Event.of(event, named=True)
         if first:
             for event in after_start:
-                yield render(event)
+                yield Event.of(event, named=True)
     raise ProviderError("connect", f"provider {provider_name!r} stream ended mid-answer")

@@ -1,25 +1,26 @@
-"""Upstream providers: one package per protocol behind one interface, chosen by ``kind``.
+"""Upstream providers behind one interface (routing.providers.base), chosen by ``kind``.
 
 ``provider_for`` hands out the process's client for a provider's config; the
-classes are registered by the ``kind`` a provider's config names.
+classes are registered by the ``kind`` a provider's config names: ``openai``
+(any OpenAI-compatible upstream), ``anthropic`` (a package: the Messages API
+and its translation), ``demo`` (answers without a model).
 """
 
 import threading
 
 from routing.config import ModelConfig, ProviderConfig, RouterConfig
-from routing.providers.anthropic import AnthropicProvider
-from routing.providers.base import CallContext, Provider, ProviderError, StreamReply, monotonic_ms
+from routing.providers.anthropic.client import AnthropicProvider
+from routing.providers.base import CallContext, Capabilities, Provider, monotonic_ms
 from routing.providers.demo import DemoProvider
 from routing.providers.openai import OpenAICompatibleProvider
 
 __all__ = [
     "CallContext",
+    "Capabilities",
     "Provider",
-    "ProviderError",
-    "StreamReply",
+    "model_provider",
     "monotonic_ms",
     "provider_for",
-    "speaks",
 ]
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
@@ -29,13 +30,9 @@ PROVIDER_CLASSES: dict[str, type[Provider]] = {
 }
 
 
-def speaks(config: RouterConfig, model: ModelConfig, flag: str) -> bool:
-    """Whether the model's provider takes the client's protocol as sent.
-
-    ``flag``: the provider's feature flag for it, ``speaks_messages`` or
-    ``speaks_responses`` (a source's ``native_flag``).
-    """
-    return bool(getattr(provider_for(model.provider, config.providers[model.provider]), flag))
+def model_provider(config: RouterConfig, model: ModelConfig) -> Provider:
+    """The provider that serves ``model`` under ``config``."""
+    return provider_for(model.provider, config.providers[model.provider])
 
 
 _lock = threading.Lock()

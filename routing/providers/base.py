@@ -1,10 +1,15 @@
-"""What every upstream provider is: one small interface and one error type.
+"""What every upstream provider is: one interface, its capabilities, and how its errors read.
 
-A provider takes a chat-completions body and returns the answer as
-chat-completions JSON, or as a stream of chat-completions SSE events, whatever
-protocol its upstream speaks; the dispatcher (retries, fallback, relaying)
-never knows which. Every failure becomes a ``ProviderError``, which says
-whether trying again may help.
+Every provider takes a chat-completions body and answers chat-completions
+JSON or a stream of chat-completions SSE events (``chat``, ``chat_stream``),
+whatever its upstream speaks. A provider whose upstream speaks a client's
+protocol itself says so in its ``Capabilities``, and then also takes that
+client's request as sent (``messages``, ``messages_stream``,
+``count_tokens``; ``responses``, ``responses_stream``): the protocol's wire
+(routing.protocols.*.wire) picks the call by the capability. Every method a
+wire may call is declared here; a provider without the capability raises
+NotImplementedError. Every failure is a ``ProviderError`` (routing.errors),
+which says whether trying again may help.
 """
 
 import json
@@ -15,62 +20,22 @@ from dataclasses import dataclass
 from routing.config import ModelConfig, ProviderConfig
 from routing.errors import (
     PROVIDER_KEY_STATUSES,
+    ProviderError,
     provider_key_refused_message,
     provider_not_found_message,
 )
+from routing.protocols.base import StreamReply
 from routing.providers.redact import Redactor
 
-# Statuses worth a second try: rate limits and server-side failures (529:
-# Anthropic's "overloaded").
-RETRYABLE_STATUSES = {429, 500, 502, 503, 504, 529}
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider takes as the client sent it, untranslated."""
 
-class ProviderError(Exception):
-    """An upstream call failed. ``kind``: connect, timeout, status, malformed or unconfigured.
-
-    ``unconfigured``: the provider's key variable is unset, so nothing was sent;
-    trying the same model again cannot help, the next candidate may.
-
-    ``retry_after``: the seconds the upstream asked us to wait (its
-    ``retry-after`` header), None when it said nothing.
-    """
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        status: int | None = None,
-        body=None,
-        retry_after: float | None = None,
-    ):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.status = status
-        self.body = body
-        self.retry_after = retry_after
-
-    @property
-    def retryable(self) -> bool:
-        if self.kind in ("connect", "timeout"):
-            return True
-        return self.kind == "status" and self.status in RETRYABLE_STATUSES
-
-    @property
-    def next_model_may_help(self) -> bool:
-        """Whether a fallback candidate (another model, maybe another provider) is worth a try."""
-        return self.retryable or self.kind == "unconfigured"
-
-
-@dataclass
-class StreamReply:
-    """An open upstream stream; ``events`` yields raw SSE events (bytes, without the blank line)."""
-
-    response: object  # the HTTP response, closed with the reply
-    events: object
-
-    def close(self):
-        self.response.close()
+    # The Messages API (``messages``, ``messages_stream``, ``count_tokens``).
+    messages: bool = False
+    # The Responses API (``responses``, ``responses_stream``).
+    responses: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,12 +56,7 @@ class CallContext:
 class Provider:
     """Base: send a chat-completions body, get JSON back or a stream of SSE events."""
 
-    # Takes a Messages API request as the client sent it (``messages``,
-    # ``messages_stream``, ``count_tokens``): /v1/messages goes out untranslated.
-    speaks_messages = False
-    # Takes a Responses API request as the client sent it (``responses``,
-    # ``responses_stream``): /v1/responses goes out untranslated.
-    speaks_responses = False
+    capabilities = Capabilities()
 
     def __init__(self, name: str, config: ProviderConfig):
         self.name = name
@@ -119,6 +79,27 @@ class Provider:
         raise NotImplementedError
 
     def chat_stream(self, body: dict, context: CallContext | None = None) -> StreamReply:
+        raise NotImplementedError
+
+    # With ``capabilities.messages``: a Messages request (its ``body`` and
+    # ``block_of``, routing.protocols.messages.shapes.MessagesRequest) as sent;
+    # ``headers``: the client's anthropic-beta and anthropic-version.
+
+    def messages(self, request, context: CallContext | None, headers: dict) -> dict:
+        raise NotImplementedError
+
+    def messages_stream(self, request, context: CallContext | None, headers: dict) -> StreamReply:
+        raise NotImplementedError
+
+    def count_tokens(self, body: dict, headers: dict) -> dict:
+        raise NotImplementedError
+
+    # With ``capabilities.responses``: a Responses body as sent.
+
+    def responses(self, body: dict) -> dict:
+        raise NotImplementedError
+
+    def responses_stream(self, body: dict) -> StreamReply:
         raise NotImplementedError
 
     def redactor(self) -> Redactor:

@@ -21,7 +21,7 @@ import time
 
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
-from routing.providers.base import ProviderError
+from routing.errors import ProviderError
 from routing.providers.sse import SseBuffer
 
 # Read size: read1 returns whatever has arrived, up to this.
@@ -42,7 +42,7 @@ def read_some(response, due: float, provider_name: str, waiting_for: str) -> byt
         raise ProviderError("timeout", f"provider {provider_name!r} {waiting_for}")
     _set_read_timeout(response, left)
     try:
-        # Decoded: a plain answer may come gzip-compressed (requests asks for it).
+        # Decoded: an upstream may gzip a plain answer unasked (a stream asks for identity).
         return response.raw.read1(READ_BYTES, decode_content=True)
     except (ReadTimeoutError, TimeoutError):
         raise ProviderError("timeout", f"provider {provider_name!r} {waiting_for}") from None

@@ -8,12 +8,13 @@ answer says plainly that no language model was called: the text starts with
 nothing anywhere and cannot fail.
 """
 
-import json
 import time
 import uuid
 
 from pinch import extract_text
-from routing.providers.base import Provider, StreamReply
+from routing.protocols.base import DONE, Event, StreamReply
+from routing.providers.base import Provider
+from routing.selection import measure_prompt_tokens
 
 DEMO_NOTICE = "[demo provider: no language model was called]"
 QUOTE_CHARS = 200  # enough of the caller's last message to show it arrived
@@ -42,8 +43,6 @@ class _NoConnection:
 
 class DemoProvider(Provider):
     def _usage(self, body: dict, answer: str) -> dict:
-        from routing.selection import measure_prompt_tokens
-
         prompt = measure_prompt_tokens(body.get("messages") or [], body.get("tools"))
         completion = max(1, len(answer) // 3)
         return {
@@ -82,7 +81,7 @@ class DemoProvider(Provider):
         def chunk(delta, finish=None, **extra):
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
             payload = {**envelope, "choices": [choice], **extra}
-            return b"data: " + json.dumps(payload).encode()
+            return Event.of(payload)
 
         events = [
             chunk({"role": "assistant", "content": ""}),
@@ -91,6 +90,6 @@ class DemoProvider(Provider):
         ]
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {**envelope, "choices": [], "usage": self._usage(body, answer)}
-            events.append(b"data: " + json.dumps(usage).encode())
-        events.append(b"data: [DONE]")
+            events.append(Event.of(usage))
+        events.append(DONE)
         return StreamReply(_NoConnection(), iter(events))

@@ -33,7 +33,9 @@ from urllib3.exceptions import (
 )
 
 from routing import jsonio
-from routing.providers.base import Provider, ProviderError
+from routing.errors import ProviderError
+from routing.protocols.base import Event
+from routing.providers.base import Provider
 from routing.providers.deadlines import read_body, read_events
 
 # Per host: as many idle keep-alive connections as a worker has threads
@@ -136,7 +138,7 @@ class HttpProvider(Provider):
         return redactor.value(data) if redactor.might_hide(raw) else data
 
     def _read_events(self, response):
-        """The SSE events of a stream, under its deadlines, each with the key redacted."""
+        """The SSE events of a stream, under its deadlines, each parsed once, the key redacted."""
         events = read_events(
             response,
             response.attempt_started,
@@ -145,6 +147,6 @@ class HttpProvider(Provider):
             self.name,
         )
         redactor = self.redactor()
-        if redactor:
-            events = (redactor.sse_event(event) for event in events)
-        return events
+        for raw in events:
+            event = Event.parse(raw)
+            yield redactor.event(event, raw) if redactor.might_hide(raw) else event

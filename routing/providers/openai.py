@@ -11,14 +11,16 @@ sent upstream; it is never logged and never put in an error message.
 """
 
 from routing import jsonio
-from routing.providers.base import ProviderError, StreamReply, error_from_response
+from routing.errors import ProviderError
+from routing.protocols.base import StreamReply
+from routing.providers.base import Capabilities, error_from_response
 from routing.providers.http import HttpProvider
 
 
 class OpenAICompatibleProvider(HttpProvider):
     @property
-    def speaks_responses(self) -> bool:
-        return self.config.responses_api
+    def capabilities(self) -> Capabilities:
+        return Capabilities(responses=self.config.responses_api)
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
@@ -59,7 +61,12 @@ class OpenAICompatibleProvider(HttpProvider):
                 response.close()
         return StreamReply(response, self._read_events(response))
 
+    def _responses_api(self) -> None:
+        if not self.config.responses_api:
+            raise NotImplementedError(f"provider {self.name!r} has no responses_api: true")
+
     def responses(self, body: dict) -> dict:
+        self._responses_api()
         response = self._post(
             body, stream=False, deadline=self.config.timeout_seconds, path="/responses"
         )
@@ -78,4 +85,5 @@ class OpenAICompatibleProvider(HttpProvider):
             response.close()
 
     def responses_stream(self, body: dict) -> StreamReply:
+        self._responses_api()
         return self.chat_stream(body, path="/responses")

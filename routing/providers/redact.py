@@ -7,12 +7,13 @@ A byte search for the key misses it as soon as the upstream escapes it in JSON
 every string in it (keys included) is searched; the document is re-encoded only
 when something was redacted, so a clean answer goes through byte for byte.
 Chunked transfer coding is undone by the HTTP client before this sees a body,
-and SSE events are redacted whole (SseBuffer has joined their chunks).
+and SSE events are redacted whole (SseBuffer has joined their chunks), on the
+data the one parser decoded, so no event is decoded twice.
 """
 
 from __future__ import annotations
 
-import json
+from routing.protocols.base import Event
 
 REDACTED = "[redacted]"
 
@@ -52,34 +53,16 @@ class Redactor:
             return False
         return b"\\" in raw or any(secret in raw for secret in self._raw)
 
-    def json_bytes(self, raw: bytes) -> bytes:
-        """A JSON document (or anything else) with the secrets out, decoded forms included."""
-        if not self.might_hide(raw):
-            return raw
-        try:
-            document = json.loads(raw)
-        except ValueError:
-            return self.raw_bytes(raw)
-        redacted = self.value(document)
-        if redacted is document:
-            return raw
-        return json.dumps(redacted, ensure_ascii=False).encode()
-
     def raw_bytes(self, raw: bytes) -> bytes:
         for secret in self._raw:
             raw = raw.replace(secret, REDACTED.encode())
         return raw
 
-    def sse_event(self, event: bytes) -> bytes:
-        """One SSE event: each ``data:`` payload as JSON, every other line as bytes."""
-        if not self.might_hide(event):
-            return event
-        lines = []
-        for line in event.split(b"\n"):
-            if line.startswith(b"data:"):
-                payload = line[5:].lstrip(b" ")
-                line = b"data: " + self.json_bytes(payload)
-            else:
-                line = self.raw_bytes(line)
-            lines.append(line)
-        return b"\n".join(lines)
+    def event(self, event: Event, raw: bytes) -> Event:
+        """A parsed SSE event with the secrets out of its data, or of its bytes if it has none."""
+        if event.data is None:
+            return Event(None, self.raw_bytes(raw), event.named)
+        redacted = self.value(event.data)
+        if redacted is not event.data or any(secret in raw for secret in self._raw):
+            return Event.of(redacted, event.named)
+        return event

@@ -12,14 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.chat_request import parse_chat_request
 from routing.corpus import load_sessions
 from routing.errors import RouterError
-from routing.protocols.anthropic.cache import place_breakpoints
-from routing.protocols.anthropic.errors import StreamError, error_parts, openai_error_body
-from routing.protocols.anthropic.request import TranslationError, to_messages_request
-from routing.protocols.anthropic.response import chat_usage, finish_reason, to_chat_completion
-from routing.protocols.anthropic.stream import ChunkTranslator, chat_chunks
+from routing.protocols.base import Event, TranslationError
+from routing.protocols.chat.request import parse_chat_request
+from routing.protocols.messages.shapes import chat_usage, finish_reason
+from routing.providers.anthropic.cache import place_breakpoints
+from routing.providers.anthropic.errors import StreamError, error_parts, openai_error_body
+from routing.providers.anthropic.request import to_messages_request
+from routing.providers.anthropic.response import to_chat_completion
+from routing.providers.anthropic.stream import ChunkTranslator, chat_chunks
 from tests.support.anthropic_upstream import RequestRejected, check_request
 
 
@@ -340,8 +342,9 @@ def test_a_message_with_thinking_text_and_tools_is_one_chat_message():
     }
 
 
-def sse(event):
-    return f"event: {event['type']}\ndata: {json.dumps(event)}".encode()
+def parsed(events):
+    """Anthropic events as the provider reads them off the wire: SSE bytes, parsed once."""
+    return (Event.parse(f"event: {e['type']}\ndata: {json.dumps(e)}".encode()) for e in events)
 
 
 EVENTS = [
@@ -402,11 +405,7 @@ EVENTS = [
 
 
 def test_an_event_stream_becomes_chat_chunks_in_order():
-    events = [
-        json.loads(e[len(b"data: ") :])
-        for e in chat_chunks(map(sse, EVENTS), True)
-        if e != b"data: [DONE]"
-    ]
+    events = [e.data for e in chat_chunks(parsed(EVENTS), True) if not e.done]
     deltas = [(c["choices"][0]["delta"], c["choices"][0]["finish_reason"]) for c in events[:-1]]
     assert deltas == [
         ({"role": "assistant", "content": ""}, None),
@@ -451,7 +450,7 @@ def test_an_event_stream_becomes_chat_chunks_in_order():
 
 
 def test_a_stream_ends_with_done_and_hides_usage_unless_asked():
-    chunks = list(chat_chunks(map(sse, EVENTS), False))
+    chunks = [e.sse() for e in chat_chunks(parsed(EVENTS), False)]
     assert chunks[-1] == b"data: [DONE]"
     assert all(b'"usage"' not in c for c in chunks)
 

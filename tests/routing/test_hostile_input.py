@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from routing.chat_request import MAX_MESSAGES
 from routing.models import RouteDecision
+from routing.protocols.chat.request import MAX_MESSAGES
 
 pytestmark = pytest.mark.django_db
 

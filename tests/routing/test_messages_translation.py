@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from pinch import prune_context
-from routing.protocols.anthropic.inbound import from_messages_request, native_request
-from routing.protocols.anthropic.reply import MessageEvents, to_message
-from routing.protocols.anthropic.request import TranslationError
+from routing.protocols.base import TranslationError
+from routing.protocols.messages.inbound import native_request
+from routing.protocols.messages.reply import MessageEvents, to_message
+from routing.protocols.messages.request import messages_to_chat
 
 MARK = {"type": "ephemeral"}
 EVENT = TypeAdapter(sdk.RawMessageStreamEvent)
@@ -60,7 +61,7 @@ CONVERSATION = [
 
 
 def test_tool_results_become_named_tool_messages_before_the_turns_text():
-    chat, source = from_messages_request(
+    chat, source = messages_to_chat(
         body_with(CONVERSATION, system=[{"type": "text", "text": "You are Claude Code."}])
     )
     roles = [m["role"] for m in chat["messages"]]
@@ -80,7 +81,7 @@ def test_tool_results_become_named_tool_messages_before_the_turns_text():
 
 def test_pinch_changes_land_on_exactly_the_tool_result_blocks_they_changed():
     body = body_with(CONVERSATION)
-    chat, source = from_messages_request(body)
+    chat, source = messages_to_chat(body)
     pruned, stats = prune_context(
         chat["messages"], budget_tokens=100, keep_last_turns=1, max_summarize_chars=4000
     )
@@ -105,7 +106,7 @@ def test_pinch_changes_land_on_exactly_the_tool_result_blocks_they_changed():
 
 def test_without_changes_every_block_is_the_clients_but_never_the_same_object():
     body = body_with(CONVERSATION)
-    chat, source = from_messages_request(body)
+    chat, source = messages_to_chat(body)
     sent = native_request(source, chat["messages"], chat["messages"], "m").body
     for got, was in zip(sent["messages"][1:], CONVERSATION[1:]):
         blocks = was["content"] if isinstance(was["content"], list) else None
@@ -120,20 +121,20 @@ def test_blocks_a_chat_upstream_has_no_place_for_are_named():
         "type": "document",
         "source": {"type": "text", "media_type": "text/plain", "data": "x"},
     }
-    _, source = from_messages_request(
+    _, source = messages_to_chat(
         body_with(
             [{"role": "user", "content": [document, {"type": "text", "text": "read"}]}],
             tools=[{"type": "web_search_20250305", "name": "web_search"}],
         )
     )
     assert source.untranslatable == (
-        "messages.0.content.0: 'document'",
-        "tools.0: server tool 'web_search_20250305'",
+        "messages[0].content[0]: 'document'",
+        "tools[0]: server tool 'web_search_20250305'",
     )
 
 
 def test_tools_and_tool_choice_translate():
-    chat, _ = from_messages_request(
+    chat, _ = messages_to_chat(
         body_with(
             [{"role": "user", "content": "hi"}],
             tools=[{"name": "Read", "description": "read", "input_schema": {"type": "object"}}],
@@ -159,25 +160,25 @@ def test_tools_and_tool_choice_translate():
         ({"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}, "model: Field"),
         ({"model": "m", "messages": [{"role": "user", "content": "x"}]}, "max_tokens: Field"),
         ({"model": "m", "max_tokens": 5, "messages": []}, "messages: Field"),
-        (body_with([{"role": "system", "content": "x"}]), "messages.0.role"),
-        (body_with([{"role": "user", "content": 5}]), "messages.0.content"),
-        (body_with([{"role": "user", "content": [{"text": "x"}]}]), "messages.0.content.0"),
+        (body_with([{"role": "system", "content": "x"}]), "messages[0].role"),
+        (body_with([{"role": "user", "content": 5}]), "messages[0].content"),
+        (body_with([{"role": "user", "content": [{"text": "x"}]}]), "messages[0].content[0]"),
         (
             body_with([{"role": "user", "content": [{"type": "tool_result"}]}]),
             "tool_use_id: Field required",
         ),
         (body_with([{"role": "user", "content": "x"}], stream="yes"), "stream"),
-        (body_with([{"role": "user", "content": "x"}], tools=[{}]), "tools.0"),
+        (body_with([{"role": "user", "content": "x"}], tools=[{}]), "tools[0]"),
     ],
 )
 def test_bad_bodies_are_refused_naming_the_field(body, message):
     with pytest.raises(TranslationError) as caught:
-        from_messages_request(body)
+        messages_to_chat(body)
     assert message in caught.value.message
 
 
 def test_count_tokens_bodies_need_no_max_tokens():
-    chat, _ = from_messages_request(
+    chat, _ = messages_to_chat(
         {"model": "m", "messages": [{"role": "user", "content": "x"}]}, count_only=True
     )
     assert "max_tokens" not in chat
@@ -315,7 +316,7 @@ def conversations(draw):
 def test_pinch_never_touches_anything_but_tool_result_content(messages, budget, keep):
     body = body_with(messages)
     snapshot = json.dumps(body)
-    chat, source = from_messages_request(body)
+    chat, source = messages_to_chat(body)
     pruned, _ = prune_context(
         chat["messages"],
         budget_tokens=budget,
@@ -393,7 +394,7 @@ hostile_bodies = st.fixed_dictionaries(
 @given(hostile_bodies)
 def test_any_body_translates_or_is_refused_by_name(body):
     try:
-        chat, source = from_messages_request(body)
+        chat, source = messages_to_chat(body)
     except TranslationError as error:
         assert error.message
         return

@@ -13,6 +13,7 @@ from pinch.embedding_cache import EmbeddingCache
 from pinch.shared_redis import shared_redis
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe
+from tests.support.ci import missing
 from tests.support.served import free_port
 
 
@@ -90,7 +91,7 @@ def own_redis(tmp_path):
     """A private redis-server on a free loopback port, stoppable mid-test."""
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed")
+        missing("redis-server (the Redis breaker test starts its own)")
     port = free_port()
     servers = []
 

@@ -279,7 +279,7 @@ def test_reasoning_items_are_left_out_for_a_chat_upstream(sdk, upstream, caplog)
         {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "call_1", "output": "text"},
     ]
-    with caplog.at_level("INFO", logger="routing.responses_wire"):
+    with caplog.at_level("INFO", logger="routing.protocols.responses.wire"):
         sdk.responses.create(model="echo-medium", input=items, tools=TOOLS)
 
     body = json.loads(upstream.received[-1]["body"])

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.protocols.anthropic.request import TranslationError
-from routing.protocols.responses.inbound import decode_thinking, from_responses_request
+from routing.protocols.base import TranslationError
+from routing.protocols.responses.inbound import decode_thinking
 from routing.protocols.responses.reply import ResponseEvents, to_response
+from routing.protocols.responses.request import responses_to_chat
 
 NAMESPACE_TOOL = {
     "type": "namespace",
@@ -20,7 +21,7 @@ CUSTOM_TOOL = {"type": "custom", "name": "apply_patch", "description": "Patch fi
 
 
 def chat_of(body, history=()):
-    chat, _ = from_responses_request({"model": "m", **body}, list(history))
+    chat, _ = responses_to_chat({"model": "m", **body}, list(history))
     return chat
 
 
@@ -155,9 +156,7 @@ def test_history_comes_before_the_new_input():
 
 
 def test_a_namespace_is_flattened_and_its_calls_named_back():
-    chat, source = from_responses_request(
-        {"model": "m", "input": "x", "tools": [NAMESPACE_TOOL]}, []
-    )
+    chat, source = responses_to_chat({"model": "m", "input": "x", "tools": [NAMESPACE_TOOL]}, [])
     assert [t["function"]["name"] for t in chat["tools"]] == ["multi_agent_v1__close_agent"]
     completion = {
         "choices": [
@@ -204,7 +203,7 @@ def test_a_namespace_is_flattened_and_its_calls_named_back():
 
 
 def test_a_custom_tool_is_a_function_of_one_string_and_comes_back_custom():
-    chat, source = from_responses_request({"model": "m", "input": "x", "tools": [CUSTOM_TOOL]}, [])
+    chat, source = responses_to_chat({"model": "m", "input": "x", "tools": [CUSTOM_TOOL]}, [])
     [tool] = chat["tools"]
     assert tool["function"]["parameters"]["required"] == ["input"]
     patch = "*** Begin Patch\n*** End Patch"
@@ -229,7 +228,7 @@ def test_a_custom_tool_is_a_function_of_one_string_and_comes_back_custom():
 
 
 def test_builtin_tools_and_unreadable_items_are_named():
-    _, source = from_responses_request(
+    _, source = responses_to_chat(
         {
             "model": "m",
             "input": [
@@ -297,7 +296,7 @@ def test_text_format_becomes_response_format(text_format, response_format):
 )
 def test_malformed_bodies_are_refused_naming_the_field(body, param):
     with pytest.raises(TranslationError) as raised:
-        from_responses_request(body, [])
+        responses_to_chat(body, [])
     assert raised.value.param == param
 
 
@@ -309,7 +308,7 @@ def _chunk(delta=None, finish=None, usage=None):
 
 
 def test_a_stream_of_text_then_two_calls_becomes_three_items_in_order():
-    _, source = from_responses_request({"model": "m", "input": "x"}, [])
+    _, source = responses_to_chat({"model": "m", "input": "x"}, [])
     events = ResponseEvents(source, "resp_1", "m")
     found = []
     for chunk in [
@@ -355,7 +354,7 @@ def test_a_stream_of_text_then_two_calls_becomes_three_items_in_order():
 
 
 def test_an_answer_cut_by_the_token_limit_is_incomplete():
-    _, source = from_responses_request({"model": "m", "input": "x"}, [])
+    _, source = responses_to_chat({"model": "m", "input": "x"}, [])
     completion = {
         "choices": [{"message": {"role": "assistant", "content": "Hal"}, "finish_reason": "length"}]
     }
@@ -393,7 +392,7 @@ ITEM = st.dictionaries(
 )
 def test_hostile_bodies_are_translated_or_refused_never_crash(body):
     try:
-        chat, _ = from_responses_request(body, [])
+        chat, _ = responses_to_chat(body, [])
     except TranslationError:
         return
     assert chat["messages"]
@@ -401,7 +400,7 @@ def test_hostile_bodies_are_translated_or_refused_never_crash(body):
 
 
 def test_a_refusal_comes_back_as_a_refusal_part():
-    _, source = from_responses_request({"model": "m", "input": "x"}, [])
+    _, source = responses_to_chat({"model": "m", "input": "x"}, [])
     answer = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
     completion = {"choices": [{"message": answer, "finish_reason": "stop"}]}
     [item] = to_response(completion, source, "resp_1", "m")["output"]
@@ -409,7 +408,7 @@ def test_a_refusal_comes_back_as_a_refusal_part():
 
 
 def test_streamed_reasoning_becomes_a_reasoning_item_before_the_text():
-    _, source = from_responses_request({"model": "m", "input": "x"}, [])
+    _, source = responses_to_chat({"model": "m", "input": "x"}, [])
     events = ResponseEvents(source, "resp_1", "m")
     block = {"type": "thinking", "thinking": "Think.", "signature": "sig"}
     found = []
@@ -432,7 +431,7 @@ def test_streamed_reasoning_becomes_a_reasoning_item_before_the_text():
     assert decode_thinking(reasoning["encrypted_content"]) == [block]
     assert message["content"][0]["text"] == "Done."
     # Sent back, the blocks return to the assistant turn they began.
-    chat, source = from_responses_request(
+    chat, source = responses_to_chat(
         {"model": "m", "input": [{"role": "user", "content": "x"}, reasoning, message]}, []
     )
     assert chat["messages"][1] == {
@@ -448,7 +447,7 @@ def test_streamed_reasoning_becomes_a_reasoning_item_before_the_text():
 )
 def test_reasoning_the_router_did_not_make_is_dropped_for_chat(content):
     item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": content}
-    chat, source = from_responses_request(
+    chat, source = responses_to_chat(
         {"model": "m", "input": [{"role": "user", "content": "x"}, item]}, []
     )
     assert source.dropped_reasoning == 1
@@ -456,7 +455,7 @@ def test_reasoning_the_router_did_not_make_is_dropped_for_chat(content):
 
 
 def test_text_after_a_tool_call_is_a_new_message_of_its_own_text():
-    _, source = from_responses_request({"model": "m", "input": "x"}, [])
+    _, source = responses_to_chat({"model": "m", "input": "x"}, [])
     events = ResponseEvents(source, "resp_1", "m")
     for chunk in [
         _chunk({"content": "First."}),

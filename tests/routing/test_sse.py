@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routing.dispatch import parse_event
-from routing.providers import ProviderError
+from routing.errors import ProviderError
+from routing.protocols.base import parse_event
 from routing.providers.sse import SseBuffer
 
 STREAM = (

@@ -9,9 +9,10 @@ import time
 import pytest
 import requests
 
-from routing.dispatch import BACKOFF_BASE_SECONDS, retry_pause
+from routing.dispatch.attempts import BACKOFF_BASE_SECONDS, retry_pause
+from routing.errors import ProviderError
 from routing.models import RouteDecision
-from routing.providers import ProviderError
+from routing.protocols.base import Event
 from routing.providers.redact import Redactor
 from tests.support.config import PROVIDER_KEY
 
@@ -104,22 +105,30 @@ def test_a_stream_request_refused_with_the_key_is_redacted_too(post, with_models
     assert_no_key(response.text, RouteDecision.objects.get().error)
 
 
+def redacted(raw: bytes) -> bytes:
+    """A stream event as the provider relays it, the key redacted."""
+    return Redactor([PROVIDER_KEY]).event(Event.parse(raw), raw).sse()
+
+
 @pytest.mark.parametrize(
     "raw, clean",
     [
-        (b'{"a": "x sk-provider-secret-123 y"}', '{"a": "x [redacted] y"}'),
-        (b'{"\\u0073k-provider-secret-123": 1}', '{"[redacted]": 1}'),
-        (b'{"a": ["sk-provider-secret-12\\u0033"]}', '{"a": ["[redacted]"]}'),
-        (b"not json sk-provider-secret-123", "not json [redacted]"),
+        (b'{"a": "x sk-provider-secret-123 y"}', {"a": "x [redacted] y"}),
+        (b'{"\\u0073k-provider-secret-123": 1}', {"[redacted]": 1}),
+        (b'{"a": ["sk-provider-secret-12\\u0033"]}', {"a": ["[redacted]"]}),
     ],
 )
 def test_the_redactor_decodes_before_it_searches(raw, clean):
-    assert Redactor([PROVIDER_KEY]).json_bytes(raw).decode() == clean
+    assert json.loads(redacted(b"data: " + raw)[len(b"data: ") :]) == clean
 
 
-def test_the_redactor_leaves_clean_json_byte_for_byte():
-    raw = b'{"b": "line\\nbreak", "a": "\\u00e9"}'
-    assert Redactor([PROVIDER_KEY]).json_bytes(raw) is raw
+def test_the_redactor_searches_what_is_not_json_as_bytes():
+    assert redacted(b": not json sk-provider-secret-123") == b": not json [redacted]"
+
+
+def test_the_redactor_leaves_a_clean_event_byte_for_byte():
+    raw = b'data: {"b": "line\\nbreak", "a": "\\u00e9"}'
+    assert redacted(raw) is raw
 
 
 # --- Streams that are not SSE ---

@@ -1,11 +1,13 @@
-"""The OpenAI Responses API (Codex CLI, the openai-agents SDK) <-> chat completions.
+"""The OpenAI Responses API (POST /v1/responses and the stored responses), for Codex CLI.
 
-``inbound.from_responses_request`` turns a Responses body (its ``input``
-items, after any stored history) into the chat-completions body the pipeline
-plans on, and keeps the client's items in a ``ResponsesSource``;
-``inbound.native_body`` gives those items back, with pinch's changes mapped
-onto their ``function_call_output`` items, for an upstream that speaks the
-Responses API itself; ``reply`` turns a chat completion and a chunk stream
-into a ``response`` object and the Responses event stream. What is not
+``request`` checks a body (once) and parses it into the planned request,
+after the stored history a ``previous_response_id`` names; ``inbound``
+translates its ``input`` items to chat completions, keeping the client's
+items in a ``ResponsesSource``, and gives them back with pinch's changes
+mapped onto their ``function_call_output`` items for an upstream that
+speaks the Responses API itself (``native_body``); ``reply`` turns a chat
+completion and a chunk stream into a ``response`` and the Responses event
+stream; ``wire`` is what the dispatcher calls (native or translated);
+``errors`` its error events; ``store`` the kept responses. What is not
 translated yet is listed in docs/responses.md.
 """

@@ -34,9 +34,8 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from routing.protocols.anthropic.request import TranslationError
+from routing.protocols.base import TranslationError
 
 # A reasoning item the router made from Claude's thinking blocks carries them,
 # signatures included, in its encrypted_content: the client sends it back and
@@ -78,8 +77,6 @@ class ResponsesSource:
     dropped_reasoning: int = 0
     # built-in tool types the client lets the router leave out ("*": all)
     optional_tools: frozenset = frozenset()
-    # the provider flag of a model that takes this request as sent (routing.providers.speaks)
-    native_flag: ClassVar[str] = "speaks_responses"
 
     @property
     def refused_tools(self) -> list:
@@ -91,6 +88,9 @@ class ResponsesSource:
     @property
     def needs_native(self) -> bool:
         return bool(self.refused_tools or self.untranslatable)
+
+    def served_natively(self, capabilities) -> bool:
+        return capabilities.responses
 
     @property
     def model(self) -> str:
@@ -109,58 +109,13 @@ def input_items(body) -> list:
     return list(value or [])
 
 
-def check_responses_body(body) -> None:
-    """Raise TranslationError naming the first field the router cannot work with."""
-    if not isinstance(body, dict):
-        raise _bad("The body must be a JSON object")
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        raise _bad("'model' is required and must be a string", "model")
-    value = body.get("input")
-    if not isinstance(value, str | list) or (not value and not body.get("previous_response_id")):
-        raise _bad("'input' is required: a string or a non-empty list of items", "input")
-    for i, item in enumerate(value if isinstance(value, list) else ()):
-        if not isinstance(item, dict):
-            raise _bad(f"input[{i}] must be an object", f"input[{i}]")
-    for name in ("stream", "store", "parallel_tool_calls"):
-        if name in body and body[name] is not None and not isinstance(body[name], bool):
-            raise _bad(f"'{name}' must be true or false", name)
-    if body.get("instructions") is not None and not isinstance(body["instructions"], str):
-        raise _bad("'instructions' must be a string", "instructions")
-    for name in ("text", "reasoning", "metadata"):
-        if body.get(name) is not None and not isinstance(body[name], dict):
-            raise _bad(f"'{name}' must be an object", name)
-    if body.get("text") and not isinstance(body["text"].get("format", {}), dict | None):
-        raise _bad("'text.format' must be an object", "text.format")
-    choice = body.get("tool_choice")
-    if choice is not None and not isinstance(choice, str | dict):
-        raise _bad("'tool_choice' must be a string or an object", "tool_choice")
-    if body.get("include") is not None and not isinstance(body["include"], list):
-        raise _bad("'include' must be a list", "include")
-    limit = body.get("max_output_tokens")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise _bad("'max_output_tokens' must be a positive integer", "max_output_tokens")
-    previous = body.get("previous_response_id")
-    if previous is not None and (not isinstance(previous, str) or not previous):
-        raise _bad("'previous_response_id' must be a response id", "previous_response_id")
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise _bad("'tools' must be a list", "tools")
-    for i, tool in enumerate(tools or ()):
-        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-            raise _bad(f"tools[{i}] must be an object with a type", f"tools[{i}]")
-        if tool["type"] in ("function", "custom", "namespace") and not isinstance(
-            tool.get("name"), str
-        ):
-            raise _bad(f"tools[{i}]: a {tool['type']} tool needs a name", f"tools[{i}].name")
-        if tool["type"] == "namespace" and not isinstance(tool.get("tools"), list):
-            raise _bad(f"tools[{i}]: a namespace needs a list of tools", f"tools[{i}].tools")
-
-
 def from_responses_request(
     body: dict, history: list = (), optional_tools: frozenset = frozenset()
 ) -> tuple[dict, ResponsesSource]:
-    """(chat body, ResponsesSource) for a Responses body after ``history``; raises if malformed."""
-    check_responses_body(body)
+    """(chat body, ResponsesSource) for a checked body after ``history``; raises if malformed.
+
+    The body was checked once, by routing.protocols.responses.request.
+    """
     items = [*history, *input_items(body)]
     builder = _ChatMessages()
     if body.get("instructions"):

@@ -22,6 +22,7 @@ and ``response.completed`` carrying the whole response.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 import uuid
@@ -202,11 +203,6 @@ def to_response(completion: dict, source: ResponsesSource, response_id: str, mod
     return _finish(response, choice.get("finish_reason"), completion.get("usage"))
 
 
-def sse(event: dict) -> bytes:
-    """One Responses SSE event (without the blank line that ends it)."""
-    return f"event: {event['type']}\ndata: ".encode() + json.dumps(event).encode()
-
-
 class ResponseEvents(ChunkEvents):
     """Feed chat-completions chunks in order; get the Responses events each one makes."""
 
@@ -229,7 +225,8 @@ class ResponseEvents(ChunkEvents):
         return event
 
     def _snapshot(self) -> dict:
-        return json.loads(json.dumps(self.response))
+        # A copy: the response grows after the event that shows it goes out.
+        return copy.deepcopy(self.response)
 
     def opening(self) -> list[dict]:
         return [

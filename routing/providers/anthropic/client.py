@@ -1,7 +1,7 @@
 """The Anthropic Messages provider: Claude models behind the chat-completions front.
 
 It takes the chat-completions body the dispatcher sends every provider,
-translates it (routing.protocols.anthropic), places prompt-cache breakpoints
+translates it (``request``, ``response``, ``stream`` here), places prompt-cache breakpoints
 on the prefix pinch will not rewrite, POSTs ``{base_url}/v1/messages``, and
 answers chat-completions JSON or chat-completions SSE events, so the
 dispatcher's retries, fallback and relay work as for any provider.
@@ -9,21 +9,22 @@ dispatcher's retries, fallback and relay work as for any provider.
 A request that came in on /v1/messages (Claude Code) is sent as the client
 wrote it instead (``messages``, ``messages_stream``, ``count_tokens``): only
 breakpoints are added and the client's anthropic-beta and anthropic-version
-forwarded, and the answer comes back untranslated (routing.messages_wire).
+forwarded, and the answer comes back untranslated (routing.protocols.messages.wire).
 
 The key (``x-api-key``) comes from the environment variable the config
 names; it is never logged, and a key quoted in an error is redacted before
 the error is relayed.
 """
 
-import json
-
-from routing.protocols.anthropic import errors as anthropic_errors
-from routing.protocols.anthropic.cache import place_breakpoints
-from routing.protocols.anthropic.request import TranslationError, to_messages_request
-from routing.protocols.anthropic.response import to_chat_completion
-from routing.protocols.anthropic.stream import chat_chunks
-from routing.providers.base import CallContext, ProviderError, StreamReply, error_from_response
+from routing import jsonio
+from routing.errors import ProviderError
+from routing.protocols.base import StreamReply, TranslationError
+from routing.providers.anthropic import errors as anthropic_errors
+from routing.providers.anthropic.cache import place_breakpoints
+from routing.providers.anthropic.request import to_messages_request
+from routing.providers.anthropic.response import to_chat_completion
+from routing.providers.anthropic.stream import chat_chunks
+from routing.providers.base import CallContext, Capabilities, error_from_response
 from routing.providers.http import HttpProvider
 
 # Without a model config (no cache block) a prefix under this is not worth a breakpoint.
@@ -31,7 +32,7 @@ DEFAULT_MIN_CACHE_TOKENS = 1024
 
 
 class AnthropicProvider(HttpProvider):
-    speaks_messages = True
+    capabilities = Capabilities(messages=True)
 
     def _headers(self) -> dict:
         headers = {
@@ -84,7 +85,7 @@ class AnthropicProvider(HttpProvider):
     def _post_messages(
         self, body: dict, stream: bool, deadline: float, headers=None, path="/v1/messages"
     ):
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = jsonio.dumps(body)
         url = f"{self.config.base_url}{path}"
         response = self._send(url, data, {**self._headers(), **(headers or {})}, stream, deadline)
         if response.status_code != 200:
@@ -121,7 +122,7 @@ class AnthropicProvider(HttpProvider):
         try:
             done = False
             for event in chat_chunks(events, include_usage):
-                done = event == b"data: [DONE]"
+                done = event.done
                 yield event
         except anthropic_errors.StreamError as error:
             # Before anything reached the client (an error as the first event),
@@ -129,7 +130,7 @@ class AnthropicProvider(HttpProvider):
             raise ProviderError(
                 "status",
                 f"provider {self.name!r} stream error: {error}",
-                anthropic_errors.STATUSES.get(error.error_type, 500),
+                anthropic_errors.stream_error_status(error.error_type),
                 anthropic_errors.openai_error_body(error.error_type, error.message),
             ) from None
         if not done:

@@ -1,12 +1,13 @@
 """A chat-completions answer as an Anthropic Message, plain and streamed.
 
-The inverse of ``response.py`` and ``stream.py``, for a Messages client
-(Claude Code) whose request went to an OpenAI-compatible upstream.
+The inverse of the Anthropic provider's translation (routing.providers.anthropic),
+for a Messages client (Claude Code) whose request went to an OpenAI-compatible
+upstream.
 ``content`` becomes a text block, ``tool_calls`` ``tool_use`` blocks with
 their ids kept (the client answers them with ``tool_use_id``, which the
 inbound translation turns back into ``tool_call_id``), the finish reason a
 stop reason, and usage splits the chat prompt back into uncached input,
-cache reads and cache writes, as ``response.chat_usage`` joined them.
+cache reads and cache writes, as ``shapes.chat_usage`` joined them.
 
 ``MessageEvents`` turns a chunk stream into the Messages event stream as it
 arrives: ``message_start`` on the first chunk, a text block opened on the
@@ -20,8 +21,8 @@ from __future__ import annotations
 import json
 import uuid
 
-from routing.protocols.anthropic.response import FINISH_REASONS
 from routing.protocols.chunks import ChunkEvents
+from routing.protocols.messages.shapes import FINISH_REASONS
 
 # chat finish_reason -> the stop reason that FINISH_REASONS maps to it (first of each).
 STOP_REASONS: dict[str, str] = {}
@@ -97,11 +98,6 @@ def to_message(completion: dict, model_name: str) -> dict:
         "stop_sequence": None,
         "usage": messages_usage(completion.get("usage")),
     }
-
-
-def sse(event: dict) -> bytes:
-    """One Messages SSE event (without the blank line that ends it)."""
-    return f"event: {event['type']}\ndata: ".encode() + json.dumps(event).encode()
 
 
 class MessageEvents(ChunkEvents):

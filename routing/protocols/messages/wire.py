@@ -10,7 +10,7 @@ the dispatcher's ``Wire`` is told how to reach the model it chose:
   come, only ``model`` set back to the name the client asked for;
 * any other provider gets the chat-completions translation of it, and its
   answer and chunks are translated into a Message and Messages events
-  (``protocols.anthropic.reply``).
+  (``protocols.messages.reply``).
 
 Failures leave in Anthropic's error shape, as an HTTP status before the
 stream has started and as an ``error`` event after.
@@ -19,14 +19,15 @@ stream has started and as an ``error`` event after.
 import json
 import logging
 
-from routing.dispatch import Wire, failure_response, upstream_error_event
-from routing.errors import anthropic_error_body, as_anthropic
-from routing.protocols.anthropic.inbound import native_request
-from routing.protocols.anthropic.reply import MessageEvents, sse, to_message
-from routing.protocols.anthropic.response import chat_usage
-from routing.protocols.anthropic.stream import parse_event
+from routing.errors import ProviderError
+from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire
 from routing.protocols.chunks import translate
-from routing.providers import ProviderError, StreamReply, provider_for
+from routing.protocols.messages import errors
+from routing.protocols.messages.errors import anthropic_error_body
+from routing.protocols.messages.inbound import native_request
+from routing.protocols.messages.reply import MessageEvents, to_message
+from routing.protocols.messages.request import parse_messages_body
+from routing.protocols.messages.shapes import chat_usage
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class MessagesWire(Wire):
         return plan.upstream_body(model)
 
     def answer(self, plan, provider, model, context) -> dict:
-        if provider.speaks_messages:
+        if provider.capabilities.messages:
             message = provider.messages(
                 self._native_request(plan, model), context, self.client_headers
             )
@@ -78,7 +79,7 @@ class MessagesWire(Wire):
         return to_message(completion, self.model_name)
 
     def open_stream(self, plan, provider, model, context):
-        if provider.speaks_messages:
+        if provider.capabilities.messages:
             reply = provider.messages_stream(
                 self._native_request(plan, model), context, self.client_headers
             )
@@ -86,19 +87,22 @@ class MessagesWire(Wire):
         reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
         # Anthropic sends a ping after message_start; clients expect to ignore some.
         events = translate(
-            reply.events, MessageEvents(self.model_name), sse, provider.name, ({"type": "ping"},)
+            reply.events,
+            MessageEvents(self.model_name),
+            provider.name,
+            ({"type": "ping"},),
         )
         return StreamReply(reply.response, events)
 
     def _native_events(self, events, provider):
         """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
-        for raw in events:
-            event = parse_event(raw)
-            kind = event.get("type") if event else None
-            if kind == "message_start" and isinstance(event.get("message"), dict):
-                event["message"]["model"] = self.model_name
-                raw = sse(event)
-            yield raw
+        for event in events:
+            data = event.data
+            kind = data.get("type") if data else None
+            if kind == "message_start" and isinstance(data.get("message"), dict):
+                data["message"]["model"] = self.model_name
+                event.changed()
+            yield event
             if kind in ("message_stop", "error"):
                 return
         raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
@@ -114,11 +118,10 @@ class MessagesWire(Wire):
         return MessagesWatcher(outcome)
 
     def stream_error_event(self, status: int, message: str) -> bytes:
-        return sse(anthropic_error_body(status, message)) + b"\n\n"
+        return errors.stream_error_event(status, message)
 
-    def failure_response(self, error: ProviderError, attempts: list):
-        # Decided once, for both shapes (what is relayed, 502 or 504, the message).
-        return as_anthropic(failure_response(error, attempts))
+    def failure_response(self, failure):
+        return errors.failure_response(failure)
 
 
 def reported_usage(usage) -> dict | None:
@@ -151,11 +154,11 @@ class MessagesWatcher:
         self.completed = False  # message_stop: the upstream said it was done
         self._usage: dict = {}
 
-    def see(self, raw: bytes) -> tuple[bytes | None, bool]:
+    def see(self, sent: Event) -> tuple[Event | None, bool]:
         """(what to send the client; whether the client reads nothing after it)."""
-        event = parse_event(raw)
+        event = sent.data
         if event is None:
-            return raw, False
+            return sent, False
         kind = event.get("type")
         if kind in ("message_start", "message_delta"):
             where = event.get("message") if kind == "message_start" else event
@@ -172,15 +175,15 @@ class MessagesWatcher:
         elif kind == "error":
             error = event.get("error") if isinstance(event.get("error"), dict) else {}
             message = f"{error.get('type')}: {error.get('message')}"
-            upstream_error_event(self.outcome, {"message": message})
-        return raw, kind in ("message_stop", "error")
+            self.outcome.upstream_error(message)
+        return sent, kind in ("message_stop", "error")
 
 
 # Generation settings the count_tokens endpoint refuses.
 _NOT_COUNTED = ("max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences")
 
 
-def count_tokens(plan, client_headers: dict) -> dict:
+def count_tokens(plan, provider, client_headers: dict) -> dict:
     """``{"input_tokens": n}`` for the (pruned) prompt the plan would send.
 
     A Claude model asks its upstream, which counts with the real tokenizer;
@@ -188,8 +191,7 @@ def count_tokens(plan, client_headers: dict) -> dict:
     (the measured tokens routing used).
     """
     model = plan.model
-    provider = provider_for(model.provider, plan.config.providers[model.provider])
-    if provider.speaks_messages:
+    if provider.capabilities.messages:
         request = native_request(
             plan.request.source, plan.request.messages, plan.send_messages, model.send_as
         )
@@ -201,3 +203,19 @@ def count_tokens(plan, client_headers: dict) -> dict:
         except ProviderError as error:
             log.warning("count_tokens_estimated model=%s reason=%s", model.id, error.message)
     return {"input_tokens": plan.measured_tokens}
+
+
+class MessagesProtocol(ClientProtocol):
+    """The Anthropic Messages API, for Claude Code (ANTHROPIC_BASE_URL at the router)."""
+
+    def parse(self, raw: bytes, request, key):
+        return parse_messages_body(raw)
+
+    def wire(self, request, planned, key, config):
+        return MessagesWire(forwarded_headers(request), planned.model)
+
+    def render_error(self, error):
+        return errors.router_error_response(error)
+
+
+MESSAGES = MessagesProtocol()

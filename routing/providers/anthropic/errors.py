@@ -1,4 +1,4 @@
-"""Anthropic errors in the OpenAI error shape, with their status.
+"""The Anthropic upstream's errors in the OpenAI error shape, with their status.
 
 Anthropic answers ``{"type": "error", "error": {"type", "message"}}``; chat
 clients read ``{"error": {"message", "type", "param", "code"}}``. The status
@@ -6,7 +6,7 @@ is kept (529 included: the OpenAI SDK treats any 5xx as a server error and
 retries it), the Anthropic type becomes the ``code`` so nothing is lost.
 """
 
-from __future__ import annotations
+from routing.protocols.messages.errors import TYPE_STATUSES
 
 # Anthropic error type -> the OpenAI error type clients branch on.
 OPENAI_TYPES = {
@@ -19,21 +19,13 @@ OPENAI_TYPES = {
     "billing_error": "insufficient_quota",
     "api_error": "server_error",
     "overloaded_error": "server_error",
+    "timeout_error": "timeout_error",
 }
 
 
-# Anthropic error type -> its HTTP status, for an error that came as a stream event.
-STATUSES = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "overloaded_error": 529,
-}
+def stream_error_status(error_type: str) -> int:
+    """The HTTP status of an error that came as a stream event (the one Anthropic table)."""
+    return TYPE_STATUSES.get(error_type, 500)
 
 
 class StreamError(Exception):

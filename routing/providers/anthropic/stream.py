@@ -10,36 +10,22 @@ tool calls announced with their id and name and then fed their argument
 JSON in pieces under their ``index`` (counted over tool blocks only, as
 chat clients number them), the finish reason, and the usage chunk. A
 thinking block, once complete with its signature, also goes out whole as
-``thinking_blocks`` (see response.py).
+``thinking_blocks`` (see routing.protocols.messages.shapes).
 """
 
 from __future__ import annotations
 
-import json
 import time
 
-from routing.protocols.anthropic.errors import StreamError
-from routing.protocols.anthropic.response import (
+from routing.protocols.base import DONE, Event
+from routing.protocols.messages.shapes import (
     THINKING_BLOCKS,
     chat_usage,
     finish_reason,
     thinking_block,
-    tool_call,
 )
-
-DONE = b"data: [DONE]"
-
-
-def parse_event(raw: bytes) -> dict | None:
-    """The JSON ``data`` of one SSE event (bytes without the blank line), or None."""
-    data = [line[5:].strip() for line in raw.split(b"\n") if line.startswith(b"data:")]
-    if not data:
-        return None
-    try:
-        event = json.loads(b"\n".join(data))
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
+from routing.providers.anthropic.errors import StreamError
+from routing.providers.anthropic.response import tool_call
 
 
 class ChunkTranslator:
@@ -136,18 +122,18 @@ class ChunkTranslator:
 
 
 def chat_chunks(events, include_usage: bool):
-    """Raw Anthropic SSE events (bytes) -> chat-completions SSE events (bytes), ending in [DONE].
+    """Anthropic's events (parsed ``Event``s) -> chat-completions chunk events, ending in [DONE].
 
     Raises StreamError on an ``error`` event; a stream that ends without
     ``message_stop`` ends without [DONE], as a broken upstream stream would.
+    The chunks are serialised only when they are sent (``Event.sse``).
     """
     translator = ChunkTranslator(include_usage)
-    for raw in events:
-        event = parse_event(raw)
-        if event is None:
+    for event in events:
+        if event.data is None:
             continue
-        for chunk in translator.feed(event):
-            yield b"data: " + json.dumps(chunk).encode()
+        for chunk in translator.feed(event.data):
+            yield Event.of(chunk)
         if translator.finished:
             yield DONE
             return

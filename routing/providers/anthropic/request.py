@@ -15,9 +15,9 @@ refuses unknown fields); requests it cannot express at all raise
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
-from routing.protocols.anthropic.response import THINKING_BLOCKS, thinking_block
+from routing.protocols.base import TranslationError
+from routing.protocols.messages.shapes import THINKING_BLOCKS, MessagesRequest, thinking_block
 
 # max_tokens is required upstream; chat clients often send none. A model's
 # config may set its own (ModelConfig.default_max_tokens); this is the rest.
@@ -36,23 +36,6 @@ STAND_IN_NAME = "earlier_tool"
 # From this anthropic-version on the API refuses temperature, top_p and top_k
 # at any value (400 "Extra inputs are not permitted"); before it they pass.
 SAMPLING_REMOVED_IN = "2026-10-21"
-
-
-class TranslationError(ValueError):
-    """The request cannot be expressed in the Messages API."""
-
-    def __init__(self, message: str, param: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.param = param
-
-
-@dataclass
-class MessagesRequest:
-    body: dict
-    # For each chat message: ("system", i) or ("messages", turn, block) of
-    # its last block, or None when it produced no block.
-    block_of: list = field(default_factory=list)
 
 
 def to_messages_request(

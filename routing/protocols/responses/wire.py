@@ -16,27 +16,22 @@ the dispatcher's ``Wire`` is told how to reach the model it chose:
   those are left out, with a log line, as are reasoning items.
 
 A finished response the client did not mark ``store: false`` is kept
-(routing.responses_store) for ``previous_response_id``. Failures leave in the
+(routing.protocols.responses.store) for ``previous_response_id``. Failures leave in the
 OpenAI error shape before the stream has started, and as ``response.failed``
 (or an ``error`` event, on a native stream) after.
 """
 
 import logging
 
-from routing.dispatch import Wire, upstream_error_event
-from routing.errors import RouterError, error_body
-from routing.protocols.anthropic.stream import parse_event
+from routing.errors import ProviderError, RouterError
+from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire, named_sse
+from routing.protocols.chat import errors as chat_errors
 from routing.protocols.chunks import translate
+from routing.protocols.responses import errors
 from routing.protocols.responses.inbound import native_body
-from routing.protocols.responses.reply import (
-    ResponseEvents,
-    chat_usage,
-    new_id,
-    sse,
-    to_response,
-)
-from routing.providers import ProviderError, StreamReply, provider_for
-from routing.responses_store import keep_response
+from routing.protocols.responses.reply import ResponseEvents, chat_usage, new_id, to_response
+from routing.protocols.responses.request import parse_responses_body
+from routing.protocols.responses.store import keep_response
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +60,7 @@ class ResponsesWire(Wire):
 
     def _refusal(self, model, provider) -> str | None:
         """Why ``model`` cannot take this request, or None."""
-        if provider.speaks_responses:
+        if provider.capabilities.responses:
             return None
         source = self.source
         refused = source.refused_tools
@@ -79,10 +74,8 @@ class ResponsesWire(Wire):
             "the router may leave out."
         )
 
-    def check(self, plan) -> None:
-        model = plan.model
-        provider = provider_for(model.provider, plan.config.providers[model.provider])
-        message = self._refusal(model, provider)
+    def check(self, plan, provider) -> None:
+        message = self._refusal(plan.model, provider)
         if message is not None:
             raise RouterError(400, message, "unsupported_tool", "tools")
 
@@ -90,9 +83,7 @@ class ResponsesWire(Wire):
         message = self._refusal(model, provider)
         if message is not None:
             # A fallback candidate that cannot take what the first one could.
-            raise ProviderError(
-                "status", message, 400, error_body(400, message, "unsupported_tool")
-            )
+            raise errors.unsupported_tool_error(message)
         source = self.source
         if source.builtin_tools:
             log.info(
@@ -105,7 +96,7 @@ class ResponsesWire(Wire):
                 "responses_reasoning_dropped model=%s items=%d", model.id, source.dropped_reasoning
             )
         body = plan.upstream_body(model)
-        if not provider.speaks_messages:
+        if not provider.capabilities.messages:
             # Claude's thinking blocks mean something to Claude alone.
             body["messages"] = [
                 {k: v for k, v in m.items() if k != "thinking_blocks"} for m in body["messages"]
@@ -118,7 +109,7 @@ class ResponsesWire(Wire):
     # The Wire.
 
     def answer(self, plan, provider, model, context) -> dict:
-        if provider.speaks_responses:
+        if provider.capabilities.responses:
             response = {
                 **provider.responses(self._native_body(plan, model)),
                 "model": self.model_name,
@@ -130,23 +121,23 @@ class ResponsesWire(Wire):
         return response
 
     def open_stream(self, plan, provider, model, context):
-        if provider.speaks_responses:
+        if provider.capabilities.responses:
             reply = provider.responses_stream(self._native_body(plan, model))
             return StreamReply(reply.response, self._native_events(reply.events, provider))
         reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
         self.events = ResponseEvents(self.source, self.response_id, self.model_name)
-        events = translate(reply.events, self.events, sse, provider.name)
+        events = translate(reply.events, self.events, provider.name)
         return StreamReply(reply.response, events)
 
     def _native_events(self, events, provider):
         """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
-        for raw in events:
-            event = parse_event(raw)
-            kind = event.get("type") if event else None
-            if event and isinstance(event.get("response"), dict):
-                event["response"]["model"] = self.model_name
-                raw = sse(event)
-            yield raw
+        for event in events:
+            data = event.data
+            kind = data.get("type") if data else None
+            if data and isinstance(data.get("response"), dict):
+                data["response"]["model"] = self.model_name
+                event.changed()
+            yield event
             if kind in FINAL_EVENTS:
                 return
         raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
@@ -161,17 +152,13 @@ class ResponsesWire(Wire):
         return ResponsesWatcher(self, outcome)
 
     def stream_error_event(self, status: int, message: str) -> bytes:
-        code = "upstream_timeout" if status == 504 else "upstream_stream_broken"
         if self.events is not None:
-            return sse(self.events.failed(code, message)) + b"\n\n"
-        event = {
-            "type": "error",
-            "sequence_number": self.last_sequence + 1,
-            "code": code,
-            "message": message,
-            "param": None,
-        }
-        return sse(event) + b"\n\n"
+            failed = self.events.failed(errors.stream_code(status), message)
+            return named_sse(failed) + b"\n\n"
+        return errors.error_event(self.last_sequence + 1, status, message)
+
+    def failure_response(self, failure):
+        return chat_errors.failure_response(failure)
 
     def keep(self, response: dict) -> None:
         """Store a finished response unless the client said ``store: false``."""
@@ -199,10 +186,10 @@ class ResponsesWatcher:
         self.answer_chars = 0
         self.completed = False  # a final event: the upstream said it was done
 
-    def see(self, raw: bytes) -> tuple[bytes | None, bool]:
-        event = parse_event(raw)
+    def see(self, sent: Event) -> tuple[Event | None, bool]:
+        event = sent.data
         if event is None:
-            return raw, False
+            return sent, False
         kind = event.get("type")
         if isinstance(event.get("sequence_number"), int):
             self.wire.last_sequence = event["sequence_number"]
@@ -216,10 +203,24 @@ class ResponsesWatcher:
             if kind in ("error", "response.failed"):
                 error = event if kind == "error" else response.get("error") or {}
                 error = error if isinstance(error, dict) else {}
-                upstream_error_event(
-                    self.outcome, {"message": f"{error.get('code')}: {error.get('message')}"}
-                )
+                self.outcome.upstream_error(f"{error.get('code')}: {error.get('message')}")
             else:
                 self.wire.keep(response)
-            return raw, True
-        return raw, False
+            return sent, True
+        return sent, False
+
+
+class ResponsesProtocol(ClientProtocol):
+    """The OpenAI Responses API, for Codex CLI and the openai-agents SDK."""
+
+    def parse(self, raw: bytes, request, key):
+        return parse_responses_body(raw, key.pk, optional_tools(request))
+
+    def wire(self, request, planned, key, config):
+        return ResponsesWire(planned, key.pk, config.responses.store_ttl_hours)
+
+    def render_error(self, error):
+        return chat_errors.router_error_response(error)
+
+
+RESPONSES = ResponsesProtocol()

@@ -22,16 +22,16 @@ schema's checks run in Rust.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
-import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from routing.errors import RouterError
-from routing.validation import as_param, describe, error_place
+from routing.protocols.base import json_body, param_path
+from routing.protocols.canonical import ChatRequest
+from routing.protocols.chat.inbound import to_request
+from routing.validation import describe, error_place
 
-ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 # Far above any agent session seen (the longest corpus session sends ~1,000);
 # a bound keeps one request from holding a thread for seconds of validation.
 MAX_MESSAGES = 20_000
@@ -122,53 +122,6 @@ class ChatBody(Open):
     max_completion_tokens: int | None = Field(None, gt=0)
 
 
-@dataclass(frozen=True)
-class ChatRequest:
-    body: dict
-    model: str
-    messages: list
-    stream: bool
-    include_usage: bool
-    max_tokens: int
-    tools: list | None
-    # The request in the client's own protocol when that is not chat
-    # completions (a MessagesSource for /v1/messages): what an upstream of that
-    # protocol is sent, with pinch's changes mapped back onto it.
-    source: object = None
-    # The client's own name for the conversation (the Responses API's
-    # prompt_cache_key), when it gives one: the prefix probe's key then.
-    conversation: str | None = None
-
-    @property
-    def has_images(self) -> bool:
-        for message in self.messages:
-            content = message.get("content")
-            if isinstance(content, list):
-                for part in content:
-                    if isinstance(part, dict) and part.get("type") in ("image_url", "input_image"):
-                        return True
-        return False
-
-    @property
-    def wants_json(self) -> bool:
-        response_format = self.body.get("response_format")
-        return isinstance(response_format, dict) and response_format.get("type") in (
-            "json_object",
-            "json_schema",
-        )
-
-    @property
-    def needed_capabilities(self) -> set[str]:
-        needed = set()
-        if self.has_images:
-            needed.add("vision")
-        if self.wants_json:
-            needed.add("json_mode")
-        if self.tools:
-            needed.add("tools")
-        return needed
-
-
 def _code(error: ValidationError) -> str:
     first = error.errors()[0]
     location = first["loc"]
@@ -185,26 +138,9 @@ def parse_chat_request(body) -> ChatRequest:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
         first = error.errors()[0]
-        param = as_param(error_place(body, first)) or None
-        raise RouterError(400, describe(error, body, as_param), _code(error), param) from None
-    max_tokens = checked.max_completion_tokens or checked.max_tokens or 0
-    return ChatRequest(
-        body=body,
-        model=checked.model,
-        messages=body["messages"],
-        stream=checked.stream,
-        include_usage=bool(checked.stream_options and checked.stream_options.include_usage),
-        max_tokens=max_tokens,
-        tools=body.get("tools") or None,
-    )
-
-
-def json_body(raw: bytes):
-    """Raw request bytes parsed as JSON, or RouterError(400); the one JSON reader of the API."""
-    try:
-        return pydantic_core.from_json(raw, allow_inf_nan=False)
-    except ValueError as error:
-        raise RouterError(400, f"The body is not valid JSON: {error}", "invalid_json") from None
+        param = param_path(error_place(body, first)) or None
+        raise RouterError(400, describe(error, body, param_path), _code(error), param) from None
+    return to_request(body, checked)
 
 
 def parse_chat_body(raw: bytes) -> ChatRequest:

@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from routing.protocols.anthropic.request import MessagesRequest, TranslationError
-from routing.protocols.anthropic.response import THINKING_BLOCKS
+from routing.protocols.messages.shapes import THINKING_BLOCKS, MessagesRequest
 
 # Anthropic tool_choice type -> chat-completions tool_choice.
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
-_ROLES = ("user", "assistant")
 
 
 @dataclass(frozen=True)
@@ -46,95 +43,20 @@ class MessagesSource:
     results: dict = field(default_factory=dict)
     # for each chat message: where its last block is in the native body
     block_of: list = field(default_factory=list)
-    # what a chat-completions upstream cannot be sent: "messages.0.content.1: 'document'"
+    # what a chat-completions upstream cannot be sent: "messages[0].content[1]: 'document'"
     untranslatable: tuple = ()
-    # the provider flag of a model that takes this request as sent (routing.providers.speaks)
-    native_flag: ClassVar[str] = "speaks_messages"
 
     @property
     def needs_native(self) -> bool:
         return bool(self.untranslatable)
 
-
-def _bad(message: str, param: str | None = None) -> TranslationError:
-    return TranslationError(message, param)
+    def served_natively(self, capabilities) -> bool:
+        return capabilities.messages
 
 
 def _is_custom_tool(tool: dict) -> bool:
     # Client tools have an input_schema; server tools (web_search_..., bash_...) a versioned type.
     return tool.get("type") in (None, "custom") and "input_schema" in tool
-
-
-def check_messages_body(body, count_only: bool = False) -> None:
-    """Raise TranslationError naming the first field the router cannot work with."""
-    if not isinstance(body, dict):
-        raise _bad("The body must be a JSON object")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("model: Field required (a string)", "model")
-    max_tokens = body.get("max_tokens")
-    if not count_only and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
-        raise _bad("max_tokens: Field required (a positive integer)", "max_tokens")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise _bad("messages: Field required (a non-empty list)", "messages")
-    for i, turn in enumerate(messages):
-        where = f"messages.{i}"
-        if not isinstance(turn, dict):
-            raise _bad(f"{where}: must be an object", where)
-        if turn.get("role") not in _ROLES:
-            raise _bad(f"{where}.role: must be 'user' or 'assistant'", f"{where}.role")
-        _check_content(turn.get("content"), f"{where}.content")
-    system = body.get("system")
-    if system is not None and not isinstance(system, str):
-        _check_content(system, "system")
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise _bad("stream: must be true or false", "stream")
-    tools = body.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            raise _bad("tools: must be a list", "tools")
-        for i, tool in enumerate(tools):
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                raise _bad(f"tools.{i}: a tool needs a name", f"tools.{i}")
-    for name, kind in (("tool_choice", dict), ("metadata", dict), ("stop_sequences", list)):
-        if body.get(name) is not None and not isinstance(body[name], kind):
-            raise _bad(f"{name}: must be {'an object' if kind is dict else 'a list'}", name)
-    if not all(isinstance(s, str) for s in body.get("stop_sequences") or ()):
-        raise _bad("stop_sequences: must be strings", "stop_sequences")
-    for name in ("temperature", "top_p", "top_k"):
-        value = body.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise _bad(f"{name}: must be a number", name)
-
-
-# Block type -> (field, the type it must have) the router reads; the rest passes as sent.
-_BLOCK_FIELDS = {
-    "text": (("text", str),),
-    "image": (("source", dict),),
-    "tool_use": (("id", str), ("name", str), ("input", dict)),
-    "tool_result": (("tool_use_id", str),),
-}
-
-
-def _check_content(content, where: str) -> None:
-    if isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise _bad(f"{where}: must be a string or a list of blocks", where)
-    for j, block in enumerate(content):
-        at = f"{where}.{j}"
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise _bad(f"{at}: a block must be an object with a type", at)
-        for name, kind in _BLOCK_FIELDS.get(block["type"], ()):
-            if not isinstance(block.get(name), kind):
-                raise _bad(f"{at}.{name}: Field required ({kind.__name__})", f"{at}.{name}")
-        if block["type"] == "tool_result":
-            inner = block.get("content")
-            if inner is not None and not isinstance(inner, str):
-                _check_content(inner, f"{at}.content")
 
 
 def _blocks(content) -> list:
@@ -143,8 +65,7 @@ def _blocks(content) -> list:
 
 
 def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, MessagesSource]:
-    """(chat body, MessagesSource) for a Messages body; TranslationError if malformed."""
-    check_messages_body(body, count_only)
+    """(chat body, MessagesSource) for a body checked by routing.protocols.messages.request."""
     chat_messages: list = []
     block_of: list = []
     results: dict = {}
@@ -208,7 +129,7 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
             chat["parallel_tool_calls"] = False
     for i, tool in enumerate(body.get("tools") or ()):
         if not _is_custom_tool(tool):
-            untranslatable.append(f"tools.{i}: server tool {tool.get('type')!r}")
+            untranslatable.append(f"tools[{i}]: server tool {tool.get('type')!r}")
     source = MessagesSource(
         body=body, results=results, block_of=block_of, untranslatable=tuple(untranslatable)
     )
@@ -238,7 +159,7 @@ def _assistant_message(blocks: list, tool_names: dict, t: int, untranslatable: l
                 }
             )
         elif kind not in THINKING_BLOCKS:
-            untranslatable.append(f"messages.{t}.content.{j}: {kind!r}")
+            untranslatable.append(f"messages[{t}].content[{j}]: {kind!r}")
     message: dict = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
         message["tool_calls"] = calls
@@ -289,7 +210,7 @@ def _user_parts(blocks: list, t: int, untranslatable: list) -> tuple[list, int |
             continue
         part = _image_part(block) if kind == "image" else None
         if part is None:
-            untranslatable.append(f"messages.{t}.content.{j}: {kind!r}")
+            untranslatable.append(f"messages[{t}].content[{j}]: {kind!r}")
             continue
         parts.append(part)
     return parts, last

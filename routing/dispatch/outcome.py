@@ -1,0 +1,64 @@
+"""What one request's upstream call came to: the row's status, usage, cost and attempts.
+
+Filled by the attempts (which model answered, at what price) and by the
+protocol's wire and stream watcher as the answer passes (usage, errors);
+recorded once, by the relay, through routing.decisions.finish_decision.
+"""
+
+from dataclasses import dataclass, field
+
+from routing.pricing import billed_prompt_cost_usd
+
+
+@dataclass
+class Outcome:
+    status: int = 0
+    error: str = ""
+    attempts: list = field(default_factory=list)
+    latency_ms: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    usage_estimated: bool = False
+    model: object = None
+    nothing_ran: bool = False  # every try failed before any model ran (attempts.NOTHING_RAN)
+    cost_usd: float | None = None
+    # Set with the model that answered: the plan's estimate of the unpruned
+    # request's (cached, written) split (None when pinch sent it whole: then
+    # it cost what it cost).
+    unpruned_split: tuple | None = None
+
+    def unpruned_cost_usd(self, billed: float | None) -> float | None:
+        """The estimated prompt cost of the same request without pinch (None unbilled).
+
+        Priced like the billed cost (routing.pricing): the cached part read, the
+        rest written when the model has a cache block (Anthropic), else at the
+        prompt price (a provider that caches by itself charges no write premium).
+        """
+        if billed is None or self.model is None:
+            return None
+        if self.unpruned_split is None:
+            return billed
+        cached, rest = self.unpruned_split
+        written = rest if self.model.cache is not None else 0
+        return billed_prompt_cost_usd(self.model, cached + rest, cached, written)
+
+    def take_usage(self, usage):
+        if not isinstance(usage, dict):
+            return
+        self.prompt_tokens = usage.get("prompt_tokens")
+        self.completion_tokens = usage.get("completion_tokens")
+        details = usage.get("prompt_tokens_details")
+        details = details if isinstance(details, dict) else {}
+        self.cached_tokens = details.get("cached_tokens")
+        # Reads and writes of the provider's prompt cache, both inside prompt_tokens
+        # (OpenAI reports writes as cache_write_tokens; the Anthropic provider too).
+        self.cache_read_tokens = details.get("cached_tokens")
+        self.cache_write_tokens = details.get("cache_write_tokens")
+
+    def upstream_error(self, message: str):
+        # The upstream reported a failure inside the stream: relayed, and the row says so.
+        self.status = 502
+        self.error = f"upstream error event: {message}"

@@ -1,0 +1,68 @@
+"""OpenAI's error shape, ``{"error": {"message", "type", "param", "code"}}``, with its status.
+
+Chat completions and the Responses API answer in it (the official SDKs read
+the message and branch on the status), and so does every API path that is
+not the Messages API's.
+"""
+
+from django.http import HttpResponse, JsonResponse
+
+from routing import jsonio
+from routing.errors import Failure, RouterError
+
+# status -> the OpenAI error type clients expect for it
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    502: "upstream_error",
+    503: "upstream_error",
+    504: "timeout_error",
+}
+
+
+def error_body(status: int, message: str, code: str | None = None, param=None) -> dict:
+    return {
+        "error": {
+            "message": message,
+            "type": _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error"),
+            "param": param,
+            "code": code,
+        }
+    }
+
+
+def error_response(status: int, message: str, code: str | None = None, param=None, headers=None):
+    response = JsonResponse(error_body(status, message, code, param), status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def router_error_response(error: RouterError):
+    return error_response(error.status, error.message, error.code, error.param)
+
+
+def failure_response(failure: Failure):
+    """Every try failed: the upstream's own OpenAI-shaped error relayed, else ours."""
+    body = failure.relayed
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        response = HttpResponse(
+            jsonio.dumps(body), status=failure.status, content_type="application/json"
+        )
+    else:
+        response = error_response(failure.status, failure.message, failure.code)
+    if failure.retry_after is not None:
+        # The client may wait as the upstream asked (the SDKs honour it).
+        response["Retry-After"] = f"{failure.retry_after:g}"
+    return response
+
+
+def stream_error_event(status: int, message: str) -> bytes:
+    """A chat stream that broke after it started: an error chunk, the last event."""
+    body = error_body(status, message, "upstream_stream_broken")
+    return b"data: " + jsonio.dumps(body) + b"\n\n"

@@ -1,0 +1,68 @@
+"""The Messages API's shapes that both directions of its translation share.
+
+Stop reasons and finish reasons, usage (cache reads and writes counted in
+``prompt_tokens``, as chat-completions clients expect of a prompt, and named
+apart in ``prompt_tokens_details``: ``cached_tokens``, ``cache_write_tokens``,
+the fields OpenAI uses for the same figures), thinking blocks (kept whole,
+signature included: the API wants them back on the assistant turn before a
+tool result), and a Messages request with where each chat message landed.
+The inbound adapter (client to chat) and the Anthropic provider (chat to
+upstream, and back) read them here.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MessagesRequest:
+    body: dict
+    # For each chat message: ("system", i) or ("messages", turn, block) of
+    # its last block, or None when it produced no block.
+    block_of: list = field(default_factory=list)
+
+
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+
+def finish_reason(stop_reason) -> str | None:
+    if stop_reason is None:
+        return None
+    return FINISH_REASONS.get(stop_reason, "stop")
+
+
+def chat_usage(usage: dict) -> dict:
+    """Anthropic usage -> chat-completions usage (cache figures included in prompt_tokens)."""
+    uncached = usage.get("input_tokens") or 0
+    read = usage.get("cache_read_input_tokens") or 0
+    written = usage.get("cache_creation_input_tokens") or 0
+    prompt = uncached + read + written
+    completion = usage.get("output_tokens") or 0
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+        # Anthropic's own names too, for clients that know them.
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+    }
+
+
+# Block type -> the keys that make it up (redacted thinking is opaque data).
+THINKING_BLOCKS = {
+    "thinking": ("type", "thinking", "signature"),
+    "redacted_thinking": ("type", "data"),
+}
+
+
+def thinking_block(block: dict) -> dict:
+    """A thinking block as the API wants it back: its own keys, nothing else."""
+    return {key: block.get(key) or "" for key in THINKING_BLOCKS[block["type"]]}
