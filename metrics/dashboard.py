@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from metrics.card_slots import filled_slots
 from metrics.charts import DayPoint, savings_chart
+from metrics.key_budgets import cells, key_budget_rows
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from router_project.formatting import format_days, money_tone, pinch_card
 from routing.config import RouterConfig
@@ -118,4 +119,5 @@ def dashboard_context(
         "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
+        "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)],
     }

@@ -11,7 +11,9 @@ number of queries whatever the table's size:
    fallbacks, and every bucket of the upstream latency histogram as a
    conditional count;
 3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
-4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off).
+4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
+5. the limited keys with their refusal counts, and their spend (one query per
+   budget period in use; metrics.key_budgets).
 
 Counters (``_total``) cover all time, as Prometheus expects of a counter; the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
@@ -33,6 +35,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import choose_encoder
 
+from metrics.key_budgets import key_budget_rows
 from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
@@ -90,6 +93,35 @@ class RouterCollector:
         )
         if self.config.pinch.enabled:
             yield from self._pinch_window()
+        yield from self._key_limits()
+
+    def _key_limits(self):
+        spent = GaugeMetricFamily(
+            "router_key_spend_usd",
+            "USD a limited key spent in its budget period (billed net of the cache, "
+            "estimated until usage arrives).",
+            labels=["key", "period"],
+        )
+        budget = GaugeMetricFamily(
+            "router_key_budget_usd",
+            "A key's budget for its period, by kind (hard: refused past it; soft: warned).",
+            labels=["key", "kind"],
+        )
+        refused = CounterMetricFamily(
+            "router_limit_refusals",
+            "Requests a limited key's budget or rate limits refused, by reason.",
+            labels=["key", "reason"],
+        )
+        for row in key_budget_rows(self.config, self.now):
+            spent.add_metric([row["key"], row["period"]], row["spent_usd"])
+            for kind, value in (("hard", row["budget_usd"]), ("soft", row["soft_budget_usd"])):
+                if value is not None:
+                    budget.add_metric([row["key"], kind], value)
+            for reason, count in row["refusals"].items():
+                refused.add_metric([row["key"], reason], count)
+        yield spent
+        yield budget
+        yield refused
 
     def _requests(self):
         family = CounterMetricFamily(

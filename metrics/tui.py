@@ -26,6 +26,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
 from metrics.charts import format_tokens
+from metrics.key_budgets import cells as key_budget_cells
 from router_project.formatting import (
     CARD_KEYS,
     CARD_LABELS,
@@ -38,6 +39,8 @@ from router_project.formatting import (
 SNAPSHOT_PATH = "/admin/api/snapshot"
 DEFAULT_INTERVAL = 5.0  # seconds: the snapshot is 3 small queries, cheap enough to poll
 DEFAULT_TIMEOUT = 5.0  # seconds: past this the router is as good as unreachable
+
+KEY_BUDGET_COLUMNS = ("key", "spent", "budget", "soft", "used", "state", "resets (UTC)", "refused")
 
 # Fits 120 columns with every column whole: path, tier and stream share one
 # column, pinch tokens read compact (150k→123k) beside the exact saving.
@@ -197,6 +200,7 @@ class RouterTui(App):
     .section { padding: 1 1 0 1; text-style: bold; }
     /* Every figure shows: nine rows and the header, never cut to a scroll. */
     #pinch { height: auto; margin: 0 1; }
+    #keys { height: auto; max-height: 8; margin: 0 1; scrollbar-size: 0 0; }
     /* No scrollbars: in a captured or plain terminal their thumb is a stray glyph
        mid-screen; the cursor keys still scroll. */
     #decisions { height: 1fr; scrollbar-size: 0 0; }
@@ -228,6 +232,8 @@ class RouterTui(App):
             yield Static("", id="knobs")
             yield Static("Pinch savings", id="pinch-title", classes="section")
             yield DataTable(id="pinch", show_cursor=False, zebra_stripes=True)
+            yield Static("Keys: spend against budget", id="keys-title", classes="section")
+            yield DataTable(id="keys", show_cursor=False, zebra_stripes=True)
             yield Static("Recent decisions", classes="section")
             yield DataTable(id="decisions", cursor_type="row", zebra_stripes=True)
         yield Footer()
@@ -235,6 +241,7 @@ class RouterTui(App):
     def on_mount(self) -> None:
         self.sub_title = self.url
         self.query_one("#pinch", DataTable).add_columns("figure", "value")
+        self.query_one("#keys", DataTable).add_columns(*KEY_BUDGET_COLUMNS)
         self.query_one("#decisions", DataTable).add_columns(*DECISION_COLUMNS)
         self.set_interval(self.interval, self.action_refresh)
         self.action_refresh()
@@ -271,10 +278,23 @@ class RouterTui(App):
             for key in CARD_KEYS:
                 pinch.add_row(CARD_LABELS[key], pinch_cell(key, summary), key=key)
 
+        self.show_key_budgets(data.get("key_budgets") or [])
         decisions = self.query_one("#decisions", DataTable)
         decisions.clear()
         for row in data.get("recent_decisions") or []:
             decisions.add_row(*decision_cells(row), key=str(row.get("id")))
+
+    def show_key_budgets(self, rows: list[dict]) -> None:
+        keys = self.query_one("#keys", DataTable)
+        keys.clear()
+        keys.display = self.query_one("#keys-title", Static).display = bool(rows)
+        for row in rows:
+            shown = key_budget_cells(row)
+            keys.add_row(
+                *(shown[c] for c in ("key", "spent", "budget", "soft", "used", "state", "resets")),
+                shown["refused"],
+                key=row["prefix"],
+            )
 
     def show_error(self, message: str) -> None:
         self.error = message

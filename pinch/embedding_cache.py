@@ -18,7 +18,7 @@ or two versions of one, never read each other's features.
 Two tiers. The process tier is an LRU bounded by bytes. With a Redis URL, a
 second tier is shared by every worker and host, so a conversation that moves
 between workers is still warm. Redis is an optimisation, never a dependency:
-it is reached through the process's shared breaker (pinch/shared_redis.py), so
+it is reached through the process's shared breaker (router_project/redis.py), so
 a Redis error is logged once, the process tier carries on alone, and Redis is
 tried again after a pause, by one caller.
 """
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pinch.embedders.base import Embedder, EmbeddingError
-from pinch.shared_redis import RedisUnavailable, SharedRedis, shared_redis
+from router_project.redis import RedisUnavailable, SharedRedis, shared_redis
 
 # Process tier budget: ~19,000 builtin features (3.4 KB each) or ~20,000
 # 768-dimension vectors, far more than the live sessions of one worker.

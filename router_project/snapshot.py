@@ -2,8 +2,9 @@
 
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
-thing. Three queries on top of the caller's config: the pinch summary, the
-stored overrides and the newest decisions.
+thing. Queries on top of the caller's config: the pinch summary, the stored
+overrides, the newest decisions, and the limited keys (one, plus one per
+budget period in use: metrics.key_budgets).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from metrics.key_budgets import key_budget_rows
 from metrics.summary import pinch_summary
 from metrics.views import get_only
 from routing.auth import key_for_request
@@ -76,6 +78,7 @@ def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
         "knobs": knob_values(config),
         "config_overrides": stored_overrides(),
         "recent_decisions": recent_decisions(),
+        "key_budgets": key_budget_rows(config, now),
         "generated_at": now.isoformat(),
     }
 

@@ -97,9 +97,17 @@ def forget_checked_keys() -> None:
 TOUCH_EVERY_SECONDS = 60
 
 
-def create_api_key(name: str, is_staff: bool = False) -> tuple[ApiKey, str]:
-    """Create a key; the raw key is returned once and only its hash is stored."""
+def create_api_key(name: str, is_staff: bool = False, limits=None) -> tuple[ApiKey, str]:
+    """Create a key; the raw key is returned once and only its hash is stored.
+
+    ``limits``: field -> value, checked by routing.limits.settings.check_limits.
+    """
     key = ApiKey(name=name, is_staff=is_staff)
+    if limits:
+        from routing.limits.settings import check_limits, key_limits
+
+        for field, value in check_limits(key_limits(key), limits).items():
+            setattr(key, field, value)
     return key, issue_api_key(key)
 
 

@@ -29,12 +29,23 @@ CREATE_KEY_COMMAND = ".venv/bin/python manage.py createapikey NAME"
 class RouterError(Exception):
     """A request the router refuses or cannot complete; carries its HTTP status."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, param=None):
+    def __init__(
+        self, status: int, message: str, code: str | None = None, param=None, headers=None
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.param = param
+        self.headers = dict(headers or {})  # e.g. Retry-After, on every protocol's answer
+
+    # (status, error type) in each client protocol; None: the status's usual type. A
+    # refusal the providers answer differently (an exhausted budget) overrides them.
+    def as_openai(self) -> tuple[int, str | None]:
+        return self.status, None
+
+    def as_anthropic(self) -> tuple[int, str | None]:
+        return self.status, None
 
 
 def invalid_key_error(path: str) -> RouterError:

@@ -1,4 +1,5 @@
-"""What the router stores: its decisions, its API keys and the admin's config overrides.
+"""What the router stores: its decisions, its API keys (with their limits and refusal counts)
+and the admin's config overrides.
 
 Provider keys are never stored; router keys only as a SHA-256 hash (they are
 long random tokens, so a fast hash is enough to make a leaked table useless).
@@ -16,6 +17,10 @@ KEY_PREFIX = "rk-"
 
 def hash_key(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+PERIOD_DAY, PERIOD_WEEK, PERIOD_MONTH = "day", "week", "month"
+BUDGET_PERIODS = [(PERIOD_DAY, "day"), (PERIOD_WEEK, "week"), (PERIOD_MONTH, "month")]
 
 
 class ApiKeyQuerySet(models.QuerySet):
@@ -36,11 +41,46 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    # Limits (routing/limits/): empty means unlimited. Changed only through
+    # routing.limits.settings.set_key_limits, which checks and logs them.
+    rpm_limit = models.PositiveIntegerField(
+        "requests per minute", null=True, blank=True, help_text="Empty: no limit."
+    )
+    tpm_limit = models.PositiveIntegerField(
+        "prompt tokens per minute",
+        null=True,
+        blank=True,
+        help_text="Measured after pinch (what is sent). Empty: no limit.",
+    )
+    budget_usd = models.FloatField(
+        "budget (USD)",
+        null=True,
+        blank=True,
+        help_text="Hard limit per period: past it, requests are refused. Empty: none.",
+    )
+    soft_budget_usd = models.FloatField(
+        "soft budget (USD)",
+        null=True,
+        blank=True,
+        help_text="Past it, answers carry a warning header (and auto may go a tier cheaper).",
+    )
+    budget_period = models.CharField(
+        max_length=8,
+        choices=BUDGET_PERIODS,
+        default=PERIOD_MONTH,
+        help_text="A month starts on objective.billing_reset_day (the 1st when unset).",
+    )
+    budget_fallback = models.BooleanField(
+        default=False, help_text="Past the soft budget, auto requests go to the next cheaper tier."
+    )
+
     objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         verbose_name = "API key"
         ordering = ["-created_at"]
+        # Staff is not enough to change what a key may spend (superusers hold it).
+        permissions = [("change_key_limits", "Can change API keys' budgets and rate limits")]
 
     def __str__(self):
         return f"{self.name} ({self.prefix}…)"
@@ -194,6 +234,8 @@ class RouteDecision(models.Model):
         indexes = [
             # The 30-day aggregates (pinch_summary, /metrics) and recent-decision lists.
             models.Index(fields=["created_at"], name="decision_created_idx"),
+            # A key's spend in its budget period (routing/limits/budgets.py).
+            models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
         ]
 
     def __str__(self):
@@ -294,3 +336,29 @@ class StoredResponse(models.Model):
 
     def __str__(self):
         return self.response_id
+
+
+class LimitRefusal(models.Model):
+    """How many requests of a key its limits refused, by reason: one counter row per pair.
+
+    Refused requests reach no upstream, so they have no decision row; this is
+    what /metrics counts them from (several workers and hosts share it).
+    """
+
+    REASON_BUDGET = "budget"
+    REASON_RPM = "rpm"
+    REASON_TPM = "tpm"
+    REASONS = [(REASON_BUDGET, "budget"), (REASON_RPM, "rpm"), (REASON_TPM, "tpm")]
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="refusals")
+    reason = models.CharField(max_length=8, choices=REASONS)
+    count = models.PositiveBigIntegerField(default=0)
+    last_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["api_key", "reason"], name="refusal_key_reason_uniq")
+        ]
+
+    def __str__(self):
+        return f"{self.api_key_id} {self.reason}: {self.count}"

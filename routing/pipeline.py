@@ -125,14 +125,21 @@ def plan_request(
     api_key_id=None,
     probe: PrefixProbe | None = None,
     measure_prefix: bool = True,
+    cheaper_tier: bool = False,
 ) -> Plan:
-    """Decide where the request goes and what is sent. No database writes, no upstream call."""
+    """Decide where the request goes and what is sent. No database writes, no upstream call.
+
+    ``cheaper_tier``: a routed request goes one tier below the classifier's
+    (a key past its soft budget with budget fallback, routing.limits).
+    """
     extra_tokens = tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
     if target == config.routing.auto_model:
         path = RouteDecision.PATH_ROUTED
         classification = classify(request.messages, request.tools, config)
         tier, classifier_name = classification.tier, classification.outcome
+        if cheaper_tier:
+            tier, classifier_name = _tier_below(config, tier), f"{classifier_name}+budget"
         price_model = _cheapest_of_tier(config, tier)
     else:
         pinned = config.model(target)
@@ -213,6 +220,11 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     if warm and previous:
         cached = tools_tokens + sum(estimate_tokens(extract_text(m)) for m in messages[:previous])
     return cached, max(pinch.original_tokens - cached, 0)
+
+
+def _tier_below(config: RouterConfig, tier: str) -> str:
+    tiers = config.routing.tiers
+    return tiers[max(tiers.index(tier) - 1, 0)]
 
 
 def _cheapest_of_tier(config: RouterConfig, tier: str) -> ModelConfig | None:

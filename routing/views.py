@@ -33,6 +33,7 @@ from routing.errors import (
     database_unavailable_error,
     invalid_key_error,
 )
+from routing.limits.admission import admit
 from routing.pipeline import open_decision, plan_request, unknown_model_error
 from routing.protocols.base import ClientProtocol
 from routing.protocols.chat.wire import CHAT
@@ -176,13 +177,21 @@ class CompletionView(ApiView):
         planned = self.protocol.parse(_read_body(request), request, key)
         config = _config()
         dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
-        plan = plan_request(planned, config, api_key_id=key.pk, measure_prefix=not dry_run)
+        admission = admit(key, config, dry_run)
+        plan = plan_request(
+            planned,
+            config,
+            api_key_id=key.pk,
+            measure_prefix=not dry_run,
+            cheaper_tier=admission.cheaper_tier,
+        )
         if dry_run:
             return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
         wire = self.protocol.wire(request, planned, key, config)
         wire.check(plan, model_provider(config, plan.model))
+        admission.take(plan.measured_tokens)
         decision = open_decision(plan, key)
-        headers = explain_headers(plan, decision)
+        headers = explain_headers(plan, decision) | admission.headers()
         headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
         if planned.stream:
             return relay.stream(plan, decision, headers, wire)

@@ -43,6 +43,7 @@ def fresh_router_state(settings, tmp_path_factory):
     from routing.auth import forget_checked_keys
     from routing.config.store import forget_cached_config
     from routing.decision_ids import forget_reserved_ids
+    from routing.limits.admission import forget_limit_state
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
 
@@ -50,6 +51,7 @@ def fresh_router_state(settings, tmp_path_factory):
         forget_cached_config()
         forget_checked_keys()
         forget_reserved_ids()
+        forget_limit_state()
 
     forget()
     yield

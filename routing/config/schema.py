@@ -225,6 +225,14 @@ class ResponsesConfig(Strict):
     store_ttl_hours: float = Field(720.0, gt=0)
 
 
+class LimitsConfig(Strict):
+    # Per-key budgets and rate limits (set on each key: routing/limits/). How old
+    # a key's spend may be when a request is checked against its budget: the
+    # spend is one aggregate query, so a key is re-summed at most this often per
+    # process (0: every request). Requests in flight are not yet counted either.
+    spend_refresh_seconds: float = Field(5.0, ge=0)
+
+
 class RouterConfig(Strict):
     providers: dict[str, ProviderConfig]
     models: tuple[ModelConfig, ...]
@@ -233,6 +241,7 @@ class RouterConfig(Strict):
     pinch: PinchConfig = PinchConfig()
     objective: ObjectiveConfig = ObjectiveConfig()
     responses: ResponsesConfig = ResponsesConfig()
+    limits: LimitsConfig = LimitsConfig()
     # Client model names (exact, or globs like "claude-haiku-*") -> a model id or
     # the auto model. Claude Code asks for Claude names; this sends its main
     # model to auto and its background model to a cheap tier. An exact alias

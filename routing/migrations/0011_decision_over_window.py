@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("routing", "0005_stored_response"),
+        ("routing", "0010_key_limits"),  # re-chained after main (0010 landed first)
     ]
 
     operations = [

@@ -11,8 +11,9 @@ from tests.support.decisions import decision
 MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 
 # session + user (the login), ConfigOverride + RegisteredModel (current_config),
-# pinch_summary's grouped query, savings per day and model, the newest 50 with their key.
-DASHBOARD_QUERIES = 7
+# pinch_summary's grouped query, savings per day and model, the newest 50 with their key,
+# the limited keys (none here: no spend query follows).
+DASHBOARD_QUERIES = 8
 
 
 @pytest.mark.parametrize("rows", [10, 200])

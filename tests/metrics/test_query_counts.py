@@ -62,8 +62,8 @@ def test_metrics_json(client, default_config, db, django_assert_num_queries, row
 def test_prometheus(client, default_config, db, django_assert_num_queries, rows, path, accept):
     seed_varied(rows)
 
-    # config (2) + requests + all-time aggregate + pinch summary + pinch tools
-    with django_assert_num_queries(6):
+    # config (2) + requests + all-time aggregate + pinch summary + pinch tools + limited keys
+    with django_assert_num_queries(7):
         assert client.get(path, HTTP_ACCEPT=accept).status_code == 200
 
 
@@ -73,8 +73,8 @@ def test_snapshot_with_a_staff_key(
 ):
     seed_varied(rows)
 
-    # key + config (2) + pinch summary + overrides + recent decisions
-    with django_assert_num_queries(6):
+    # key + config (2) + pinch summary + overrides + recent decisions + limited keys
+    with django_assert_num_queries(7):
         response = client.get("/admin/api/snapshot", HTTP_AUTHORIZATION=f"Bearer {staff_key}")
     assert response.status_code == 200
     assert len(response.json()["recent_decisions"]) == min(rows, 50)
@@ -87,6 +87,6 @@ def test_snapshot_with_a_staff_session(
     seed_varied(rows)
     client.force_login(staff_user)
 
-    # session + user + config (2) + pinch summary + overrides + recent decisions
-    with django_assert_num_queries(7):
+    # session + user + config (2) + pinch summary + overrides + recent decisions + limited keys
+    with django_assert_num_queries(8):
         assert client.get("/admin/api/snapshot").status_code == 200

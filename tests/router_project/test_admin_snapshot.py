@@ -80,6 +80,7 @@ def test_a_staff_key_reads_the_snapshot(client, default_config, staff_key):
         "knobs",
         "config_overrides",
         "recent_decisions",
+        "key_budgets",
         "generated_at",
     }
 

@@ -44,6 +44,17 @@ def test_a_warm_request_costs_one_statement_the_decision_insert(post, django_ass
     assert RouteDecision.objects.count() == 2
 
 
+def test_a_warm_request_of_a_limited_key_costs_no_more_statements(post, django_assert_num_queries):
+    from routing.limits.settings import set_key_limits
+
+    set_key_limits(ApiKey.objects.get(), {"rpm_limit": 100, "budget_usd": 50.0})
+    assert post().status_code == 200  # sums the key's spend, kept limits.spend_refresh_seconds
+    with django_assert_num_queries(1) as captured:
+        response = post()
+    assert response.status_code == 200
+    assert captured.captured_queries[0]["sql"].startswith('INSERT INTO "routing_routedecision"')
+
+
 def test_plain_answers_reuse_one_keep_alive_connection_to_the_upstream(post, upstream):
     for _ in range(5):
         assert post().status_code == 200

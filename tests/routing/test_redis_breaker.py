@@ -10,7 +10,7 @@ import time
 import pytest
 
 from pinch.embedding_cache import EmbeddingCache
-from pinch.shared_redis import shared_redis
+from router_project.redis import shared_redis
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe
 from tests.support.ci import missing

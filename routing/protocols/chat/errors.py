@@ -25,26 +25,32 @@ _TYPES = {
 }
 
 
-def error_body(status: int, message: str, code: str | None = None, param=None) -> dict:
+def error_body(
+    status: int, message: str, code: str | None = None, param=None, error_type=None
+) -> dict:
     return {
         "error": {
             "message": message,
-            "type": _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error"),
+            "type": error_type
+            or _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error"),
             "param": param,
             "code": code,
         }
     }
 
 
-def error_response(status: int, message: str, code: str | None = None, param=None, headers=None):
-    response = JsonResponse(error_body(status, message, code, param), status=status)
+def error_response(
+    status: int, message: str, code: str | None = None, param=None, headers=None, error_type=None
+):
+    response = JsonResponse(error_body(status, message, code, param, error_type), status=status)
     for name, value in (headers or {}).items():
         response[name] = value
     return response
 
 
 def router_error_response(error: RouterError):
-    return error_response(error.status, error.message, error.code, error.param)
+    status, error_type = error.as_openai()
+    return error_response(status, error.message, error.code, error.param, error.headers, error_type)
 
 
 def failure_response(failure: Failure):

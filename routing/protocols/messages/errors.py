@@ -45,7 +45,11 @@ def anthropic_error_response(status: int, message: str, error_type: str | None =
 
 
 def router_error_response(error: RouterError):
-    return anthropic_error_response(error.status, error.message)
+    status, error_type = error.as_anthropic()
+    response = anthropic_error_response(status, error.message, error_type)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
 
 
 def failure_response(failure: Failure):

@@ -11,8 +11,10 @@ as unavailable) and either closes the breaker or opens it again. A Redis in
 trouble thus costs one short timeout per period, for the whole process,
 whichever user meets it first.
 
-It lives in pinch, beside the embedding cache (the relevance edge, not the
-pure core), because routing may import pinch but never the other way round.
+It lives in router_project, beside the settings that name the URL, because
+it serves every app (routing's prefix probe, config changes and limits, and
+pinch's relevance edge) and belongs to none; it imports nothing from Django,
+so the relevance edge may use it while the pinch core stays pure.
 """
 
 from __future__ import annotations

@@ -1,0 +1,94 @@
+"""Admitting a request under its key's limits, before any upstream call.
+
+Two steps, because the rate limit needs what pinch made of the request:
+
+1. ``admit(key, config)``, before planning: a key at or over its hard budget
+   is refused; past its soft budget, the answer carries ``X-Router-Budget-Warning``
+   and, when the key has ``budget_fallback``, ``auto`` goes a tier cheaper;
+2. ``Admission.take(measured_tokens)``, after planning: one request and the
+   prompt tokens measured after pinch, from the key's per-minute buckets.
+
+A key with no limits costs neither a query nor a bucket. A refusal is counted
+(routing.limits.refusals) and raised as a RouterError the view renders in the
+client's protocol; nothing is recorded as a decision, as no upstream was called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC
+
+from django.conf import settings
+
+from routing.config import RouterConfig
+from routing.limits import rate
+from routing.limits.budgets import BudgetState, has_budget, spend_cache
+from routing.limits.refusals import budget_exhausted, count_refusal, rate_limited, too_large
+from routing.models import ApiKey, LimitRefusal
+
+WARNING_HEADER = "X-Router-Budget-Warning"
+
+
+@dataclass
+class Admission:
+    key: ApiKey
+    budget: BudgetState | None = None
+    limited: bool = True  # False: take nothing (a dry run)
+
+    @property
+    def cheaper_tier(self) -> bool:
+        """Should auto go a tier cheaper (the key's budget fallback, past its soft budget)?"""
+        return bool(self.key.budget_fallback and self.budget and self.budget.past_soft)
+
+    def headers(self) -> dict:
+        """The soft budget's warning, on every answer past it."""
+        state = self.budget
+        if state is None or not state.past_soft:
+            return {}
+        hard = f"; hard limit ${state.budget_usd:.2f}" if state.budget_usd is not None else ""
+        fallback = "; auto goes a tier cheaper" if self.cheaper_tier else ""
+        resets = state.resets_at.astimezone(UTC)
+        return {
+            WARNING_HEADER: f"key {self.key.name!r} spent ${state.spent_usd:.2f} of its "
+            f"{state.period} soft budget ${state.soft_budget_usd:.2f}{hard}{fallback}; "
+            f"resets {resets:%Y-%m-%dT%H:%M:%SZ}"
+        }
+
+    def take(self, measured_tokens: int) -> None:
+        """Take one request and ``measured_tokens`` from the key's buckets, or refuse."""
+        key = self.key
+        rpm, tpm = key.rpm_limit or 0, key.tpm_limit or 0
+        if not self.limited or not (rpm or tpm):
+            return
+        if tpm and measured_tokens > tpm:
+            count_refusal(key, LimitRefusal.REASON_TPM)
+            raise too_large(key, tpm, measured_tokens)
+        outcome = rate.buckets(settings.REDIS_URL).take(key.pk, rpm, tpm, measured_tokens)
+        if outcome.taken:
+            return
+        count_refusal(key, outcome.short)
+        if outcome.short == LimitRefusal.REASON_RPM:
+            raise rate_limited(key, outcome.short, outcome.wait_ms, rpm, 1)
+        raise rate_limited(key, outcome.short, outcome.wait_ms, tpm, measured_tokens)
+
+
+def admit(key: ApiKey, config: RouterConfig, dry_run: bool = False) -> Admission:
+    """The key's admission for this request; raises LimitExceeded when its budget is spent.
+
+    A dry run (X-Router-Dry-Run) calls no upstream: it is never refused nor counted.
+    """
+    if dry_run:
+        return Admission(key, limited=False)
+    if not has_budget(key):
+        return Admission(key)
+    state = spend_cache.state(key, config)
+    if state is not None and state.exhausted:
+        count_refusal(key, LimitRefusal.REASON_BUDGET)
+        raise budget_exhausted(key, state)
+    return Admission(key, state)
+
+
+def forget_limit_state() -> None:
+    """Drop this process's cached spends and memory buckets (tests; a fresh start)."""
+    spend_cache.forget()
+    rate.forget_buckets()

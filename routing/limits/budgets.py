@@ -1,0 +1,171 @@
+"""A key's spend in its budget period, against its soft and hard budgets.
+
+The spend is what the key's decisions cost: the prompt as the provider
+billed it, net of the cache (``billed_prompt_cost_usd``), or the router's
+estimate (``estimated_cost_usd``) for a request whose usage has not arrived
+or never came; plus the completion tokens at the chosen model's completion
+price. One grouped query per period sums it (by key and model, on the
+``decision_key_created_idx`` index), and the request path re-sums a key at
+most every ``limits.spend_refresh_seconds`` per process. A database that
+cannot be read leaves the key on its last known spend (or unchecked), logged:
+the budget is not worth failing requests for.
+
+Periods start at midnight in the router's time zone: a day, a week from
+Monday, or a month from ``objective.billing_reset_day`` (the 1st when unset),
+the same billing period ``pinch_summary`` reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time as clock
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+from django.db import Error as DatabaseFailure
+from django.db.models import F, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from metrics.summary import billing_period
+from routing.config import RouterConfig
+from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey, RouteDecision
+from routing.pricing import PER_TOKENS
+
+log = logging.getLogger("router.limits")
+
+# The prompt's cost as billed, else as estimated: the one figure budgets count.
+PROMPT_COST = Coalesce(F("billed_prompt_cost_usd"), F("estimated_cost_usd"))
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime
+    resets_at: datetime
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    """Where a key stands against its budgets now."""
+
+    period: str
+    spent_usd: float
+    budget_usd: float | None
+    soft_budget_usd: float | None
+    resets_at: datetime
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budget_usd is not None and self.spent_usd >= self.budget_usd
+
+    @property
+    def past_soft(self) -> bool:
+        return self.soft_budget_usd is not None and self.spent_usd >= self.soft_budget_usd
+
+    @property
+    def share_used(self) -> float | None:
+        """Spent over the hard budget (else the soft one), 0 to 1+; None without a budget."""
+        limit = self.budget_usd if self.budget_usd is not None else self.soft_budget_usd
+        return None if not limit else self.spent_usd / limit
+
+
+def has_budget(key: ApiKey) -> bool:
+    return key.budget_usd is not None or key.soft_budget_usd is not None
+
+
+def _midnight(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def budget_period(period: str, config: RouterConfig, now: datetime) -> Period:
+    """The period ``now`` falls in: its first instant and the instant it resets."""
+    today = timezone.localdate(now)
+    if period == PERIOD_DAY:
+        return Period(_midnight(today), _midnight(today + timedelta(days=1)))
+    if period == PERIOD_WEEK:
+        monday = today - timedelta(days=today.weekday())
+        return Period(_midnight(monday), _midnight(monday + timedelta(days=7)))
+    start, end = billing_period(config.objective.billing_reset_day or 1, today)
+    return Period(_midnight(start), _midnight(end))
+
+
+def spend_by_key(keys, config: RouterConfig, now: datetime | None = None) -> dict[int, BudgetState]:
+    """Each key's BudgetState: one grouped query per distinct period among ``keys``."""
+    now = now or timezone.now()
+    by_period = defaultdict(list)
+    for key in keys:
+        by_period[key.budget_period].append(key)
+    states = {}
+    for period_name, members in by_period.items():
+        period = budget_period(period_name, config, now)
+        spent = _spent(config, [k.pk for k in members], period.start)
+        for key in members:
+            states[key.pk] = BudgetState(
+                period_name,
+                spent.get(key.pk, 0.0),
+                key.budget_usd,
+                key.soft_budget_usd,
+                period.resets_at,
+            )
+    return states
+
+
+def _spent(config: RouterConfig, key_ids: list[int], start: datetime) -> dict[int, float]:
+    rows = (
+        RouteDecision.objects.filter(api_key_id__in=key_ids)
+        .since(start)
+        .values_list("api_key_id", "chosen_model")
+        .annotate(prompt=Sum(PROMPT_COST), completion=Sum("completion_tokens"))
+        .order_by()
+    )
+    spent: dict[int, float] = defaultdict(float)
+    for key_id, model_id, prompt, completion in rows:
+        model = config.model(model_id)
+        price = model.completion_price if model is not None else 0.0
+        spent[key_id] += (prompt or 0.0) + (completion or 0) * price / PER_TOKENS
+    return spent
+
+
+class SpendCache:
+    """Each key's BudgetState, re-summed at most every ``limits.spend_refresh_seconds``."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._states: dict[int, tuple[float, BudgetState]] = {}
+
+    def state(self, key: ApiKey, config: RouterConfig) -> BudgetState | None:
+        """The key's state; the last one known (or None) while the database cannot be read."""
+        now = clock.monotonic()
+        cached = self._states.get(key.pk)
+        fresh_for = config.limits.spend_refresh_seconds
+        if cached is not None and now - cached[0] < fresh_for:
+            state = cached[1]
+            if timezone.now() < state.resets_at and _same_limits(state, key):
+                return state
+        try:
+            state = spend_by_key([key], config)[key.pk]
+        except DatabaseFailure as error:
+            # The decision write spools meanwhile (routing/spool.py): admitting on the last
+            # known spend beats refusing every request of a key for an outage.
+            log.warning("budget_unchecked key=%s: %s", key.pk, type(error).__name__)
+            return cached[1] if cached is not None else None
+        with self._lock:
+            self._states[key.pk] = (now, state)
+        return state
+
+    def forget(self) -> None:
+        with self._lock:
+            self._states.clear()
+
+
+def _same_limits(state: BudgetState, key: ApiKey) -> bool:
+    return (state.period, state.budget_usd, state.soft_budget_usd) == (
+        key.budget_period,
+        key.budget_usd,
+        key.soft_budget_usd,
+    )
+
+
+spend_cache = SpendCache()
