@@ -53,12 +53,12 @@ def timed_requests(url: str, key: str, count: int, timeout: float) -> tuple[list
     return times, timed_out
 
 
-def under_attack(url: str, key: str, count: int, timeout: float) -> str:
+def under_attack(url: str, key: str, count: int, timeout: float, each: int = 20) -> str:
     port = int(url.rsplit(":", 1)[1])
-    seconds = count * timeout + 10
+    seconds = min(count * timeout + 10, 120)
     with (
-        Slowloris(port, 20, "headers", seconds=seconds),
-        Slowloris(port, 20, "body", seconds=seconds),
+        Slowloris(port, each, "headers", seconds=seconds),
+        Slowloris(port, each, "body", seconds=seconds),
     ):
         time.sleep(1.5)
         times, timed_out = timed_requests(url, key, count, timeout)
@@ -74,7 +74,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument(
+        "--threads",
+        default="",
+        help="comma-separated ROUTER_THREADS values: time gunicorn alone (as scripts/serve "
+        "runs it) under 40 slow-header and 40 slow-body clients with each, no nginx",
+    )
     args = parser.parse_args()
+    if args.threads:
+        return compare_threads(args)
     upstream = UpstreamServer().start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +102,22 @@ def main():
                     "gunicorn directly:  ",
                     under_attack(router.url, router.key, args.requests, args.timeout),
                 )
+    finally:
+        upstream.stop()
+
+
+def compare_threads(args):
+    upstream = UpstreamServer().start()
+    try:
+        print(describe_machine())
+        print("gunicorn alone, 2 workers, 40 slow-header + 40 slow-body clients")
+        for threads in args.threads.split(","):
+            with tempfile.TemporaryDirectory() as tmp:
+                config = base_config(upstream.base_url)
+                env = router_env(Path(tmp), config, ROUTER_THREADS=threads)
+                with gunicorn_router(env, prepare(env)) as router:
+                    result = under_attack(router.url, router.key, args.requests, args.timeout, 40)
+                    print(f"gthread, {threads:>3} threads/worker: {result}")
     finally:
         upstream.stop()
 

@@ -101,8 +101,12 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
 
 
 def dashboard_context(
-    config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS
+    config: RouterConfig,
+    now: datetime | None = None,
+    days: int = DEFAULT_DAYS,
+    show_decisions: bool = True,
 ) -> dict:
+    """The page's figures; the recent decisions only for who may see them (``show_decisions``)."""
     window = summary_window(config, now, days)
     summary = pinch_summary(config, now=window.end, days=days)
     return {
@@ -116,8 +120,14 @@ def dashboard_context(
         "window_days": days,
         "window_text": format_days(days),
         "chart": savings_chart(daily_savings(window, config)),
-        "decisions": list(RouteDecision.objects.select_related("api_key").recent()),
+        "decisions": list(RouteDecision.objects.select_related("api_key").recent())
+        if show_decisions
+        else [],
+        "decisions_visible": show_decisions,
         "recent_limit": RECENT_DECISIONS,
         "knobs": knob_values(config),
-        "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)],
+        # Key names and their spend are tenant data, shown like the decisions.
+        "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)]
+        if show_decisions
+        else [],
     }

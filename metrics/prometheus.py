@@ -40,6 +40,7 @@ from metrics.report import UNKNOWN_STATUS
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
+from routing.recording.health import available as recording_available
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
@@ -79,13 +80,20 @@ def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
 class RouterCollector:
     """A prometheus_client collector whose samples come from RouteDecision aggregates."""
 
-    def __init__(self, config: RouterConfig, now: datetime | None = None):
+    def __init__(self, config: RouterConfig, now: datetime | None = None, tenant_labels=True):
         self.config = config
+        self.tenant_labels = tenant_labels  # False: no family labelled by tool name
         self.now = now or timezone.now()  # one instant for every window family
 
     def collect(self):
         yield self._requests()
         yield from self._all_time()
+        yield GaugeMetricFamily(
+            "router_recording_available",
+            "1 when this worker can record decisions; 0: it refuses requests "
+            "(database and spool both refused a row; routing.serve_unrecorded).",
+            value=1 if recording_available() else 0,
+        )
         yield GaugeMetricFamily(
             "router_pinch_enabled",
             "1 when pinch prunes requests (pinch.enabled), else 0.",
@@ -189,6 +197,8 @@ class RouterCollector:
             "Share of the window's requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
         )
+        if not self.tenant_labels:
+            return
         tools = GaugeMetricFamily(
             "router_pinch_tool_results_compressed_30d",
             "Tool results pinch compressed in the window, by tool name.",
@@ -199,9 +209,11 @@ class RouterCollector:
         yield tools
 
 
-def exposition(config: RouterConfig, accept: str = "", now: datetime | None = None):
+def exposition(
+    config: RouterConfig, accept: str = "", now: datetime | None = None, tenant_labels=True
+):
     """(body, content type): OpenMetrics when ``accept`` asks for it, else Prometheus text."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(RouterCollector(config, now))
+    registry.register(RouterCollector(config, now, tenant_labels))
     encode, content_type = choose_encoder(accept or "")
     return encode(registry), content_type

@@ -13,6 +13,7 @@ from django.db.models import Count
 
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
+from routing.recording.health import available as recording_available
 
 UNKNOWN_STATUS = "unknown"  # a decision recorded before its answer was (status_code NULL)
 
@@ -41,4 +42,5 @@ def metrics_report(config: RouterConfig, now: datetime | None = None, days: int 
     if summary is not None:
         report["pinch"] = summary
     report["requests"] = request_totals(window)
+    report["recording_available"] = recording_available()
     return report

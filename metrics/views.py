@@ -11,7 +11,7 @@ from django.http import HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 
-from metrics.permissions import metrics_token_ok
+from metrics.permissions import metrics_token_ok, metrics_with_tenant_labels
 from metrics.prometheus import exposition
 from metrics.report import metrics_report
 from routing.config.store import current_config
@@ -44,7 +44,8 @@ def _metrics_token_required(view):
         if not metrics_token_ok(request):
             return error_response(
                 401,
-                "Send Authorization: Bearer <METRICS_TOKEN>.",
+                "Send Authorization: Bearer <METRICS_TOKEN> (with no METRICS_TOKEN set, "
+                "/metrics is closed unless METRICS_PUBLIC=1).",
                 "invalid_metrics_token",
                 headers={"WWW-Authenticate": "Bearer"},
             )
@@ -70,7 +71,11 @@ def _wants_prometheus(request) -> bool:
 
 
 def _prometheus_response(request):
-    body, content_type = exposition(current_config(), request.headers.get("Accept", ""))
+    body, content_type = exposition(
+        current_config(),
+        request.headers.get("Accept", ""),
+        tenant_labels=metrics_with_tenant_labels(),
+    )
     return HttpResponse(body, content_type=content_type)
 
 

@@ -5,6 +5,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from metrics.dashboard import dashboard_context
+from metrics.permissions import may_view_decisions
 from routing.config import ConfigError
 from routing.config.store import current_config
 
@@ -17,4 +18,5 @@ def dashboard(request):
     except ConfigError as error:
         # The router cannot serve either; say why instead of a bare 500.
         return render(request, "metrics/config_error.html", {"error": str(error)}, status=503)
-    return render(request, "metrics/dashboard.html", dashboard_context(config))
+    context = dashboard_context(config, show_decisions=may_view_decisions(request))
+    return render(request, "metrics/dashboard.html", context)

@@ -1,7 +1,13 @@
 """gunicorn settings for the router.
 
 Threaded workers (gthread): a streamed answer holds its thread until the
-upstream finishes, so threads, not processes, carry the concurrency. Each
+upstream finishes, so threads, not processes, carry the concurrency. And a
+client that sends its request a byte at a time holds a thread too (gthread
+hands a connection to a thread at its first bytes): 128 threads a worker keep
+normal requests answering with 80 such clients on the embedded default
+(``bench/bench_slowloris.py --threads 16,64,128``: 16 and 64 threads timed out
+55% and 60% of normal requests at 2 s, 128 none). nginx in front
+(docs/deployment.md) remains the answer to more of them. Each
 value can be overridden from the environment (README, "Settings"), read by the
 same typed helpers as Django's settings: a bad value stops gunicorn naming it.
 """
@@ -11,7 +17,7 @@ from router_project.env import env_int, env_str
 bind = env_str("ROUTER_BIND", "127.0.0.1:8000")
 workers = env_int("ROUTER_WORKERS", 2)
 worker_class = "gthread"
-threads = env_int("ROUTER_THREADS", 16)
+threads = env_int("ROUTER_THREADS", 128)
 # Upstream answers of long generations can take minutes; the worker timeout only
 # guards against a wedged worker, not a slow upstream (threads keep heartbeating).
 timeout = env_int("ROUTER_WORKER_TIMEOUT", 300)

@@ -128,6 +128,9 @@ REDIS_URL = env_str("REDIS_URL", "")
 # How long a worker trusts a router key it checked, without a query (routing/auth.py).
 ROUTER_KEY_CACHE_SECONDS = env_int("ROUTER_KEY_CACHE_SECONDS", 30)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# Without a token /metrics answers 401, unless the operator makes it public on purpose
+# (then without the tool-name labels: tool names are what tenants' agents called).
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 
 # On every HTML page (router_project/security.py); empty sends none.
 CONTENT_SECURITY_POLICY = env_str("DJANGO_CONTENT_SECURITY_POLICY", DEFAULT_POLICY)

@@ -16,9 +16,9 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from metrics.key_budgets import key_budget_rows
+from metrics.permissions import is_staff_request, may_view_decisions
 from metrics.summary import pinch_summary
 from metrics.views import get_only
-from routing.auth import key_for_request
 from routing.config import RouterConfig
 from routing.config.store import current_config, stored_overrides
 from routing.knobs import knob_values
@@ -71,25 +71,20 @@ def recent_decisions(limit: int = RECENT_DECISIONS) -> list[dict]:
     return [_decision_json(row) for row in rows]
 
 
-def build_snapshot(config: RouterConfig, now: datetime | None = None) -> dict:
+def build_snapshot(
+    config: RouterConfig, now: datetime | None = None, show_decisions: bool = True
+) -> dict:
+    """The admin snapshot; ``recent_decisions`` and ``key_budgets`` (tenant data) are empty
+    for who may not view decisions."""
     now = now or timezone.now()
     return {
         "pinch": pinch_summary(config, now=now),
         "knobs": knob_values(config),
         "config_overrides": stored_overrides(),
-        "recent_decisions": recent_decisions(),
-        "key_budgets": key_budget_rows(config, now),
+        "recent_decisions": recent_decisions() if show_decisions else [],
+        "key_budgets": key_budget_rows(config, now) if show_decisions else [],
         "generated_at": now.isoformat(),
     }
-
-
-def is_staff_request(request) -> bool:
-    """A staff user's admin session, or an active router API key marked staff."""
-    user = getattr(request, "user", None)
-    if user is not None and user.is_authenticated and user.is_staff:
-        return True
-    key = key_for_request(request)
-    return key is not None and key.is_staff
 
 
 @never_cache
@@ -99,4 +94,6 @@ def snapshot_view(request):
         return error_response(
             403, "Staff only: log in to admin as staff, or use a staff API key.", "staff_only"
         )
-    return JsonResponse(build_snapshot(current_config()))
+    return JsonResponse(
+        build_snapshot(current_config(), show_decisions=may_view_decisions(request))
+    )

@@ -20,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from cachetools import LRUCache
 from django.conf import settings
 from django.db import Error as DatabaseFailure
 from django.db import transaction
@@ -43,7 +44,9 @@ class _Checked:
 
 
 _lock = threading.Lock()
-_checked: dict[str, _Checked] = {}
+# Least recently used keys go past MAX_CACHED_KEYS (a flood of keys once emptied it whole);
+# how long an entry is trusted is the check below (the setting can change at run time).
+_checked: LRUCache = LRUCache(MAX_CACHED_KEYS)
 
 
 def bearer_token(request) -> str | None:
@@ -64,7 +67,8 @@ def key_for_request(request) -> ApiKey | None:
     if not token:
         return None
     digest = hash_key(token)
-    entry = _checked.get(digest)
+    with _lock:
+        entry = _checked.get(digest)
     version = changes.version()
     age_limit = settings.ROUTER_KEY_CACHE_SECONDS
     now = time.monotonic()
@@ -80,8 +84,6 @@ def key_for_request(request) -> ApiKey | None:
         if key is None:
             _checked.pop(digest, None)
         else:
-            if len(_checked) >= MAX_CACHED_KEYS:
-                _checked.clear()
             _checked[digest] = _Checked(key, now, version)
     return key
 

@@ -9,7 +9,7 @@ the dry run report is what the router does. Its order is a contract:
 * passthrough (a model id): prune once -> measure; the capability check
   follows in ``open_decision``, before the decision exists, so a request it
   rejects leaves no row. The row itself is written once, complete, when the
-  answer ends (routing/decisions.py).
+  answer ends (routing/recording/decisions.py).
 
 A client's model name goes through the config's ``aliases`` first, so a name
 like ``claude-haiku-4-5`` can mean a registry model or ``auto``; the row keeps
@@ -23,7 +23,6 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.decisions import OpenDecision, new_decision
 from routing.errors import RouterError
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
@@ -31,6 +30,8 @@ from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.protocols.canonical import ChatRequest
 from routing.providers import CallContext, model_provider
 from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.recording.decisions import OpenDecision, new_decision
+from routing.recording.health import require_recording
 from routing.selection import candidates_for, measure_prompt_tokens, tools_overhead_tokens
 
 
@@ -258,6 +259,8 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
     """
     if plan.path == RouteDecision.PATH_PASSTHROUGH:
         check_capabilities(plan.model, plan.request)
+    # No upstream call that could not be recorded, unless the operator allows it.
+    require_recording(plan.config.routing.serve_unrecorded)
     return new_decision(plan, api_key)
 
 

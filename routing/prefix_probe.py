@@ -14,7 +14,7 @@ same task run twice at once) share a slot and disturb each other's figures;
 editing the first user message starts a new conversation.
 
 Per-message fingerprints of the previous payload are kept for one turn only:
-in process memory (bounded, expiring), or in Redis when REDIS_URL is set so
+in process memory (bounded by bytes, expiring on a timer), or in Redis when REDIS_URL is set so
 that every worker and host sees the previous turn. They never reach the
 database.
 
@@ -36,10 +36,12 @@ another worker) costs time, never money or a different payload.
 import hashlib
 import json
 import logging
+import sys
 import threading
 import time
-from collections import OrderedDict
 from typing import NamedTuple
+
+from cachetools import TTLCache
 
 from pinch import extract_text
 from pinch.prefix import common_prefix_length, message_fingerprints
@@ -49,8 +51,12 @@ log = logging.getLogger(__name__)
 
 # Long enough for an agent's think time between turns, short enough to forget idle chats.
 TTL_SECONDS = 3600
-# Conversations remembered per process; the oldest is dropped past this.
+# Conversations remembered per process; the least recently used is dropped past this.
 MAX_CONVERSATIONS = 10_000
+# ... and the bytes their values may take, per store (fingerprints, ledgers).
+MAX_BYTES = 64 * 1024 * 1024
+# A key and the cache's slot for it, beside the value.
+ENTRY_OVERHEAD_BYTES = 200
 REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"
 
@@ -71,43 +77,60 @@ def conversation_key(api_key_id, requested_model: str, messages, named: str | No
     return hashlib.blake2b(seed.encode(), digest_size=16).hexdigest()
 
 
+def _size(value) -> int:
+    """What a stored value costs in memory: a ledger (str) or fingerprints (list of str)."""
+    if isinstance(value, str):
+        return sys.getsizeof(value) + ENTRY_OVERHEAD_BYTES
+    return sys.getsizeof(value) + sum(map(sys.getsizeof, value)) + ENTRY_OVERHEAD_BYTES
+
+
 class MemoryPrefixStore:
-    def __init__(self, ttl=TTL_SECONDS, max_items=MAX_CONVERSATIONS):
+    """This process's turns, bounded by bytes and expired on a timer (cachetools.TTLCache).
+
+    Bounded by count alone, 10,000 conversations of 20,000 small messages each
+    could hold some 20 GB a worker, and entries expired only when looked up
+    again (200 such requests: +440 MB, never given back). A TTLCache drops
+    what has expired on every write and the least recently used past
+    ``max_bytes``; a value bigger than that is not kept at all.
+    """
+
+    def __init__(self, ttl=TTL_SECONDS, max_items=MAX_CONVERSATIONS, max_bytes=MAX_BYTES):
         self.ttl = ttl
         self.max_items = max_items
-        self._items = OrderedDict()
+        self._items = TTLCache(max_bytes, ttl, timer=time.monotonic, getsizeof=_size)
         self._lock = threading.Lock()
+
+    def _set(self, key: str, value) -> None:
+        self._items.pop(key, None)
+        try:
+            self._items[key] = value
+        except ValueError:
+            return  # larger than the whole budget: remembered nowhere
+        while len(self._items) > self.max_items:
+            self._items.popitem()
 
     def swap(self, key: str, fingerprints: list[str]) -> list[str] | None:
         """Store this turn's fingerprints; return the previous turn's (or None)."""
-        now = time.monotonic()
         with self._lock:
-            previous = self._items.pop(key, None)
-            self._items[key] = (now, fingerprints)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
-        if previous is None or now - previous[0] > self.ttl:
-            return None
-        return previous[1]
+            previous = self._items.get(key)
+            self._set(key, fingerprints)
+        return previous
 
     def get(self, key: str):
-        now = time.monotonic()
         with self._lock:
-            found = self._items.get(key)
-        if found is None or now - found[0] > self.ttl:
-            return None
-        return found[1]
+            return self._items.get(key)
 
     def put(self, key: str, value) -> None:
         with self._lock:
-            self._items.pop(key, None)
-            self._items[key] = (time.monotonic(), value)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
+            self._set(key, value)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+    @property
+    def bytes(self) -> int:
+        return self._items.currsize
 
 
 class RedisPrefixStore:

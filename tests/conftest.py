@@ -26,6 +26,7 @@ from tests.support.config import (
     PROVIDER_KEY_ENV,
     anthropic_config,
     base_config,
+    responses_config,
 )
 from tests.support.decisions import decision, seed
 from tests.support.openai_upstream import UpstreamServer
@@ -42,10 +43,13 @@ def fresh_router_state(settings, tmp_path_factory):
     """
     from routing.auth import forget_checked_keys
     from routing.config.store import forget_cached_config
-    from routing.decision_ids import forget_reserved_ids
     from routing.limits.admission import forget_limit_state
+    from routing.recording.ids import forget_reserved_ids
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
+    # Most tests read /metrics as an operator who made it public; the closed
+    # default and the token are tests/metrics/test_metrics_endpoint.py's.
+    settings.METRICS_PUBLIC = True
 
     def forget():
         forget_cached_config()
@@ -72,6 +76,16 @@ def anthropic_upstream():
     yield server
     server.stop()
     assert server.protocol_errors == []
+
+
+@pytest.fixture
+def responses_config_data(upstream, anthropic_upstream, write_config, monkeypatch):
+    """The Responses test config (tests/support/config.py responses_config), written; its data."""
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    monkeypatch.setenv(ANTHROPIC_KEY_ENV, ANTHROPIC_KEY)
+    data = responses_config(anthropic_upstream.base_url, upstream.base_url)
+    write_config(data)
+    return data
 
 
 @pytest.fixture
@@ -161,7 +175,18 @@ def plain_key(db):
 
 @pytest.fixture
 def staff_user(django_user_model):
-    return django_user_model.objects.create_user("operator", password="x" * 12, is_staff=True)
+    """An operator: staff, allowed to view decisions (what the dashboard's table needs)."""
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("operator", password="x" * 12, is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_routedecision"))
+    return user
+
+
+@pytest.fixture
+def bare_staff_user(django_user_model):
+    """Staff with no permission at all (may log in to admin, may view nothing)."""
+    return django_user_model.objects.create_user("helper", password="x" * 12, is_staff=True)
 
 
 @pytest.fixture

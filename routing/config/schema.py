@@ -41,6 +41,12 @@ class ProviderConfig(Strict):
     timeout_seconds: float = Field(120.0, gt=0)
     stream_idle_seconds: float = Field(60.0, gt=0)
     connect_timeout_seconds: float = Field(5.0, gt=0)
+    # The most bytes a plain (not streamed) answer may have, decoded (a bigger
+    # one is a 502, so a worker's memory stays bounded), and whether a
+    # compressed answer is taken at all (the router asks for identity; a gzip
+    # bomb of a few KB decodes to gigabytes).
+    max_answer_bytes: int = Field(32 * 1024 * 1024, gt=0)
+    accept_compressed: bool = False
     # kind anthropic: the anthropic-version header (from 2026-10-21 the API takes
     # no temperature/top_p: they are not sent), and anthropic-beta flags to send.
     anthropic_version: str = "2026-10-21"
@@ -136,6 +142,12 @@ class RoutingConfig(Strict):
     auto_model: str = "auto"
     tiers: tuple[str, ...] = ("easy", "medium", "hard")
     default_tier: str = "medium"
+    # Bounds on one request (docs/durability.md): every candidate and every try
+    # of it share this many seconds until an answer (a stream: its first
+    # event); past it the client gets 504. And whether requests are still
+    # served when no row can be recorded (database and spool both refusing).
+    request_deadline_seconds: float = Field(300.0, gt=0)
+    serve_unrecorded: bool = False
 
     @model_validator(mode="after")
     def _default_in_tiers(self):
@@ -223,6 +235,28 @@ class ResponsesConfig(Strict):
     # How long a response made with store: true can be continued from
     # (previous_response_id) or read back (GET /v1/responses/{id}).
     store_ttl_hours: float = Field(720.0, gt=0)
+    # A stored conversation (a chain of previous_response_id) of more bytes
+    # than this is not continued (400): the chain is not bounded by the body limit.
+    max_chain_bytes: int = Field(64 * 1024 * 1024, gt=0)
+
+
+class ForwardingConfig(Strict):
+    # What a client's Messages request may make a native Anthropic upstream do
+    # on the operator's account (docs/anthropic.md): the client's anthropic-beta
+    # flags in this list are forwarded (others dropped, "*" all), and body
+    # fields beyond the plain Messages ones (model, messages, system, tools, ...)
+    # only when listed here (mcp_servers, container: Anthropic then calls URLs
+    # or runs code the client chose).
+    anthropic_beta: tuple[str, ...] = (
+        "claude-code-20250219",
+        "interleaved-thinking-2025-05-14",
+        "fine-grained-tool-streaming-2025-05-14",
+        "token-efficient-tools-2025-02-19",
+        "prompt-caching-2024-07-31",
+        "output-128k-2025-02-19",
+        "context-management-2025-06-27",
+    )
+    anthropic_body_fields: tuple[str, ...] = ("context_management",)
 
 
 class LimitsConfig(Strict):
@@ -237,6 +271,7 @@ class RouterConfig(Strict):
     providers: dict[str, ProviderConfig]
     models: tuple[ModelConfig, ...]
     routing: RoutingConfig = RoutingConfig()
+    forwarding: ForwardingConfig = ForwardingConfig()
     classifier: ClassifierConfig = ClassifierConfig()
     pinch: PinchConfig = PinchConfig()
     objective: ObjectiveConfig = ObjectiveConfig()

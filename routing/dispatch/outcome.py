@@ -2,12 +2,13 @@
 
 Filled by the attempts (which model answered, at what price) and by the
 protocol's wire and stream watcher as the answer passes (usage, errors);
-recorded once, by the relay, through routing.decisions.finish_decision.
+recorded once, by the relay, through routing.recording.decisions.finish_decision.
 """
 
 from dataclasses import dataclass, field
 
 from routing.pricing import billed_prompt_cost_usd
+from routing.recording.values import token_count
 
 
 @dataclass
@@ -46,17 +47,18 @@ class Outcome:
         return billed_prompt_cost_usd(self.model, cached + rest, cached, written)
 
     def take_usage(self, usage):
+        """Keep the answer's usage; a figure that is no count (a string, 10**20) is unknown."""
         if not isinstance(usage, dict):
             return
-        self.prompt_tokens = usage.get("prompt_tokens")
-        self.completion_tokens = usage.get("completion_tokens")
+        self.prompt_tokens = token_count(usage.get("prompt_tokens"))
+        self.completion_tokens = token_count(usage.get("completion_tokens"))
         details = usage.get("prompt_tokens_details")
         details = details if isinstance(details, dict) else {}
-        self.cached_tokens = details.get("cached_tokens")
+        self.cached_tokens = token_count(details.get("cached_tokens"))
         # Reads and writes of the provider's prompt cache, both inside prompt_tokens
         # (OpenAI reports writes as cache_write_tokens; the Anthropic provider too).
-        self.cache_read_tokens = details.get("cached_tokens")
-        self.cache_write_tokens = details.get("cache_write_tokens")
+        self.cache_read_tokens = self.cached_tokens
+        self.cache_write_tokens = token_count(details.get("cache_write_tokens"))
 
     def upstream_error(self, message: str):
         # The upstream reported a failure inside the stream: relayed, and the row says so.

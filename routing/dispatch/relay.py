@@ -14,12 +14,12 @@ import logging
 from django.http import HttpResponse, StreamingHttpResponse
 
 from pinch import CHARS_PER_TOKEN
-from routing.decisions import finish_decision
 from routing.dispatch.attempts import NOTHING_RAN, UpstreamFailed, call_with_fallback
 from routing.dispatch.failures import failure_for, tried
 from routing.dispatch.outcome import Outcome
 from routing.errors import ProviderError
 from routing.providers import monotonic_ms
+from routing.recording.decisions import finish_decision
 
 log = logging.getLogger(__name__)
 

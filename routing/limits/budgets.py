@@ -147,8 +147,8 @@ class SpendCache:
         try:
             state = spend_by_key([key], config)[key.pk]
         except DatabaseFailure as error:
-            # The decision write spools meanwhile (routing/spool.py): admitting on the last
-            # known spend beats refusing every request of a key for an outage.
+            # The decision write spools meanwhile (routing/recording/spool.py): admitting
+            # on the last known spend beats refusing every request of a key for an outage.
             log.warning("budget_unchecked key=%s: %s", key.pk, type(error).__name__)
             return cached[1] if cached is not None else None
         with self._lock:

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("routing", "0010_key_limits"),  # re-chained after main (0010 landed first)
+        ("routing", "0012_stored_response_chain"),  # re-chained after main (0010, 0012 landed)
     ]
 
     operations = [

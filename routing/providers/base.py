@@ -111,14 +111,28 @@ class Provider:
 MAX_ERROR_BYTES = 64 * 1024
 
 
+# The longest wait an upstream's retry-after is relayed with: a client told to
+# come back in 11 days (999999) would simply stop.
+MAX_RETRY_AFTER_SECONDS = 60.0
+
+
 def error_from_response(response, provider_name, api_key=None, key_env=None) -> ProviderError:
     """A non-200 answer as a ProviderError; the key redacted after decoding (it gets relayed).
 
+    A redirect is never followed nor relayed (a client would get a 3xx
+    pointing nowhere it can go): it is a 502 naming where the upstream sent it.
     A refused key (401, 403) and a path the upstream does not serve (404)
     name their cause (``routing.errors``): the provider and its key variable,
     the URL asked and what a base_url usually ends in.
     """
     redactor = Redactor([api_key])
+    if 300 <= response.status_code < 400:
+        location = redactor.text(str(response.headers.get("location") or "nowhere"))[:200]
+        return ProviderError(
+            "malformed",
+            f"provider {provider_name!r} answered with a redirect (HTTP {response.status_code} "
+            f"to {location}); the router follows no redirects: fix the provider's base_url",
+        )
     try:
         raw = next(response.iter_content(MAX_ERROR_BYTES), b"")
     except Exception:  # noqa: BLE001 - an unreadable error body is just absent
@@ -146,13 +160,16 @@ def error_from_response(response, provider_name, api_key=None, key_env=None) -> 
 
 
 def retry_after_seconds(response) -> float | None:
-    """The upstream's ``retry-after`` in seconds (the HTTP-date form is not used by APIs)."""
+    """The upstream's ``retry-after`` in seconds, at most ``MAX_RETRY_AFTER_SECONDS``
+    (the HTTP-date form is not used by APIs)."""
     value = response.headers.get("retry-after")
     try:
         seconds = float(value) if value is not None else None
     except ValueError:
         return None
-    return seconds if seconds is not None and seconds >= 0 else None
+    if seconds is None or not seconds >= 0:  # also NaN
+        return None
+    return min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 def monotonic_ms() -> float:

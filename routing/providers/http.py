@@ -36,10 +36,10 @@ from routing import jsonio
 from routing.errors import ProviderError
 from routing.protocols.base import Event
 from routing.providers.base import Provider
-from routing.providers.deadlines import read_body, read_events
+from routing.providers.deadlines import attempt_seconds, read_body, read_events
 
-# Per host: as many idle keep-alive connections as a worker has threads
-# (gunicorn.conf.py's default 16, with room); more are opened when needed.
+# Per host: idle keep-alive connections kept (a worker's threads, gunicorn.conf.py's
+# 128 by default, mostly wait on slow clients, not upstreams); more are opened when needed.
 POOL_SIZE = 32
 
 _pool = urllib3.PoolManager(
@@ -91,6 +91,12 @@ class HttpProvider(Provider):
         """
         if stream:
             headers = {**headers, "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+        elif self.config.accept_compressed:
+            headers = {**headers, "Accept-Encoding": "gzip, deflate"}
+        else:
+            headers = {**headers, "Accept-Encoding": "identity"}
+        # Never past the whole request's deadline (routing.request_deadline_seconds).
+        deadline = attempt_seconds(deadline)
         started = time.monotonic()
         try:
             response = _pool.urlopen(
@@ -120,12 +126,27 @@ class HttpProvider(Provider):
             raise ProviderError(
                 "connect", f"provider {self.name!r}: {type(error).__name__}"
             ) from None
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity") and (stream or not self.config.accept_compressed):
+            response.release_conn()
+            response.close()
+            raise ProviderError(
+                "malformed",
+                f"provider {self.name!r} answered {encoding}-compressed though asked for "
+                "identity (set accept_compressed: true on the provider to take it)",
+            )
         shown = self.config.shown_url + url.removeprefix(self.config.base_url or "")
         return UpstreamResponse(response, started, deadline, shown)
 
     def _json_body(self, response) -> dict:
         """The whole answer, within the attempt's deadline, as a JSON object, key redacted."""
-        raw = read_body(response, response.attempt_started, response.attempt_deadline, self.name)
+        raw = read_body(
+            response,
+            response.attempt_started,
+            response.attempt_deadline,
+            self.name,
+            self.config.max_answer_bytes,
+        )
         try:
             data = jsonio.loads(raw)
         except ValueError:
@@ -145,6 +166,7 @@ class HttpProvider(Provider):
             response.attempt_deadline,
             self.config.stream_idle_seconds,
             self.name,
+            self.config.max_answer_bytes,
         )
         redactor = self.redactor()
         for raw in events:

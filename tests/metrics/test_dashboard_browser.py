@@ -142,7 +142,10 @@ def test_the_browser_shows_pinch_summarys_figures(
     from selenium.webdriver.support.ui import WebDriverWait
 
     a_month_of_traffic()
-    django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
+    # An operator: superuser, so the recent decisions are shown too.
+    django_user_model.objects.create_user(
+        "operator", password=PASSWORD, is_staff=True, is_superuser=True
+    )
     summary = pinch_summary(default_config)
     assert summary["pruned_calls_30d"] > 0  # the card has something to show
 
@@ -315,7 +318,10 @@ def test_a_router_started_today_charts_its_savings_by_the_hour(
             for i in range(14)
         )
     )
-    django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
+    # An operator: superuser, so the recent decisions are shown too.
+    django_user_model.objects.create_user(
+        "operator", password=PASSWORD, is_staff=True, is_superuser=True
+    )
 
     browser.get(live_server.url + "/")  # the front page, where admin's "View site" lands
     assert browser.find_element(By.CSS_SELECTOR, '[data-testid="api-base-url"]').text == (

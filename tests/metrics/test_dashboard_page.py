@@ -172,3 +172,15 @@ def test_a_broken_config_is_explained_not_a_500(staff_client, write_default_conf
 
     assert response.status_code == 503
     assert "pinch.budget_tokens: Input should be greater than 0" in response.content.decode()
+
+
+def test_staff_without_the_view_permission_sees_no_decisions(
+    client, default_config, bare_staff_user
+):
+    seed(decision(saved=400, requested_model="tenant-secret-model"))
+    client.force_login(bare_staff_user)
+
+    body = client.get(DASHBOARD).content.decode()
+
+    assert 'data-testid="decisions-hidden"' in body
+    assert "tenant-secret-model" not in body

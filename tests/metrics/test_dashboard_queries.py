@@ -10,10 +10,11 @@ from tests.support.decisions import decision
 
 MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 
-# session + user (the login), ConfigOverride + RegisteredModel (current_config),
-# pinch_summary's grouped query, savings per day and model, the newest 50 with their key,
+# session + user (the login), the user's permissions and its groups' (may it view
+# decisions?), ConfigOverride + RegisteredModel (current_config), pinch_summary's
+# grouped query, savings per day and model, the newest 50 with their key,
 # the limited keys (none here: no spend query follows).
-DASHBOARD_QUERIES = 8
+DASHBOARD_QUERIES = 10
 
 
 @pytest.mark.parametrize("rows", [10, 200])

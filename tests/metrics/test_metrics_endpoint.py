@@ -151,7 +151,35 @@ def test_the_right_metrics_token_is_let_in(client, settings, default_config, db,
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
-def test_no_token_is_needed_when_metrics_token_is_unset(client, settings, default_config, db, path):
+def test_without_a_token_metrics_are_closed_unless_made_public(
+    client, settings, default_config, db, path
+):
     settings.METRICS_TOKEN = ""
+    settings.METRICS_PUBLIC = False
+
+    response = client.get(path)
+
+    assert response.status_code == 401
+    assert "METRICS_PUBLIC" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
+def test_public_metrics_need_no_token(client, settings, default_config, db, path):
+    settings.METRICS_TOKEN = ""
+    settings.METRICS_PUBLIC = True
 
     assert client.get(path).status_code == 200
+
+
+def test_public_metrics_label_no_tool_names(client, settings, default_config, db):
+    seed(decision(saved=400, pinch_tools={"tenant_secret_tool": 2}))
+    settings.METRICS_TOKEN = ""
+    settings.METRICS_PUBLIC = True
+    public = client.get("/metrics/prometheus").content.decode()
+    settings.METRICS_TOKEN = "s3cret-metrics-token"
+    private = client.get(
+        "/metrics/prometheus", HTTP_AUTHORIZATION="Bearer s3cret-metrics-token"
+    ).content.decode()
+
+    assert "tenant_secret_tool" not in public
+    assert 'tool="tenant_secret_tool"' in private

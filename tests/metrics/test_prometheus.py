@@ -38,8 +38,17 @@ def decisions(db):
     )
 
 
+TOKEN = "prometheus-scrape-token"
+
+
+@pytest.fixture(autouse=True)
+def metrics_token(settings):
+    """Scraped as Prometheus is in production: with the token (and so every label)."""
+    settings.METRICS_TOKEN = TOKEN
+
+
 def scrape(client, path="/metrics/prometheus") -> dict:
-    response = client.get(path)
+    response = client.get(path, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 200
     return {f.name: f for f in text_string_to_metric_families(response.content.decode())}
 
@@ -153,7 +162,11 @@ def test_an_empty_database_gives_zeroes(client, default_config, db):
 
 
 def test_openmetrics_output_parses_too(client, default_config, decisions):
-    response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
+    response = client.get(
+        "/metrics",
+        HTTP_ACCEPT="application/openmetrics-text; version=1.0.0",
+        HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
+    )
 
     text = response.content.decode()
     assert text.endswith("# EOF\n")

@@ -59,12 +59,16 @@ def test_metrics_json(client, default_config, db, django_assert_num_queries, row
     [("/metrics/prometheus", ""), ("/metrics", "text/plain")],
     ids=["/metrics/prometheus", "/metrics as text/plain"],
 )
-def test_prometheus(client, default_config, db, django_assert_num_queries, rows, path, accept):
+def test_prometheus(
+    client, settings, default_config, db, django_assert_num_queries, rows, path, accept
+):
     seed_varied(rows)
+    settings.METRICS_TOKEN = "scrape"  # every family, the tool-name one included
 
     # config (2) + requests + all-time aggregate + pinch summary + pinch tools + limited keys
     with django_assert_num_queries(7):
-        assert client.get(path, HTTP_ACCEPT=accept).status_code == 200
+        response = client.get(path, HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Bearer scrape")
+        assert response.status_code == 200
 
 
 @ROW_COUNTS
@@ -87,6 +91,7 @@ def test_snapshot_with_a_staff_session(
     seed_varied(rows)
     client.force_login(staff_user)
 
-    # session + user + config (2) + pinch summary + overrides + recent decisions + limited keys
-    with django_assert_num_queries(8):
+    # session + user + its permissions (2: the user's, its groups') + config (2)
+    # + pinch summary + overrides + recent decisions + limited keys
+    with django_assert_num_queries(10):
         assert client.get("/admin/api/snapshot").status_code == 200

@@ -184,3 +184,16 @@ def test_pinch_is_null_when_disabled(client, default_config, staff_key):
 
 def test_only_get_is_allowed(client, default_config, staff_key):
     assert client.post(URL, **bearer(staff_key)).status_code == 405
+
+
+def test_staff_without_the_view_permission_gets_no_decisions(
+    client, default_config, bare_staff_user
+):
+    seed(decision(saved=400, requested_model="tenant-secret-model"))
+    client.force_login(bare_staff_user)
+
+    response = client.get(URL)
+
+    assert response.status_code == 200
+    assert response.json()["recent_decisions"] == []
+    assert "tenant-secret-model" not in response.content.decode()

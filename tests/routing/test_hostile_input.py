@@ -7,6 +7,7 @@ whole stack in process (Django's test client) to a real local upstream, so a
 body the schema lets through is really planned, pruned, sent and recorded.
 """
 
+import base64
 import json
 import os
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from routing.models import RouteDecision
 from routing.protocols.chat.request import MAX_MESSAGES
+from routing.protocols.responses.inbound import THINKING_PREFIX
 
 pytestmark = pytest.mark.django_db
 
@@ -91,6 +93,9 @@ HOSTILE = {
     ),
     "tool result without tool_call_id": body(messages=[{"role": "tool", "content": "x"}]),
     "too many messages": body(messages=HI * (MAX_MESSAGES + 1)),
+    "400,000 one-character parts": body(
+        messages=[{"role": "user", "content": [{"type": "text", "text": "a"}] * 400_000}]
+    ),
     "stream is a string": body(messages=HI, stream="true"),
     "max_tokens is a bool": body(messages=HI, max_tokens=True),
     "NaN": b'{"model": "echo-medium", "messages": [{"role": "user", "content": "x"}], '
@@ -335,3 +340,39 @@ def test_generated_bodies_on_the_other_endpoints_never_get_a_5xx(call, upstream,
         assert content_type.startswith("application/json"), content[:200]
         assert OTHER_PROTOCOLS[endpoint](json.loads(content)), content[:300]
         assert RouteDecision.objects.count() == rows_before
+
+
+def responses_body(input_items):
+    return json.dumps({"model": "echo-medium", "input": input_items}).encode()
+
+
+RESPONSES_HOSTILE = {
+    # The router's own thinking prefix, then base64 of JSON nested past Python's stack.
+    "encrypted_content nested 100,000 deep": responses_body(
+        [
+            {
+                "type": "reasoning",
+                "summary": [],
+                "encrypted_content": THINKING_PREFIX + base64.b64encode(b"[" * 100_000).decode(),
+            },
+            {"type": "message", "role": "user", "content": "hi"},
+        ]
+    ),
+    "a tool output part whose text is a number": responses_body(
+        [
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [{"type": "input_text", "text": 5}],
+            },
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("raw", RESPONSES_HOSTILE.values(), ids=RESPONSES_HOSTILE.keys())
+def test_a_hostile_responses_body_never_gets_a_5xx(call, upstream, raw):
+    status, content_type, content = call(raw, "/v1/responses")
+
+    assert_openai_answer(status, content_type, content)

@@ -9,14 +9,15 @@ path answers in the OpenAI error shape.
 import json
 import logging
 import time
-from datetime import datetime
 
 import pytest
 from django.test import Client
 
-from routing import changes, spool
+from routing import changes
 from routing.auth import revoke_api_keys
 from routing.models import ApiKey, ConfigOverride, RouteDecision
+from routing.recording import spool
+from tests.support.decisions import spooled_fields as decision_fields
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -112,25 +113,6 @@ def test_a_get_on_the_chat_endpoint_is_a_json_405(db, api_key):
     assert response.status_code == 405
     assert response["Allow"] == "POST"
     assert response.json()["error"]["code"] == "method_not_allowed"
-
-
-def decision_fields(**changes):
-    fields = {
-        "id": None,
-        "created_at": "2026-12-01T10:00:00+00:00",
-        "path": "passthrough",
-        "requested_model": "echo-medium",
-        "chosen_model": "echo-medium",
-        "provider": "up",
-        "upstream_model": "echo-medium",
-        "measured_tokens": 3,
-        "estimated_cost_usd": 0.0,
-        "status_code": 200,
-        "attempts": [{"model": "echo-medium", "result": "ok", "status": 200, "ms": 1.0}],
-    }
-    fields.update(changes)
-    fields["created_at"] = datetime.fromisoformat(fields["created_at"])
-    return fields
 
 
 def test_a_drain_that_died_after_its_commit_writes_nothing_twice(db, settings):

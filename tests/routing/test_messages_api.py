@@ -345,6 +345,41 @@ def test_beta_and_version_headers_are_forwarded_to_a_claude_upstream(claude, ant
     assert headers["x-api-key"] == ANTHROPIC_KEY
 
 
+def test_server_side_betas_and_fields_are_held_back_from_a_claude_upstream(
+    claude, anthropic_upstream
+):
+    claude.messages.create(
+        model="claude-sonnet-4-6",
+        max_tokens=10,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"anthropic-beta": "mcp-client-2025-04-04,claude-code-20250219"},
+        # On the operator's account, Anthropic would call this URL and run code.
+        extra_body={
+            "mcp_servers": [{"type": "url", "url": "https://attacker.example/mcp", "name": "x"}],
+            "container": "container_attacker",
+        },
+    )
+    received = anthropic_upstream.received[0]
+    headers = {k.lower(): v for k, v in received["headers"].items()}
+    assert headers["anthropic-beta"] == "claude-code-20250219,test-beta-2026-01-01"
+    body = json.loads(received["body"])
+    assert "mcp_servers" not in body and "container" not in body
+
+
+def test_the_operator_may_allow_every_beta_flag(
+    claude, anthropic_upstream, config_data, write_config
+):
+    write_config({**config_data, "forwarding": {"anthropic_beta": ["*"]}})
+    claude.messages.create(
+        model="claude-sonnet-4-6",
+        max_tokens=10,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"anthropic-beta": "mcp-client-2025-04-04"},
+    )
+    headers = {k.lower(): v for k, v in anthropic_upstream.received[0]["headers"].items()}
+    assert headers["anthropic-beta"] == "mcp-client-2025-04-04,test-beta-2026-01-01"
+
+
 def test_the_clients_cache_breakpoints_are_kept_and_none_added_past_four(
     claude, anthropic_upstream
 ):

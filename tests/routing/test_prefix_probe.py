@@ -1,5 +1,6 @@
 """The prefix probe: per-conversation memory of the last payload, in process or in Redis."""
 
+import time
 import uuid
 
 import pytest
@@ -117,3 +118,20 @@ def test_llm_classifier_answer_that_names_no_tier_falls_back(upstream):
     data["classifier"] = {"backend": "llm", "llm": {"model": "judge"}}
     result = classify(msgs("hi"), None, validate_config(data))
     assert (result.tier, result.outcome) == ("easy", "llm_fallback")
+
+
+def test_memory_store_is_bounded_by_bytes():
+    store = MemoryPrefixStore(max_bytes=200_000)
+    for conversation in range(100):  # ~90 KB of fingerprints each
+        store.swap(str(conversation), [f"{n:032x}" for n in range(1000)])
+    assert 0 < store.bytes <= 200_000
+    assert store.swap("99", ["x"]) is not None  # the newest kept, the oldest gone
+    assert store.swap("0", ["x"]) is None
+
+
+def test_memory_store_lets_expired_turns_go_without_a_lookup():
+    store = MemoryPrefixStore(ttl=0.05)
+    store.swap("idle", [f"{n:032x}" for n in range(1000)])
+    time.sleep(0.1)
+    store.swap("busy", ["1"])  # any write expires what is due
+    assert store.bytes < 1000

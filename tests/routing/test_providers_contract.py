@@ -84,14 +84,14 @@ class InterfaceContract:
     def model(self, scenario: str) -> str:
         raise NotImplementedError
 
-    def provider(self, base_url: str) -> Provider:
+    def provider(self, base_url: str, **options) -> Provider:
         config = ProviderConfig(
             kind=self.kind,
             base_url=base_url,
             api_key_env=PROVIDER_KEY_ENV,
             timeout_seconds=self.timeout_seconds,
             connect_timeout_seconds=1,
-            **self.extra_config,
+            **{**self.extra_config, **options},
         )
         return PROVIDER_CLASSES[self.kind]("contract", config)
 
@@ -148,16 +148,29 @@ class ProviderContract(InterfaceContract):
     ``fail-400``, ``hang``, ``retry-after`` (429 with ``Retry-After: 2``),
     ``leaks-key`` (the key it was sent, JSON-escaped, in its answers),
     ``drip`` (a plain answer sent a byte every 50 ms) or ``gzip`` (a plain
-    answer, gzip-compressed).
+    answer, gzip-compressed: refused unless the provider accepts compressed answers).
     """
 
     timeout_seconds = 0.5  # the ``hang`` scenario waits this long, twice at most
 
-    def test_a_compressed_answer_is_decoded(self, upstream):
-        answer = self.provider(upstream.base_url).chat(
+    def test_a_compressed_answer_is_refused_unless_the_provider_accepts_them(self, upstream):
+        # The router asks for identity: a gzip bomb of a few KB decodes to gigabytes.
+        with pytest.raises(ProviderError) as caught:
+            self.provider(upstream.base_url).chat({"model": self.model("gzip"), "messages": HELLO})
+        assert caught.value.kind == "malformed" and "gzip" in caught.value.message
+
+    def test_a_compressed_answer_is_decoded_when_the_provider_accepts_them(self, upstream):
+        answer = self.provider(upstream.base_url, accept_compressed=True).chat(
             {"model": self.model("gzip"), "messages": HELLO}
         )
         assert answer["choices"][0]["message"]["content"]
+
+    def test_a_plain_answer_over_max_answer_bytes_is_refused(self, upstream):
+        with pytest.raises(ProviderError) as caught:
+            self.provider(upstream.base_url, max_answer_bytes=64).chat(
+                {"model": self.model("echo"), "messages": HELLO}
+            )
+        assert caught.value.kind == "malformed" and "max_answer_bytes" in caught.value.message
 
     def test_a_tool_call_comes_back_as_tool_calls(self, upstream):
         answer = self.provider(upstream.base_url).chat(

@@ -60,3 +60,17 @@ def test_anything_else_is_malformed(event):
     with pytest.raises(ProviderError) as caught:
         parse_event(event)
     assert caught.value.kind == "malformed"
+
+
+def test_bytes_that_are_not_utf8_come_out_replaced():
+    buffer = SseBuffer()
+    assert buffer.feed(b'data: {"text": "a\xff\xfeb"}\n\n') == [
+        'data: {"text": "a\ufffd\ufffdb"}'.encode()
+    ]
+
+
+def test_an_event_past_max_bytes_is_malformed():
+    buffer = SseBuffer(max_bytes=1000, provider_name="up")
+    with pytest.raises(ProviderError) as caught:
+        buffer.feed(b"data: " + b"x" * 2000)
+    assert caught.value.kind == "malformed"

@@ -255,3 +255,62 @@ def test_a_long_retry_after_is_relayed_without_retrying_the_same_model(post, wit
 
     assert response.status_code == 429
     assert len(upstream.received) == 1
+
+
+def test_a_retry_after_of_days_is_relayed_capped(post, with_models):
+    with_models("ra-999999-5")
+
+    response = post("ra-999999-5")
+
+    assert response.status_code == 429
+    assert response.headers["Retry-After"] == "60"
+
+
+# --- Odd answers ---
+
+
+@pytest.mark.parametrize("status", [301, 307])
+def test_a_redirect_is_a_502_naming_it_never_a_3xx(post, with_models, status):
+    with_models(f"redirect-{status}")
+
+    response = post(f"redirect-{status}")
+
+    assert response.status_code == 502
+    message = response.json()["error"]["message"]
+    assert f"redirect (HTTP {status} to http://127.0.0.1:9/elsewhere)" in message
+    assert RouteDecision.objects.get().status_code == 502
+
+
+@pytest.mark.parametrize("model", ["oddusage", "hugeusage"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_usage_of_any_shape_is_recorded_as_unknown(post, with_models, model, stream):
+    with_models(model)
+
+    response = post(model, stream=stream)
+
+    assert response.status_code == 200
+    row = RouteDecision.objects.get()
+    assert row.status_code == 200
+    assert row.prompt_tokens is None or 0 <= row.prompt_tokens < 2**31
+    assert row.completion_tokens is None or 0 <= row.completion_tokens < 2**31
+
+
+# --- The whole request's deadline ---
+
+
+def test_every_candidate_and_try_share_the_request_deadline(
+    post, with_models, router_config, write_config
+):
+    with_models("hang-deadline", timeout_seconds=3)
+    router_config["routing"] = {"request_deadline_seconds": 0.5}
+    write_config(router_config)
+
+    response = post("hang-deadline")
+
+    assert response.status_code == 504
+    message = response.json()["error"]["message"]
+    assert "sent nothing for 0.5s" in message  # the first try was cut to the deadline
+    assert "routing.request_deadline_seconds" in message  # and no second one began
+    row = RouteDecision.objects.get()
+    assert [a["result"] for a in row.attempts] == ["timeout", "timeout"]
+    assert row.attempts[-1]["model"] == "router"

@@ -127,7 +127,8 @@ def responses_config(anthropic_url: str, openai_url: str) -> dict:
     ``native-echo`` is answered by the test upstream's /v1/responses; every
     other model of provider ``up`` by its chat completions; ``claude-echo`` by
     the Anthropic server; ``script-agent`` (chat) and ``script-native``
-    (Responses) play the upstream's ``script``.
+    (Responses) play the upstream's ``script``; ``native-sameid`` answers every
+    request with the same response id.
     """
     data = anthropic_config(anthropic_url, openai_url)
     data["providers"]["native"] = {
@@ -139,5 +140,6 @@ def responses_config(anthropic_url: str, openai_url: str) -> dict:
         _model("native-echo", "medium", 1.0, ("tools", "vision", "json_mode"), provider="native"),
         _model("script-agent", "hard", 1.0, window=400000),
         _model("script-native", "hard", 1.0, window=400000, provider="native"),
+        {**_model("native-sameid", "medium", 1.0, provider="native"), "routable": False},
     ]
     return data

@@ -1,6 +1,6 @@
 """Decision rows for the metrics tests: only the fields a test cares about need naming."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -34,3 +34,23 @@ def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecisi
 
 def seed(*rows: RouteDecision) -> list[RouteDecision]:
     return RouteDecision.objects.bulk_create(rows)
+
+
+def spooled_fields(**changes) -> dict:
+    """The column values of a finished row, as the recording path holds them (for the spool)."""
+    fields = {
+        "id": None,
+        "created_at": "2026-12-01T10:00:00+00:00",
+        "path": "passthrough",
+        "requested_model": "echo-medium",
+        "chosen_model": "echo-medium",
+        "provider": "up",
+        "upstream_model": "echo-medium",
+        "measured_tokens": 3,
+        "estimated_cost_usd": 0.0,
+        "status_code": 200,
+        "attempts": [{"model": "echo-medium", "result": "ok", "status": 200, "ms": 1.0}],
+    }
+    fields.update(changes)
+    fields["created_at"] = datetime.fromisoformat(fields["created_at"])
+    return fields

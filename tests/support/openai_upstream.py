@@ -24,7 +24,10 @@ by the ``model`` the router sends, so one server serves every scenario:
   second event is not JSON; ``stall-*``: a stream that stops after one event;
   ``errorevent-*``: a stream that reports an error in an event of its own.
 - ``drip-*``: a plain answer sent one byte every 50 ms (no read ever times out).
-- ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them).
+- ``gzip-*``: a plain answer, gzip-compressed (as OpenAI's API sends them);
+  ``gzipbomb-*``: 200 KB of gzip that decodes to 200 MB.
+- ``oddusage-*``: usage counts of the wrong types; ``hugeusage-*``: counts past 2**31.
+- ``redirect-<status>-*``: that 3xx status, pointing elsewhere.
 - ``ra-<seconds>-<n>-*``: 429 with ``Retry-After: <seconds>`` for the first <n>
   requests, then echoes.
 - ``script-*``: plays ``server.script``, a list of steps (``{"call": name,
@@ -44,6 +47,7 @@ the monotonic time it arrived, and the client's address, which tells
 connections apart).
 """
 
+import functools
 import gzip
 import json
 import re
@@ -90,12 +94,18 @@ class UpstreamHandler(LocalHandler):
                 "application/json",
                 {"Retry-After": retry_after.group(1)},
             )
+        redirect = re.match(r"redirect-(\d+)", model)
+        if redirect:
+            location = {"Location": "http://127.0.0.1:9/elsewhere"}
+            return self._raw(int(redirect.group(1)), b"", "text/plain", location)
         if model.startswith("leaks-key"):
             return self._leak_key(body, model)
         if model.startswith(("notsse", "badjson", "stall", "errorevent")) and body.get("stream"):
             return self._broken_stream(body, model)
         if model.startswith("drip"):
             return self._drip(json.dumps(self._completion(body)).encode())
+        if model.startswith("gzipbomb") and not body.get("stream"):
+            return self._raw(200, gzip_bomb(), "application/json", {"Content-Encoding": "gzip"})
         if model.startswith("gzip") and not body.get("stream"):
             data = gzip.compress(json.dumps(self._completion(body)).encode())
             return self._raw(200, data, "application/json", {"Content-Encoding": "gzip"})
@@ -181,6 +191,8 @@ class UpstreamHandler(LocalHandler):
         }
         if model.startswith("cache"):
             result["usage"] = self._cache_usage(body)
+        elif model.startswith(("oddusage", "hugeusage")):
+            result["usage"] = odd_usage(model)
         elif not model.startswith("nousage"):
             result["usage"] = {
                 "prompt_tokens": 11,
@@ -246,7 +258,8 @@ class UpstreamHandler(LocalHandler):
                     "created": 0,
                     "model": body.get("model"),
                     "choices": [],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                    "usage": odd_usage(body.get("model", ""))
+                    or {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
                 }
             )
         try:
@@ -336,6 +349,21 @@ class UpstreamHandler(LocalHandler):
 
     def _json(self, status, payload):
         self._raw(status, json.dumps(payload).encode(), "application/json")
+
+
+@functools.cache
+def gzip_bomb() -> bytes:
+    """200 MB of JSON whitespace, gzip-compressed to some 200 KB."""
+    return gzip.compress(b"{" + b" " * (200 * 1024 * 1024) + b"}", compresslevel=9)
+
+
+def odd_usage(model: str) -> dict | None:
+    """``oddusage-*``: counts of every wrong type; ``hugeusage-*``: counts no column can hold."""
+    if model.startswith("oddusage"):
+        return {"prompt_tokens": "11", "completion_tokens": {"n": 7}, "prompt_tokens_details": 5}
+    if model.startswith("hugeusage"):
+        return {"prompt_tokens": 10**20, "completion_tokens": 2**31, "total_tokens": 10**20}
+    return None
 
 
 def _text(message):

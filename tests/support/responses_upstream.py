@@ -81,7 +81,10 @@ def output_items(body, answer: str, script: list) -> list:
 
 def response(body, output, status="completed") -> dict:
     return {
-        "id": f"resp_upstream_{time.monotonic_ns()}",
+        # native-sameid: an upstream that reuses its ids (one id for every answer).
+        "id": "resp_reused"
+        if str(body.get("model")).startswith("native-sameid")
+        else f"resp_upstream_{time.monotonic_ns()}",
         "object": "response",
         "created_at": int(time.time()),
         "status": status,

@@ -1,4 +1,4 @@
-"""drain_spool: write the decisions spooled while the database was down (routing/spool.py).
+"""drain_spool: write the decisions spooled while the database was down (recording/spool.py).
 
 Workers drain the spool on their own as soon as they can write again; this is
 for an operator who wants it done now, or a router that gets no traffic.
@@ -7,7 +7,7 @@ for an operator who wants it done now, or a router that gets no traffic.
 from django.core.management.base import BaseCommand, CommandError
 from django.db import Error as DatabaseFailure
 
-from routing import spool
+from routing.recording import spool
 
 
 class Command(BaseCommand):

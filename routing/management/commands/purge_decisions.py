@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from routing.decisions import purge_decisions
+from routing.recording.decisions import purge_decisions
 
 
 class Command(BaseCommand):

@@ -35,6 +35,11 @@ from routing.validation import describe, error_place
 # Far above any agent session seen (the longest corpus session sends ~1,000);
 # a bound keeps one request from holding a thread for seconds of validation.
 MAX_MESSAGES = 20_000
+# Content parts of all messages together. A part costs some 700 bytes as
+# Python objects and a validated model, for a few bytes of JSON: 400,000
+# one-character parts (12 MB) once took +285 MB and 2.8 s of CPU. Agents send
+# a few parts a message (text, an image, cache blocks).
+MAX_PARTS = 50_000
 
 
 class Open(BaseModel):
@@ -134,6 +139,7 @@ def parse_chat_request(body) -> ChatRequest:
     """Check a parsed JSON body against the schema; raise RouterError(400) naming the problems."""
     if not isinstance(body, dict):
         raise RouterError(400, "The body must be a JSON object", "invalid_request")
+    _check_part_count(body.get("messages"))
     try:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
@@ -141,6 +147,24 @@ def parse_chat_request(body) -> ChatRequest:
         param = param_path(error_place(body, first)) or None
         raise RouterError(400, describe(error, body, param_path), _code(error), param) from None
     return to_request(body, checked)
+
+
+def _check_part_count(messages) -> None:
+    """RouterError(400) past MAX_PARTS content parts, before the schema builds a model of each."""
+    if not isinstance(messages, list):
+        return
+    parts = 0
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            parts += len(content)
+    if parts > MAX_PARTS:
+        raise RouterError(
+            400,
+            f"The messages hold {parts} content parts; the limit is {MAX_PARTS}.",
+            "too_many_parts",
+            "messages",
+        )
 
 
 def parse_chat_body(raw: bytes) -> ChatRequest:

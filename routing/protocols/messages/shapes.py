@@ -38,13 +38,20 @@ def finish_reason(stop_reason) -> str | None:
     return FINISH_REASONS.get(stop_reason, "stop")
 
 
+def _count(usage: dict, name: str) -> int:
+    # A figure that is no count (a string, an object) adds nothing rather than crash the answer.
+    value = usage.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def chat_usage(usage: dict) -> dict:
     """Anthropic usage -> chat-completions usage (cache figures included in prompt_tokens)."""
-    uncached = usage.get("input_tokens") or 0
-    read = usage.get("cache_read_input_tokens") or 0
-    written = usage.get("cache_creation_input_tokens") or 0
+    usage = usage if isinstance(usage, dict) else {}
+    uncached = _count(usage, "input_tokens")
+    read = _count(usage, "cache_read_input_tokens")
+    written = _count(usage, "cache_creation_input_tokens")
     prompt = uncached + read + written
-    completion = usage.get("output_tokens") or 0
+    completion = _count(usage, "output_tokens")
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -20,6 +20,7 @@ import json
 import logging
 
 from routing.errors import ProviderError
+from routing.forwarding import allowed_body, allowed_headers
 from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire
 from routing.protocols.chunks import translate
 from routing.protocols.messages import errors
@@ -60,9 +61,14 @@ class MessagesWire(Wire):
         self.model_name = model_name  # what the client asked for, and is answered as
 
     def _native_request(self, plan, model):
-        return native_request(
+        request = native_request(
             plan.request.source, plan.request.messages, plan.send_messages, model.send_as
         )
+        request.body = allowed_body(request.body, plan.config.forwarding)
+        return request
+
+    def _headers(self, plan) -> dict:
+        return allowed_headers(self.client_headers, plan.config.forwarding)
 
     def _chat_body(self, plan, provider, model) -> dict:
         if plan.request.source.untranslatable:
@@ -72,7 +78,7 @@ class MessagesWire(Wire):
     def answer(self, plan, provider, model, context) -> dict:
         if provider.capabilities.messages:
             message = provider.messages(
-                self._native_request(plan, model), context, self.client_headers
+                self._native_request(plan, model), context, self._headers(plan)
             )
             return {**message, "model": self.model_name}
         completion = provider.chat(self._chat_body(plan, provider, model), context=context)
@@ -81,7 +87,7 @@ class MessagesWire(Wire):
     def open_stream(self, plan, provider, model, context):
         if provider.capabilities.messages:
             reply = provider.messages_stream(
-                self._native_request(plan, model), context, self.client_headers
+                self._native_request(plan, model), context, self._headers(plan)
             )
             return StreamReply(reply.response, self._native_events(reply.events, provider))
         reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
@@ -195,9 +201,12 @@ def count_tokens(plan, provider, client_headers: dict) -> dict:
         request = native_request(
             plan.request.source, plan.request.messages, plan.send_messages, model.send_as
         )
-        body = {k: v for k, v in request.body.items() if k not in _NOT_COUNTED}
+        body = allowed_body(request.body, plan.config.forwarding)
+        body = {k: v for k, v in body.items() if k not in _NOT_COUNTED}
         try:
-            answer = provider.count_tokens(body, client_headers)
+            answer = provider.count_tokens(
+                body, allowed_headers(client_headers, plan.config.forwarding)
+            )
             if isinstance(answer.get("input_tokens"), int):
                 return {"input_tokens": answer["input_tokens"]}
         except ProviderError as error:

@@ -305,7 +305,7 @@ def decode_thinking(value) -> list | None:
         return None
     try:
         blocks = json.loads(base64.b64decode(value[len(THINKING_PREFIX) :], validate=True))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):  # 100,000 "[": nested past the stack
         return None
     if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
         return None
@@ -322,7 +322,10 @@ def _output_content(output, where: str, untranslatable: list) -> tuple[str, list
     for j, part in enumerate(output):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("input_text", "output_text", "text"):
-            texts.append(part.get("text") or "")
+            text = part.get("text") or ""
+            if not isinstance(text, str):
+                raise _bad(f"{where}.output[{j}].text must be a string", f"{where}.output")
+            texts.append(text)
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
             images.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
         else:

@@ -28,7 +28,7 @@ from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire, nam
 from routing.protocols.chat import errors as chat_errors
 from routing.protocols.chunks import translate
 from routing.protocols.responses import errors
-from routing.protocols.responses.inbound import native_body
+from routing.protocols.responses.inbound import input_items, native_body
 from routing.protocols.responses.reply import ResponseEvents, chat_usage, new_id, to_response
 from routing.protocols.responses.request import parse_responses_body
 from routing.protocols.responses.store import keep_response
@@ -110,8 +110,11 @@ class ResponsesWire(Wire):
 
     def answer(self, plan, provider, model, context) -> dict:
         if provider.capabilities.responses:
+            # The router's own id: an upstream's may be missing, too long, or reused
+            # (and another key's row must never be found, or overwritten, by it).
             response = {
                 **provider.responses(self._native_body(plan, model)),
+                "id": self.response_id,
                 "model": self.model_name,
             }
         else:
@@ -136,6 +139,7 @@ class ResponsesWire(Wire):
             kind = data.get("type") if data else None
             if data and isinstance(data.get("response"), dict):
                 data["response"]["model"] = self.model_name
+                data["response"]["id"] = self.response_id  # the router's own, as above
                 event.changed()
             yield event
             if kind in FINAL_EVENTS:
@@ -166,7 +170,9 @@ class ResponsesWire(Wire):
             return
         if response.get("status") not in ("completed", "incomplete"):
             return
-        keep_response(self.api_key_id, self.source.items, response, self.store_ttl_hours)
+        body = self.source.body
+        previous = body.get("previous_response_id") or ""
+        keep_response(self.api_key_id, input_items(body), response, self.store_ttl_hours, previous)
 
 
 def _item_chars(item) -> int:

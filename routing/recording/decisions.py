@@ -7,10 +7,10 @@ happened upstream (status, attempts, latency, usage or an estimate) and writes
 it: one INSERT, after the network wait, so no write lock is ever held while
 an upstream answers. The key's ``last_used_at`` (at most once a minute) goes
 in the same transaction. If the database cannot take the write, the row goes
-to the spool (routing/spool.py) and reaches the database later, exactly once.
+to the spool (routing/recording/spool.py) and reaches the database later, exactly once.
 
 A worker killed between the two (a crash mid-stream) leaves its row in its
-journal (routing/journal.py), and the next drain writes it marked interrupted.
+journal (routing/recording/journal.py), and the next drain writes it marked interrupted.
 docs/durability.md tells the whole path.
 """
 
@@ -23,11 +23,13 @@ from django.db import Error as DatabaseFailure
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from routing import decision_ids, journal, spool
 from routing.auth import touch_api_key, touch_due
-from routing.db_writes import request_write
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
+from routing.recording import health, journal, spool
+from routing.recording import ids as decision_ids
+from routing.recording.db_writes import request_write
+from routing.recording.values import fit
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,8 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
             estimated_cost_usd=outcome.cost_usd,
         )
     journaled_id = decision.id
+    # Whatever a client or an upstream put in it, the row fits its columns.
+    decision.fields = fit(fields)
     try:
         _write(decision)
     except Exception as error:  # whatever kept the row from the database: spool it
@@ -123,18 +127,29 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
             log.warning("decision_write_failed reason=%s: %s", type(error).__name__, error)
         else:
             log.exception("decision_write_failed")
-        try:
-            spool.spool(decision.fields)
-        except OSError as disk_error:
-            log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
+        _spool(decision)
         journal.closed(journaled_id)
         return
+    health.row_kept()
     journal.closed(journaled_id)
     try:
         if spool.pending():
             spool.drain()
     except Exception:  # the answer this request carries matters more than the backlog
         log.exception("spool_drain_failed")
+
+
+def _spool(decision: OpenDecision) -> None:
+    if decision.fields.get("id") is None:
+        # An id before the spool, so that the drain has nothing to choose.
+        decision.fields["id"] = decision_ids.next_id()
+    try:
+        spool.spool(decision.fields)
+    except OSError as disk_error:
+        log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
+        health.row_lost()
+        return
+    health.row_kept()
 
 
 def _write(decision: OpenDecision) -> None:

@@ -1,6 +1,6 @@
 """Decisions in flight, on disk: a worker that dies mid-answer still leaves its row.
 
-A decision is written once, when its answer ends (routing/decisions.py). A
+A decision is written once, when its answer ends (routing/recording/decisions.py). A
 worker killed before that (OOM, SIGKILL at the end of a graceful timeout, a
 crash mid-stream) would leave nothing, though the upstream was called and
 paid. So each process appends the row it opens to its own journal,
@@ -14,7 +14,7 @@ whose request did finish are in the database or the spool under the same id
 already, and the spool's "ignore a row whose id exists" skips them; the spool
 is drained first so a finished row always wins over its interrupted twin.
 
-Only requests with a reserved id are journaled (routing/decision_ids.py): a
+Only requests with a reserved id are journaled (routing/recording/ids.py): a
 crash of a request that started while the database could not even hand out
 an id loses its row.
 """

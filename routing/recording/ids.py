@@ -1,6 +1,6 @@
 """Decision ids handed out before the row is written, reserved from the database in blocks.
 
-A decision row is written once, when the answer ends (routing/decisions.py),
+A decision row is written once, when the answer ends (routing/recording/decisions.py),
 but its id goes out first, in the ``X-Router-Decision-Id`` header of a stream,
 and with the row into the spool when the database cannot take it (where the
 id is what makes the later write happen exactly once). So each process
@@ -20,8 +20,8 @@ from collections import deque
 from django.db import Error as DatabaseFailure
 from django.db import connection, transaction
 
-from routing.db_writes import request_write
 from routing.models import RouteDecision
+from routing.recording.db_writes import request_write
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,109 @@
+"""Stored responses under hostile use: ids, tenants, chains, pages, a database that refuses.
+
+Through the official openai SDK against the live router, as test_responses_api.
+"""
+
+import json
+
+import openai
+import pytest
+from django.db import OperationalError
+
+from routing.auth import create_api_key
+from routing.models import RouteDecision, StoredResponse
+from routing.recording import spool, stored
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def config_data(responses_config_data):
+    return responses_config_data
+
+
+def client(live_server, key):
+    return openai.OpenAI(base_url=live_server.url + "/v1", api_key=key, max_retries=0, timeout=20)
+
+
+@pytest.fixture
+def sdk(live_server, config_data, api_key):
+    return client(live_server, api_key)
+
+
+def test_an_upstream_reusing_its_ids_cannot_overwrite_another_keys_response(
+    live_server, config_data, api_key
+):
+    a = client(live_server, api_key)
+    b = client(live_server, create_api_key("tenant b")[1])
+
+    first = a.responses.create(model="native-sameid", input="mine")
+    second = b.responses.create(model="native-sameid", input="theirs")
+
+    assert first.id != second.id and "resp_reused" not in (first.id, second.id)
+    assert a.responses.retrieve(first.id).id == first.id
+    with pytest.raises(openai.NotFoundError):
+        b.responses.retrieve(first.id)
+
+
+def test_each_turn_stores_its_own_items_once(sdk):
+    big = "x" * 100_000
+    first = sdk.responses.create(model="echo-medium", input=big)
+    turn = first
+    for step in range(5):
+        turn = sdk.responses.create(
+            model="echo-medium", previous_response_id=turn.id, input=f"step {step}"
+        )
+
+    sizes = [len(json.dumps(row.input_items)) for row in StoredResponse.objects.all()]
+    assert sum(sizes) < 2 * len(big)  # the big input once, not once a turn
+    every = list(sdk.responses.input_items.list(turn.id, order="asc", limit=100))
+    assert every[0].content[0].text == big
+    assert [item.role for item in every][-1] == "user"
+    assert len(every) == 11  # 6 inputs and 5 answers before the last input
+
+
+def test_a_conversation_past_max_chain_bytes_is_not_continued(sdk, config_data, write_config):
+    write_config({**config_data, "responses": {"max_chain_bytes": 1000}})
+    first = sdk.responses.create(model="echo-medium", input="y" * 2000)
+
+    with pytest.raises(openai.BadRequestError) as raised:
+        sdk.responses.create(model="echo-medium", previous_response_id=first.id, input="more")
+    assert raised.value.body["code"] == "conversation_too_long"
+
+
+def test_input_items_pages_end_when_items_share_an_id(sdk):
+    same = [
+        {"type": "message", "role": "user", "content": "a", "id": "msg_same"},
+        {"type": "message", "role": "user", "content": "b", "id": "msg_same"},
+        {"type": "message", "role": "user", "content": "c", "id": "msg_same"},
+    ]
+    response = sdk.responses.create(model="echo-medium", input=same)
+
+    texts = []
+    for pages, item in enumerate(sdk.responses.input_items.list(response.id, order="asc", limit=1)):
+        texts.append(item.content[0].text)
+        assert pages < 10  # on main the cursor came back to the first item for ever
+    assert texts == ["a", "b", "c"]
+
+
+def test_a_database_that_refuses_the_stored_response_still_answers_and_records(sdk, monkeypatch):
+    real_save = stored._save
+
+    def refuse(fields):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(stored, "_save", refuse)
+    response = sdk.responses.create(model="echo-medium", input="keep me")
+    assert response.output_text
+    assert RouteDecision.objects.get().status_code == 200
+    assert StoredResponse.objects.count() == 0
+
+    monkeypatch.setattr(stored, "_save", real_save)
+    spool.drain()
+    assert StoredResponse.objects.get().response_id == response.id
+    assert sdk.responses.retrieve(response.id).id == response.id
+
+
+def test_nul_in_the_input_is_stored_not_refused(sdk):
+    response = sdk.responses.create(model="echo-medium", input="before\u0000after")
+    assert sdk.responses.retrieve(response.id).id == response.id
