@@ -15,7 +15,17 @@ upstream is a scripted model (tests/support/agent_upstream.py) that asks for
 two ``Read`` calls at once, a ``Bash`` call and a ``Write`` call, then gives
 its final answer; the check passes when Claude Code ran all of them (the
 file it wrote is there), printed the final answer, every decision row ended
-200, and pinch shrank the conversation on the later turns.
+200, pinch shrank the conversation on the later turns, and every row of the
+run carries one session (Claude Code's session id). Then ``/compact`` in the
+same conversation (``--continue``): the upstream answers the compaction
+request with a summary, and a follow-up task goes on from it (one ``Bash``
+call, then an answer the upstream gives only when the summary is there).
+
+``--matrix`` runs the model names a user gives Claude Code: a Claude name
+mapped by the config's aliases (``claude-sonnet-4-6``), ``--model auto``, and
+a router model id through ``ANTHROPIC_MODEL`` / ``ANTHROPIC_SMALL_FAST_MODEL``
+(``agent-model`` / ``agent-small``), each to both upstream kinds. For the
+last two Claude Code sends a system message inside ``messages``.
 
 Nothing may leave the machine: Claude Code runs with
 ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``DISABLE_TELEMETRY=1``,
@@ -24,7 +34,8 @@ under ``strace -f -e trace=connect`` when strace is there; any connect to an
 address other than loopback (or the local DNS stub) fails the check, and the
 addresses seen are printed.
 
-Run: ``.venv/bin/python bench/check_claude_code.py [--upstream anthropic|openai|both]``
+Run: ``.venv/bin/python bench/check_claude_code.py [--upstream anthropic|openai|both]
+[--matrix | --model NAME]``
 Needs node/npm (CI runs it when node is present). ``CLAUDE_CODE_BIN``
 points at an installed ``claude`` instead.
 """
@@ -51,6 +62,8 @@ import yaml
 from bench.bench_proxy import prepare_router, serve_router, stop
 from tests.support.agent_upstream import (
     FINAL_ANSWER,
+    FOLLOW_UP_ANSWER,
+    SUMMARY_MARKER,
     AgentAnthropicServer,
     AgentOpenAIServer,
     steps,
@@ -64,7 +77,18 @@ TASK = (
     "Read README.md and check.py, run check.py with python3, then write a one-line "
     "summary to ANSWER.md."
 )
+FOLLOW_UP = "Now check what ANSWER.md says."
 CLAUDE_TIMEOUT_SECONDS = 240
+# case -> (Claude Code's arguments, its environment, the model name it then asks for)
+CASES = {
+    "alias": (["--model", CLIENT_MODEL], {}, CLIENT_MODEL),
+    "auto": (["--model", "auto"], {}, "auto"),
+    "model-id": (
+        [],
+        {"ANTHROPIC_MODEL": "agent-model", "ANTHROPIC_SMALL_FAST_MODEL": "agent-small"},
+        "agent-model",
+    ),
+}
 # What Claude Code may connect to: the router, on loopback (and a local DNS stub).
 LOCAL_ADDRESS = re.compile(
     r'sin6?_addr=inet_(?:pton\(AF_INET6, )?(?:addr\()?"(127\.|::1|::ffff:127\.)'
@@ -146,23 +170,25 @@ QUIET = {
 
 
 def run_claude(
-    binary: Path, repo: Path, home: Path, router, trace: Path | None, quiet=True, client_model=""
+    binary: Path, repo: Path, home: Path, router, trace, quiet=True, case=CASES["alias"], *more
 ):
+    """``claude -p TASK`` (or ``*more``: another prompt and flags) in ``repo``."""
+    arguments, model_env, _ = case
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "ANTHROPIC_BASE_URL": router.url,
         "ANTHROPIC_API_KEY": router.key,
+        **model_env,
         **(QUIET if quiet else {}),
     }
     command = [
         str(binary),
         "-p",
-        TASK,
+        *(more or (TASK,)),
         "--output-format",
         "json",
-        "--model",
-        client_model,
+        *arguments,
         "--allowedTools",
         "Read,Bash,Write",
     ]
@@ -200,13 +226,13 @@ def decisions(database: Path) -> list[dict]:
         rows = db.execute(
             "SELECT requested_model, chosen_model, path, stream, status_code, "
             "pinch_original_tokens, pinch_final_tokens, pinch_summarized, prompt_tokens, "
-            "cache_read_tokens, cache_write_tokens "
+            "cache_read_tokens, cache_write_tokens, session, agent, session_role "
             "FROM routing_routedecision ORDER BY id"
         ).fetchall()
     return [dict(row) for row in rows]
 
 
-def check(kind: str, binary: Path, quiet: bool = True, client_model: str = CLIENT_MODEL) -> bool:
+def check(kind: str, binary: Path, quiet: bool = True, case=CASES["alias"]) -> bool:
     with tempfile.TemporaryDirectory(prefix=f"claude-code-{kind}-") as name:
         tmp = Path(name)
         repo = scratch_repo(tmp)
@@ -221,16 +247,57 @@ def check(kind: str, binary: Path, quiet: bool = True, client_model: str = CLIEN
         trace = tmp / "connect.trace" if shutil.which("strace") else None
         try:
             serve_router(router)
-            done, seconds = run_claude(binary, repo, home, router, trace, quiet, client_model)
+            done, seconds = run_claude(binary, repo, home, router, trace, quiet, case)
+            task_rows = len(decisions(tmp / "router.sqlite3"))
+            task_requests = len(upstream.received)
+            compacted = run_claude(binary, repo, home, router, None, quiet, case, "/compact", "-c")
+            follow_up = run_claude(binary, repo, home, router, None, quiet, case, FOLLOW_UP, "-c")
         finally:
             if router.process is not None:
                 stop(router.process)
             upstream.stop()
         rows = decisions(tmp / "router.sqlite3")
-        return report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model)
+        ok = report(
+            kind, repo, done, seconds, rows[:task_rows], upstream, task_requests, trace, quiet, case
+        )
+        after = upstream.bodies()[task_requests:]
+        return report_compaction(compacted, follow_up, rows[task_rows:], after) and ok
 
 
-def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model) -> bool:
+def _result(done) -> dict:
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return {}
+
+
+def report_compaction(compacted, follow_up, rows, bodies) -> bool:
+    """/compact answered from the upstream's summary, and the next task went on from it."""
+    (done, seconds), (next_done, next_seconds) = compacted, follow_up
+    problems = []
+    if done.returncode != 0 or _result(done).get("is_error"):
+        problems.append(f"/compact failed (exit {done.returncode}): {done.stdout[-400:]}")
+    if (_result(next_done).get("result") or "").strip() != FOLLOW_UP_ANSWER:
+        problems.append(f"follow-up answer: {_result(next_done).get('result')!r}")
+    if not any(SUMMARY_MARKER in json.dumps(body) for body in bodies):
+        problems.append("no request after /compact carried the summary")
+    failed = [r for r in rows if r["status_code"] != 200]
+    if failed:
+        problems.append(f"decisions not 200 after /compact: {failed}")
+    pinch = ", ".join(f"{r['pinch_original_tokens']} -> {r['pinch_final_tokens']}" for r in rows)
+    sessions = sorted({r["session"] for r in rows})
+    print(
+        f"/compact: {seconds:.1f}s, follow-up {next_seconds:.1f}s, {len(rows)} decisions "
+        f"(pinch {pinch}), sessions {sessions}"
+    )
+    for problem in problems:
+        print(f"FAIL: {problem}")
+    return not problems
+
+
+def report(kind, repo, done, seconds, rows, upstream, requests, trace, quiet, case) -> bool:
+    """The task's run: ``rows`` its decisions, the first ``requests`` the upstream got its."""
+    client_model = case[2]
     problems = []
     try:
         result = json.loads(done.stdout)
@@ -253,8 +320,9 @@ def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model
     pruned = [r for r in main if (r["pinch_final_tokens"] or 0) < (r["pinch_original_tokens"] or 0)]
     if not pruned:
         problems.append("pinch pruned none of Claude Code's requests")
-    # What the tools gave back, as the upstream saw it in the last request.
-    seen = json.dumps(upstream.bodies()[-1]) if upstream.received else ""
+    # What the tools gave back, as the upstream saw it in some request of the task (pinch
+    # compresses the README's result on the later ones).
+    seen = json.dumps(upstream.bodies()[:requests])
     for tool, evidence in (("Read", "Line 799: the demo"), ("Bash", "CHECK-OK")):
         if evidence not in seen:
             problems.append(f"the {tool} tool's result ({evidence!r}) never reached the upstream")
@@ -265,14 +333,19 @@ def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model
         problems.append(f"connects off the machine: {outside[:5]}")
     if getattr(upstream, "protocol_errors", None):
         problems.append(f"upstream protocol errors: {upstream.protocol_errors[:3]}")
+    sessions = {(r["session"], r["agent"]) for r in rows}
+    if len(sessions) != 1 or next(iter(sessions))[1] != "claude-code":
+        problems.append(f"the run is not one Claude Code session: {sessions}")
 
     saved = sum((r["pinch_original_tokens"] or 0) - (r["pinch_final_tokens"] or 0) for r in main)
     print(f"\n== Claude Code -> router -> {kind} upstream: {seconds:.1f}s, exit {done.returncode}")
     print(f"final answer: {result.get('result')!r}")
     print(f"decisions: {len(rows)} ({len(main)} main model, {len(rows) - len(main)} background)")
+    print(f"sessions: {sorted(sessions)}")
     for r in rows:
         print(
-            f"  {r['requested_model']:<28} -> {r['chosen_model']:<12} {r['path']:<11} "
+            f"  {r['requested_model']:<20} -> {r['chosen_model']:<12} {r['path']:<11} "
+            f"{r['session_role']:<10} "
             f"status {r['status_code']} stream {bool(r['stream'])} pinch "
             f"{r['pinch_original_tokens']} -> {r['pinch_final_tokens']} "
             f"({r['pinch_summarized'] or 0} results compressed), billed prompt "
@@ -294,7 +367,12 @@ def report(kind, repo, done, seconds, rows, upstream, trace, quiet, client_model
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--upstream", choices=["anthropic", "openai", "both"], default="both")
-    parser.add_argument("--model", default=CLIENT_MODEL, help="the model name Claude Code asks for")
+    parser.add_argument("--model", help="the model name Claude Code asks for (--model NAME)")
+    parser.add_argument(
+        "--matrix",
+        action="store_true",
+        help="every case: a Claude name through aliases, auto, a router model id (env)",
+    )
     parser.add_argument(
         "--allow-traffic",
         action="store_true",
@@ -305,8 +383,16 @@ def main() -> None:
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
     print(f"Claude Code {version.stdout.strip()} at {binary}")
     kinds = ["anthropic", "openai"] if args.upstream == "both" else [args.upstream]
+    if args.matrix:
+        cases = list(CASES.values())
+    elif args.model:
+        cases = [(["--model", args.model], {}, args.model)]
+    else:
+        cases = [CASES["alias"]]
     results = [
-        check(kind, binary, quiet=not args.allow_traffic, client_model=args.model) for kind in kinds
+        check(kind, binary, quiet=not args.allow_traffic, case=case)
+        for case in cases
+        for kind in kinds
     ]
     sys.exit(0 if all(results) else 1)
 

@@ -8,8 +8,9 @@ so the two never disagree in a digit.
 
 The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (one grouped query, ``metrics.summary``), the
-savings per day and chosen model (one grouped query, below) and the newest
-decisions (one query, with their API key joined in).
+savings per day and chosen model (one grouped query, below), the newest
+decisions (one query, with their API key joined in) and the agent sessions
+(two queries, ``metrics.sessions``).
 
 Savings per day cover the same window as the card (``summary_window``) and are
 priced the same way: each day's saved tokens at the blended prompt rate of the
@@ -32,6 +33,7 @@ from django.utils import timezone
 from metrics.card_slots import filled_slots
 from metrics.charts import DayPoint, savings_chart
 from metrics.key_budgets import cells, key_budget_rows
+from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from router_project.formatting import format_days, money_tone, pinch_card
 from routing.config import RouterConfig
@@ -130,4 +132,6 @@ def dashboard_context(
         "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)]
         if show_decisions
         else [],
+        "sessions": agent_sessions(SESSIONS_SHOWN, since=window.start) if show_decisions else [],
+        "sessions_shown": SESSIONS_SHOWN,
     }

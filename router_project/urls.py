@@ -4,9 +4,13 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 
 from router_project.views import home
+from routing.base_url import API_PATHS, wrong_base_url
 from routing.unknown_endpoint import unknown_endpoint
 
 urlpatterns = [
+    # A base URL with /v1 twice, or without it: a JSON 404 naming the one to set.
+    re_path(rf"^v1/v1/(?P<rest>{API_PATHS})$", wrong_base_url),
+    re_path(rf"^(?P<rest>{API_PATHS})$", wrong_base_url),
     path("v1/", include("routing.urls")),
     # Every other path under /v1, whatever the method (no CSRF: API clients send no cookie).
     re_path(r"^v1/(?P<rest>.*)$", unknown_endpoint, name="unknown-endpoint"),

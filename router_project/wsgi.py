@@ -2,10 +2,14 @@
 
 import os
 
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from router_project.wsgi_edges import WsgiEdges
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
-application = get_wsgi_application()
+# Chunked bodies read in full, HEAD answered without a body (router_project.wsgi_edges).
+application = WsgiEdges(get_wsgi_application(), settings.ROUTER_MAX_BODY_BYTES)
 
 # Refuse to serve with a broken config file: gunicorn stops at start-up with the
 # bad key named, instead of every request answering 500.

@@ -149,6 +149,9 @@ class RouteDecisionQuerySet(models.QuerySet):
         return self.order_by("-created_at", "-id")[:limit]
 
 
+SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
+
+
 class RouteDecision(models.Model):
     PATH_ROUTED = "routed"
     PATH_PASSTHROUGH = "passthrough"
@@ -226,6 +229,31 @@ class RouteDecision(models.Model):
     usage_estimated = models.BooleanField(
         default=False, help_text="Usage is the router's estimate: the upstream reported none."
     )
+    # The agent session (routing.sessions): what one session of an agent cost and saved.
+    session = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The agent's session: Claude Code's or opencode's session id, Codex's "
+        "prompt_cache_key, else the conversation.",
+    )
+    agent = models.CharField(
+        max_length=32, blank=True, help_text="The client: claude-code, codex, opencode, or empty."
+    )
+    session_role = models.CharField(
+        max_length=16,
+        blank=True,
+        choices=SESSION_ROLE_CHOICES,
+        help_text="The session's main conversation, a subagent's (Claude Code's Agent tool), "
+        "or background work (titles, summaries: no tools).",
+    )
+    user_turn = models.BooleanField(
+        default=False, help_text="The user spoke in this request (not a tool round)."
+    )
+    omitted_tools = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Built-in tools left out: the model is not served through the Responses API.",
+    )
 
     objects = RouteDecisionQuerySet.as_manager()
 
@@ -236,6 +264,8 @@ class RouteDecision(models.Model):
             models.Index(fields=["created_at"], name="decision_created_idx"),
             # A key's spend in its budget period (routing/limits/budgets.py).
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
+            # The session list (metrics.sessions): grouped by session, newest first.
+            models.Index(fields=["session", "created_at"], name="decision_session_idx"),
         ]
 
     def __str__(self):
@@ -244,6 +274,14 @@ class RouteDecision(models.Model):
     @property
     def pinch_tokens_saved(self):
         return tokens_saved(self.pinch_original_tokens, self.pinch_final_tokens)
+
+
+class AgentSession(RouteDecision):
+    """The decisions seen per agent session: admin's session list (routing.admin.sessions)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "agent session"
 
 
 class ConfigOverride(models.Model):

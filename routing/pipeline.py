@@ -52,6 +52,10 @@ class Plan:
     # The unpruned request's (cached, written) token split, estimated, when
     # pinch changed the payload; None when it went whole.
     unpruned_split: tuple[int, int] | None = None
+    # Set by the view before the decision opens: the agent session (routing.sessions)
+    # and the built-in tools the wire leaves out for the chosen model.
+    session: object = None
+    omitted_tools: tuple = ()
     _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     @property

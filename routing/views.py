@@ -17,7 +17,6 @@ import time
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import Error as DatabaseFailure
 from django.http import JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -25,7 +24,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from router_project.request_ids import decision_request_id
 from routing.auth import KeyCheckUnavailable, key_for_request
-from routing.config.store import current_config
+from routing.config.store import api_config
 from routing.dispatch import relay
 from routing.errors import (
     RouterError,
@@ -41,6 +40,7 @@ from routing.protocols.messages.request import parse_messages_body
 from routing.protocols.messages.wire import MESSAGES, count_tokens, forwarded_headers
 from routing.protocols.responses.store import delete_response, input_items_page, stored_response
 from routing.providers import model_provider
+from routing.sessions import session_tag
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 
@@ -118,6 +118,10 @@ def explain_headers(plan, decision=None) -> dict:
         headers["X-Router-Pinch-Capped"] = str(len(plan.pinch.capped))
     else:
         headers["X-Router-Pinch"] = "disabled"
+    if plan.session is not None:
+        headers["X-Router-Session"] = plan.session.session
+    if plan.omitted_tools:
+        headers["X-Router-Omitted-Tools"] = ",".join(plan.omitted_tools)
     if plan.over_window:
         headers["X-Router-Window-Exceeded"] = (
             f"{plan.needed_window} tokens (prompt + max_tokens) sent to {plan.model.id}, "
@@ -159,13 +163,6 @@ def dry_run_body(plan) -> dict:
     }
 
 
-def _config():
-    try:
-        return current_config()
-    except DatabaseFailure:
-        raise database_unavailable_error("the configuration cannot be read") from None
-
-
 class CompletionView(ApiView):
     """A completion endpoint: parse, plan, check, record, dispatch; one path for every protocol."""
 
@@ -175,7 +172,7 @@ class CompletionView(ApiView):
         started = time.monotonic()
         key = request.api_key
         planned = self.protocol.parse(_read_body(request), request, key)
-        config = _config()
+        config = api_config()
         dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
         admission = admit(key, config, dry_run)
         plan = plan_request(
@@ -187,6 +184,7 @@ class CompletionView(ApiView):
         )
         if dry_run:
             return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
+        plan.session = session_tag(request.META, planned, key.pk, plan.conversation)
         wire = self.protocol.wire(request, planned, key, config)
         wire.check(plan, model_provider(config, plan.model))
         admission.take(plan.measured_tokens)
@@ -206,7 +204,7 @@ class CountTokensView(ApiView):
 
     def post(self, request):
         planned = parse_messages_body(_read_body(request), count_only=True)
-        config = _config()
+        config = api_config()
         plan = plan_request(planned, config, api_key_id=request.api_key.pk, measure_prefix=False)
         provider = model_provider(config, plan.model)
         return JsonResponse(count_tokens(plan, provider, forwarded_headers(request)))
@@ -265,7 +263,7 @@ class ModelsView(ApiView):
     http_method_names = ["get"]
 
     def get(self, request):
-        config = _config()
+        config = api_config()
         created = int(time.time())
         ids = [config.routing.auto_model, *(m.id for m in config.models)]
         data = [_model_object(config, model_id, created) for model_id in ids]
@@ -287,7 +285,7 @@ class ModelView(ApiView):
     http_method_names = ["get"]
 
     def get(self, request, model_id):
-        config = _config()
+        config = api_config()
         found = _model_object(config, model_id, int(time.time()))
         if found is None:
             raise unknown_model_error(config, model_id)

@@ -17,6 +17,7 @@ from router_project.formatting import (
     format_tokens_in_out,
 )
 from router_project.request_ids import decision_id_in, decision_request_id
+from routing.admin.read_only import ReadOnlyAdmin
 from routing.models import RouteDecision
 
 
@@ -58,7 +59,7 @@ class PrunedFilter(admin.SimpleListFilter):
 
 
 @admin.register(RouteDecision)
-class RouteDecisionAdmin(admin.ModelAdmin):
+class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Rows are written by the dispatcher only: the admin can look, not touch."""
 
     list_display = (
@@ -229,12 +230,3 @@ class RouteDecisionAdmin(admin.ModelAdmin):
     @admin.display(description="latency", ordering="upstream_latency_ms")
     def latency(self, obj):
         return format_latency(obj.upstream_latency_ms)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -238,6 +238,11 @@ class ResponsesConfig(Strict):
     # A stored conversation (a chain of previous_response_id) of more bytes
     # than this is not continued (400): the chain is not bounded by the body limit.
     max_chain_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    # A built-in (hosted) tool only a Responses upstream runs (web_search, which
+    # Codex offers on every request), sent to any other model: "omit" leaves it
+    # out and says so (X-Router-Omitted-Tools, the decision's omitted_tools);
+    # "refuse" answers 400 naming it unless X-Router-Optional-Tools lists it.
+    hosted_tools: Literal["omit", "refuse"] = "omit"
 
 
 class ForwardingConfig(Strict):
@@ -255,6 +260,8 @@ class ForwardingConfig(Strict):
         "prompt-caching-2024-07-31",
         "output-128k-2025-02-19",
         "context-management-2025-06-27",
+        # Claude Code asked for a model it does not know sends system turns inside messages.
+        "mid-conversation-system-2026-04-07",
     )
     anthropic_body_fields: tuple[str, ...] = ("context_management",)
 

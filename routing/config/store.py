@@ -28,6 +28,7 @@ from django.db import transaction
 from routing import changes
 from routing.config.schema import ConfigError, RouterConfig, validate_config
 from routing.config.source import DEFAULT_CONFIG_PATH, ConfigSource, apply_overrides
+from routing.errors import database_unavailable_error
 from routing.models import ConfigOverride, RegisteredModel
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,14 @@ def forget_cached_config() -> None:
 
 def current_config() -> RouterConfig:
     return config_source().effective(*_admin_rows())
+
+
+def api_config() -> RouterConfig:
+    """current_config for an API request: a database it cannot read is a RouterError (503)."""
+    try:
+        return current_config()
+    except DatabaseFailure:
+        raise database_unavailable_error("the configuration cannot be read") from None
 
 
 def check_overrides(overrides: dict, models: list[dict] | None = None) -> RouterConfig:

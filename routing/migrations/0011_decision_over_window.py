@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("routing", "0012_stored_response_chain"),  # re-chained after main (0010, 0012 landed)
+        ("routing", "0007_decision_session"),  # re-chained after main (0010, 0012, 0007 landed)
     ]
 
     operations = [

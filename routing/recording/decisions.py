@@ -77,6 +77,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "stream": plan.request.stream,
         "over_window": plan.over_window,
         "conversation": plan.conversation or "",
+        **(plan.session.fields() if plan.session is not None else {}),
+        "omitted_tools": list(plan.omitted_tools) or None,
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)

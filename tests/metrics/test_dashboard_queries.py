@@ -13,8 +13,9 @@ MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 # session + user (the login), the user's permissions and its groups' (may it view
 # decisions?), ConfigOverride + RegisteredModel (current_config), pinch_summary's
 # grouped query, savings per day and model, the newest 50 with their key,
-# the limited keys (none here: no spend query follows).
-DASHBOARD_QUERIES = 10
+# the limited keys (none here: no spend query follows), the agent sessions
+# (grouped, and their models).
+DASHBOARD_QUERIES = 12
 
 
 @pytest.mark.parametrize("rows", [10, 200])
@@ -29,6 +30,7 @@ def test_the_dashboard_query_count_does_not_grow_with_rows(
             saved=None if i % 6 == 0 else (i % 9) * 250,
             api_key=keys[i % len(keys)],
             stream=i % 2 == 0,
+            session=f"session-{i % 7}",
         )
         for i in range(rows)
     )
@@ -39,5 +41,6 @@ def test_the_dashboard_query_count_does_not_grow_with_rows(
 
     assert response.status_code == 200
     assert len(response.context["decisions"]) == min(rows, 50)
+    assert len(response.context["sessions"]) == 7
     assert response.context["summary"]["calls_30d"] == min(rows, 240)  # 3-hour steps, 30 days
     assert "agent-" in response.content.decode()  # the key names came with the rows

@@ -120,3 +120,38 @@ def test_a_crash_under_v1_answers_json_not_djangos_html_page(
     assert response["Content-Type"] == "application/json"
     assert response.json()["error"]["code"] == "internal_error"
     assert "a bug" not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "path, served, shape",
+    [
+        ("/chat/completions", "/v1/chat/completions", "openai"),
+        ("/responses", "/v1/responses", "openai"),
+        ("/models", "/v1/models", "openai"),
+        ("/messages", "/v1/messages", "anthropic"),
+        ("/v1/v1/messages", "/v1/messages", "anthropic"),
+        ("/v1/v1/chat/completions", "/v1/chat/completions", "openai"),
+    ],
+)
+def test_a_completion_path_under_the_wrong_base_url_is_a_json_404_naming_the_right_one(
+    live_server, router_config, api_key, path, served, shape
+):
+    response = requests.post(
+        live_server.url + path,
+        json={"model": "auto", "messages": HI},
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=10,
+    )
+
+    assert response.status_code == 404
+    assert response.headers["Content-Type"].startswith("application/json")
+    body = response.json()
+    message = body["error"]["message"]
+    assert f"serves POST {served}, not {path}" in message
+    assert f"{live_server.url}/v1 for OpenAI clients" in message
+    assert f"or to {live_server.url} for Claude Code" in message
+    if shape == "anthropic":
+        assert body["type"] == "error" and body["error"]["type"] == "not_found_error"
+    else:
+        assert body["error"]["code"] == "wrong_base_url"
+    assert RouteDecision.objects.count() == 0

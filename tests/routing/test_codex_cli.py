@@ -16,15 +16,17 @@ names the binary.
 
 import json
 import os
-import shutil
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from routing.models import RouteDecision
+from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder
+from tests.support.real_clients import git_repo, installed
 from tests.support.responses_upstream import ENCRYPTED
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,50 +44,58 @@ SCRIPT = [
 
 @pytest.fixture
 def codex_bin():
-    found = os.environ.get("CODEX_BIN") or (str(DEFAULT_BIN) if DEFAULT_BIN.exists() else None)
-    if not found or not shutil.which(found):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Codex CLI: run scripts/install-codex and set CODEX_BIN")
-        pytest.skip("Codex CLI is not installed (scripts/install-codex, then set CODEX_BIN)")
-    return found
+    return installed("CODEX_BIN", DEFAULT_BIN, "scripts/install-codex")
 
 
 @pytest.fixture
 def scratch_repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "notes.txt").write_text("build: green\ntests: 42 passed\nowner: router team\n")
-    (repo / "main.py").write_text("print('hello')\n")
-    (repo / "README.md").write_text("# scratch\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    return repo
+    files = {
+        "notes.txt": "build: green\ntests: 42 passed\nowner: router team\n",
+        "main.py": "print('hello')\n",
+        "README.md": "# scratch\n",
+    }
+    return git_repo(tmp_path / "repo", files)
 
 
-def codex_home(tmp_path, router_url: str, model: str) -> Path:
+@pytest.fixture
+def scripted(upstream, write_config, monkeypatch):
+    """The test upstream behind the router, playing SCRIPT for script-* models."""
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+    upstream.script = SCRIPT
+    return upstream
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_config(router_url: str, model: str) -> str:
+    """The README's ``config.toml`` for Codex, as written there, pointed at ``router_url``."""
+    section = README.read_text().split("## Use it with Codex CLI", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    block = block.replace("http://127.0.0.1:8000/v1", f"{router_url}/v1")
+    return block.replace('model = "auto"', f'model = "{model}"', 1)
+
+
+# What a user writes, after the README's provider table: nothing more, or the header
+# line the README used to need (Codex's built-in web_search, marked optional).
+PROVIDER_EXTRAS = {
+    "readme": "",
+    "optional-tools-header": 'http_headers = { "X-Router-Optional-Tools" = "web_search" }\n',
+}
+
+
+def codex_home(tmp_path, router_url: str, model: str, config: str = "readme") -> Path:
     home = tmp_path / "codex-home"
     home.mkdir()
+    # The test's own additions: no update check, analytics or feedback (nothing may
+    # leave the machine), no retries (a failure shows at once).
     (home / "config.toml").write_text(
-        f"""
-model = "{model}"
-model_provider = "router"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[model_providers.router]
-name = "LLM router"
-base_url = "{router_url}/v1"
-env_key = "ROUTER_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-# Codex offers its built-in web_search tool, which a chat upstream cannot run.
-http_headers = {{ "X-Router-Optional-Tools" = "web_search" }}
-"""
+        "check_for_update_on_startup = false\n"
+        + readme_config(router_url, model)
+        + "request_max_retries = 0\nstream_max_retries = 0\n"
+        + PROVIDER_EXTRAS[config]
+        + "\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n"
     )
     return home
 
@@ -127,22 +137,13 @@ def tool_outputs(body) -> list:
 MODELS = {"script-agent": "/v1/chat/completions", "script-native": "/v1/responses"}
 
 
+@pytest.mark.parametrize("config", sorted(PROVIDER_EXTRAS))
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
-    model,
-    codex_bin,
-    scratch_repo,
-    tmp_path,
-    live_server,
-    upstream,
-    write_config,
-    monkeypatch,
-    api_key,
+    model, config, codex_bin, scratch_repo, tmp_path, live_server, scripted, api_key
 ):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
-    upstream.script = SCRIPT
-    home = codex_home(tmp_path, live_server.url, model)
+    upstream = scripted
+    home = codex_home(tmp_path, live_server.url, model, config)
 
     done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
 
@@ -177,15 +178,20 @@ def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
     rows = list(RouteDecision.objects.order_by("id"))
     assert len(rows) == 4
     assert all(r.status_code == 200 and r.stream and r.chosen_model == model for r in rows)
+    # One run, one session: Codex's prompt_cache_key, its session id.
+    (session,) = {(r.session, r.agent) for r in rows}
+    assert re.fullmatch(r"[0-9a-f-]{36}", session[0]) and session[1] == "codex", session
+    assert [r.user_turn for r in rows] == [True, False, False, False]
+    # web_search left out for the chat model, and said so on every row.
+    omitted = ["web_search"] if model == "script-agent" else None
+    assert all(r.omitted_tools == omitted for r in rows)
     # Only loopback traffic: the recorder refused whatever Codex tried beyond the router.
     print(f"Codex tried to reach, beyond the router: {tried or 'nothing'}")
 
 
 def test_codex_on_the_auto_model_is_routed(
-    codex_bin, scratch_repo, tmp_path, live_server, upstream, write_config, monkeypatch, api_key
+    codex_bin, scratch_repo, tmp_path, live_server, scripted, api_key
 ):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
     home = codex_home(tmp_path, live_server.url, "auto")
 
     done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
@@ -198,3 +204,48 @@ def test_codex_on_the_auto_model_is_routed(
     assert len(rows) == 2
     assert all(r.path == "routed" and r.requested_model == "auto" for r in rows)
     assert all(r.status_code == 200 and r.chosen_model.startswith("echo-") for r in rows)
+
+
+CONTINUED = "Continued from the summary: notes.txt says the build is green."
+# Past this many tokens (the test upstream reports a script model's body size, 4 chars a
+# token: Codex's first request is ~9,700) Codex compacts before its next request.
+COMPACT_LIMIT = 9000
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_codex_compacts_its_context_through_the_router_and_goes_on_from_the_summary(
+    model,
+    codex_bin,
+    scratch_repo,
+    tmp_path,
+    live_server,
+    scripted,
+    api_key,
+):
+    upstream = scripted
+    upstream.after_compaction = [{"text": CONTINUED}]
+    home = codex_home(tmp_path, live_server.url, model)
+    config = home / "config.toml"
+    config.write_text(f"model_auto_compact_token_limit = {COMPACT_LIMIT}\n" + config.read_text())
+
+    done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
+
+    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
+    assert done.returncode == 0, report
+    assert CONTINUED in done.stdout, report
+    bodies = [json.loads(r["body"]) for r in upstream.received]
+    conversations = [b.get("messages") or b.get("input") for b in bodies]
+    compactions = [i for i, c in enumerate(conversations) if is_compaction(c)]
+    assert len(compactions) == 1, report
+    # The request after it went on from the summary, the tool rounds before it gone.
+    after = conversations[compactions[0] + 1]
+    assert SUMMARY_MARKER in json.dumps(after)
+    assert not tool_outputs(bodies[compactions[0] + 1])
+    rows = list(RouteDecision.objects.order_by("id"))
+    assert len(rows) == len(bodies)
+    assert all(r.status_code == 200 for r in rows)
+    assert len({r.session for r in rows}) == 1
+    print(
+        "Codex compaction: pinch "
+        + ", ".join(f"{r.pinch_original_tokens} -> {r.pinch_final_tokens}" for r in rows)
+    )

@@ -159,3 +159,17 @@ def test_gunicorn_alone_as_scripts_serve_runs_it_holds_80_slow_clients(tmp_path,
 
     assert statuses == [200] * 10
     assert held == 80  # the slow clients were there the whole time
+
+
+def test_a_chunked_body_reaches_the_router_whole_through_nginx(behind_nginx):
+    url, router = behind_nginx
+    body = json.dumps(HI).encode()
+    response = requests.post(
+        url + "/v1/chat/completions",
+        data=(body[i : i + 5] for i in range(0, len(body), 5)),
+        headers={"Authorization": f"Bearer {router.key}"},
+        timeout=20,
+    )
+    assert response.request.headers.get("Transfer-Encoding") == "chunked"
+    assert response.status_code == 200, response.text
+    assert router.count_rows(status_code=200) == 1

@@ -1,5 +1,7 @@
 """The router as a user serves it: gunicorn, DJANGO_DEBUG=0, plain HTTP on loopback."""
 
+import json
+
 import openai
 import pytest
 import requests
@@ -36,3 +38,47 @@ def test_gunicorn_answers_unknown_paths_without_debug_pages(served_router):
     response = requests.get(served_router.url + "/nowhere", timeout=5)
     assert response.status_code == 404
     assert "Traceback" not in response.text
+
+
+def _chunks(body: bytes, size: int = 7):
+    # A generator body: requests sends it with Transfer-Encoding: chunked, no Content-Length.
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+def test_a_chunked_body_is_read_in_full_when_gunicorn_serves_directly(served_router):
+    body = json.dumps({"model": "echo-medium", "messages": [{"role": "user", "content": "hi"}]})
+    response = requests.post(
+        served_router.url + "/v1/chat/completions",
+        data=_chunks(body.encode()),
+        headers={"Authorization": f"Bearer {served_router.key}"},
+        timeout=20,
+    )
+    assert response.request.headers.get("Transfer-Encoding") == "chunked"
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == ANSWER
+
+
+def test_a_chunked_body_over_the_limit_is_a_413_naming_it(tmp_path, upstream):
+    env = router_env(tmp_path, base_config(upstream.base_url), ROUTER_MAX_BODY_BYTES="2000")
+    long = [{"role": "user", "content": "x" * 5000}]
+    body = json.dumps({"model": "echo-medium", "messages": long})
+    with gunicorn_router(env, prepare(env)) as served:
+        response = requests.post(
+            served.url + "/v1/chat/completions",
+            data=_chunks(body.encode(), 500),
+            headers={"Authorization": f"Bearer {served.key}"},
+            timeout=20,
+        )
+    assert response.status_code == 413
+    assert "2000" in response.json()["error"]["message"]
+
+
+def test_head_of_the_front_page_is_answered_without_a_body_and_logs_nothing(tmp_path, upstream):
+    env = router_env(tmp_path, base_config(upstream.base_url), ROUTER_ACCESS_LOG="-")
+    with gunicorn_router(env, prepare(env)) as served:
+        heads = [requests.head(served.url + "/", timeout=5) for _ in range(3)]
+    assert all(h.status_code == 200 and h.content == b"" for h in heads)
+    log = served.process.stdout.read().decode()
+    assert '"HEAD / HTTP/1.1" 200' in log  # the access log saw them
+    assert "no-body response" not in log

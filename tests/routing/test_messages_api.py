@@ -14,7 +14,7 @@ import pytest
 from routing.models import RouteDecision
 from routing.selection import measure_prompt_tokens
 from tests.support.anthropic_upstream import ANSWER as CLAUDE_ANSWER
-from tests.support.anthropic_upstream import SIGNATURE, prefix_keys
+from tests.support.anthropic_upstream import MID_CONVERSATION_SYSTEM, SIGNATURE, prefix_keys
 from tests.support.config import ANTHROPIC_KEY, ANTHROPIC_KEY_ENV, anthropic_config
 from tests.support.openai_upstream import ANSWER as OPENAI_ANSWER
 
@@ -638,3 +638,92 @@ def test_an_upstream_that_reports_no_usage_is_estimated_not_zero(claude, stream)
     decision = only_decision()
     assert decision.usage_estimated is True
     assert decision.prompt_tokens == decision.measured_tokens > 0
+
+
+# A system message inside ``messages``: Claude Code 2.1.197 asked for ``auto`` or a router
+# model id sends the Agent tool's agent types so, with the beta flag
+# mid-conversation-system-2026-04-07. A Claude model gets it as sent, a chat model in place.
+
+AGENT_TYPES = "Available agent types for the Agent tool:\n- Explore: read-only search agent"
+TURNS = [
+    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    {"role": "system", "content": AGENT_TYPES},
+]
+
+
+def test_a_system_turn_inside_messages_is_answered_by_both_kinds_of_upstream(
+    claude, name, upstream, anthropic_upstream
+):
+    answer = claude.messages.create(
+        model=name,
+        max_tokens=50,
+        system="You are Claude Code.",
+        messages=TURNS,
+        extra_headers={"anthropic-beta": MID_CONVERSATION_SYSTEM},
+    )
+
+    assert answer.content[0].text == UPSTREAMS[name][1]
+    (sent,) = sent_bodies(name, upstream, anthropic_upstream)
+    if native(name):
+        turn = sent["messages"][1]
+        assert turn["role"] == "system"
+        assert [b["text"] for b in turn["content"]] == [AGENT_TYPES]
+    else:
+        roles = [(m["role"], m["content"]) for m in sent["messages"]]
+        assert roles == [
+            ("system", "You are Claude Code."),
+            ("user", "hi"),
+            ("system", AGENT_TYPES),
+        ]
+
+
+def test_a_system_turn_with_a_tool_result_in_it_is_a_400_naming_it(claude):
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        claude.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=50,
+            messages=[
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": [{"type": "image", "source": {}}]},
+            ],
+        )
+    assert "messages[1].content: a system message holds text blocks only" in str(raised.value)
+
+
+def _long_tool_session(rounds: int = 8, chars: int = 25_000) -> list:
+    """A conversation over the budget: pinch compresses its oldest tool results."""
+    turns = [{"role": "user", "content": "read every file"}]
+    for k in range(rounds):
+        turns.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{k}", "name": "read_file", "input": {}}
+                ],
+            }
+        )
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": "y" * chars}
+        turns.append({"role": "user", "content": [result]})
+    return turns
+
+
+def test_count_tokens_counts_the_pruned_prompt_and_the_answers_usage_agrees(claude, name):
+    turns = _long_tool_session()
+    count = claude.messages.count_tokens(model=name, messages=turns, tools=TOOLS)
+    raw = claude.messages.with_raw_response.create(
+        model=name, max_tokens=20, messages=turns, tools=TOOLS
+    )
+
+    headers, answer = raw.headers, raw.parse()
+    pruned = int(headers["X-Router-Pinch-Final-Tokens"])
+    assert pruned < int(headers["X-Router-Pinch-Original-Tokens"])  # pinch acted
+    if native(name):
+        # Claude's own count of what is sent, and what it then billed: the same prompt.
+        usage = answer.usage
+        billed = (
+            usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        )
+        assert count.input_tokens == billed
+    else:
+        # The router's measure of the pruned prompt, the one routing used for the answer.
+        assert count.input_tokens == int(headers["X-Router-Measured-Tokens"])

@@ -160,7 +160,7 @@ def test_tools_and_tool_choice_translate():
         ({"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}, "model: Field"),
         ({"model": "m", "messages": [{"role": "user", "content": "x"}]}, "max_tokens: Field"),
         ({"model": "m", "max_tokens": 5, "messages": []}, "messages: Field"),
-        (body_with([{"role": "system", "content": "x"}]), "messages[0].role"),
+        (body_with([{"role": "tool", "content": "x"}]), "messages[0].role"),
         (body_with([{"role": "user", "content": 5}]), "messages[0].content"),
         (body_with([{"role": "user", "content": [{"text": "x"}]}]), "messages[0].content[0]"),
         (

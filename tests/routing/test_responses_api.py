@@ -288,7 +288,37 @@ def test_reasoning_items_are_left_out_for_a_chat_upstream(sdk, upstream, caplog)
     assert "responses_reasoning_dropped" in caplog.text
 
 
-def test_a_builtin_tool_a_chat_upstream_cannot_run_is_refused_by_name(sdk, upstream):
+@pytest.fixture
+def refuse_hosted_tools(config_data, write_config):
+    write_config({**config_data, "responses": {"hosted_tools": "refuse"}})
+
+
+def test_a_builtin_tool_a_chat_upstream_cannot_run_is_left_out_and_named(sdk, upstream):
+    raw = sdk.responses.with_raw_response.create(
+        model="echo-medium", input="search", tools=[*TOOLS, {"type": "web_search"}]
+    )
+
+    assert raw.headers["X-Router-Omitted-Tools"] == "web_search"
+    assert raw.parse().status == "completed"
+    body = json.loads(upstream.received[-1]["body"])
+    assert [t["function"]["name"] for t in body["tools"]] == ["read_file"]
+    (row,) = decisions()
+    assert row.omitted_tools == ["web_search"]
+
+
+def test_a_builtin_tool_is_sent_and_not_named_for_a_responses_upstream(sdk, upstream):
+    raw = sdk.responses.with_raw_response.create(
+        model="native-echo", input="search", tools=[{"type": "web_search"}]
+    )
+
+    assert "X-Router-Omitted-Tools" not in raw.headers
+    (row,) = decisions()
+    assert row.omitted_tools is None
+
+
+def test_under_refuse_a_builtin_tool_a_chat_upstream_cannot_run_is_refused_by_name(
+    refuse_hosted_tools, sdk, upstream
+):
     with pytest.raises(openai.BadRequestError) as raised:
         sdk.responses.create(
             model="echo-medium", input="search", tools=[*TOOLS, {"type": "web_search"}]
@@ -299,7 +329,9 @@ def test_a_builtin_tool_a_chat_upstream_cannot_run_is_refused_by_name(sdk, upstr
     assert upstream.received == [] and decisions() == []
 
 
-def test_a_builtin_tool_marked_optional_is_left_out(sdk, upstream):
+def test_under_refuse_a_builtin_tool_marked_optional_is_left_out(
+    refuse_hosted_tools, sdk, upstream
+):
     sdk.responses.create(
         model="echo-medium",
         input="search",
@@ -533,7 +565,9 @@ def test_a_stored_responses_input_items_are_listed_a_page_at_a_time(sdk):
         sdk.responses.input_items.list("resp_nope")
 
 
-def test_auto_sends_a_builtin_tool_to_a_model_that_serves_the_responses_api(sdk, upstream):
+def test_under_refuse_auto_sends_a_builtin_tool_to_a_model_that_serves_the_responses_api(
+    refuse_hosted_tools, sdk, upstream
+):
     sdk.responses.create(model="auto", input="search", tools=[{"type": "web_search"}])
     sdk.responses.create(
         model="auto",

@@ -10,15 +10,23 @@ speaks both protocols, on top of the test servers: ``AgentAnthropicServer``
 
 ``server.repo`` is the scratch repository Claude Code runs in: the tools
 need absolute paths.
+
+Compaction: a request whose last turn asks for a summary of the
+conversation (Claude Code's ``/compact`` prompt) gets ``SUMMARY``; a
+conversation that carries it (Claude Code goes on from the summary, the tool
+results gone) plays ``after_compaction``: one ``Bash`` call, then
+``FOLLOW_UP_ANSWER``.
 """
 
 import json
 
 from tests.support.anthropic_upstream import SIGNATURE, AnthropicHandler, AnthropicServer
+from tests.support.compaction import SUMMARY, SUMMARY_MARKER, is_compaction
 from tests.support.openai_upstream import UpstreamHandler, UpstreamServer
 
 FINAL_ANSWER = "Done: the check script printed CHECK-OK and ANSWER.md holds the summary."
 BACKGROUND_ANSWER = "ok"
+FOLLOW_UP_ANSWER = "Continued from the summary: ANSWER.md says the check passes."
 
 
 def steps(repo: str) -> list[list[tuple[str, dict]]]:
@@ -33,17 +41,34 @@ def steps(repo: str) -> list[list[tuple[str, dict]]]:
     ]
 
 
-def next_step(repo: str, tool_names: set, results_so_far: int):
-    """The calls to make now, or None for the final answer; "background" off the main agent."""
+def after_compaction(repo: str) -> list[list[tuple[str, dict]]]:
+    return [[("Bash", {"command": f"cat {repo}/ANSWER.md", "description": "Read the answer"})]]
+
+
+def next_step(repo: str, tool_names: set, results_so_far: int, messages=()):
+    """The calls to make now, None for the final answer, "summary" for a compaction request,
+    "background" off the main agent."""
+    if is_compaction(messages):
+        return "summary"
+    text = json.dumps(messages)
     if not {"Read", "Bash", "Write"} <= tool_names:
         return "background"
-    script = steps(repo)
+    script = after_compaction(repo) if SUMMARY_MARKER in text else steps(repo)
     done = 0
     for turn, calls in enumerate(script):
         done += len(calls)
         if results_so_far < done:
             return script[turn]
     return None
+
+
+def _text_of(step, body) -> str:
+    """The text answer of a step that calls no tool."""
+    if step == "summary":
+        return SUMMARY
+    if step == "background":
+        return BACKGROUND_ANSWER
+    return FOLLOW_UP_ANSWER if SUMMARY_MARKER in json.dumps(body["messages"]) else FINAL_ANSWER
 
 
 class AgentAnthropicHandler(AnthropicHandler):
@@ -56,7 +81,7 @@ class AgentAnthropicHandler(AnthropicHandler):
             for block in turn["content"]
             if block.get("type") == "tool_result"
         )
-        step = next_step(self.server.repo, names, results)
+        step = next_step(self.server.repo, names, results, body["messages"])
         # Asked to think (Claude Code asks), the turn starts with a signed thinking block,
         # which Claude Code must send back as it got it.
         thought = (
@@ -64,10 +89,8 @@ class AgentAnthropicHandler(AnthropicHandler):
             if body.get("thinking", {}).get("type") not in (None, "disabled")
             else []
         )
-        if step == "background":
-            return [*thought, {"type": "text", "text": BACKGROUND_ANSWER}], "end_turn"
-        if step is None:
-            return [*thought, {"type": "text", "text": FINAL_ANSWER}], "end_turn"
+        if not isinstance(step, list):
+            return [*thought, {"type": "text", "text": _text_of(step, body)}], "end_turn"
         blocks = [*thought, {"type": "text", "text": "Working on it."}]
         for k, (name, tool_input) in enumerate(step):
             blocks.append(
@@ -85,7 +108,7 @@ class AgentOpenAIHandler(UpstreamHandler):
     def _step(self, body):
         names = {t.get("function", {}).get("name") for t in body.get("tools") or ()}
         results = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
-        return next_step(self.server.repo, names, results), results
+        return next_step(self.server.repo, names, results, body.get("messages") or []), results
 
     def _tool_calls(self, body) -> list:
         step, results = self._step(body)
@@ -102,7 +125,7 @@ class AgentOpenAIHandler(UpstreamHandler):
 
     def _text(self, body) -> str:
         step, _ = self._step(body)
-        return BACKGROUND_ANSWER if step == "background" else FINAL_ANSWER
+        return _text_of(step, body)
 
 
 class AgentAnthropicServer(AnthropicServer):

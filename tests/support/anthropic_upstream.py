@@ -148,8 +148,28 @@ def _check_keys(where: str, value, keys: tuple[set, set]):
         raise RequestRejected(f"{where}.{sorted(extra)[0]}: Extra inputs are not permitted")
 
 
-def check_request(body, version: str = SAMPLING_REMOVED_IN, betas: bool = False) -> None:
-    """Raise RequestRejected with the API's kind of message for a request it would refuse."""
+MID_CONVERSATION_SYSTEM = "mid-conversation-system-2026-04-07"
+
+
+def _check_system_turn(where: str, content) -> None:
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks:
+        raise RequestRejected(f"{where}.content: a system message needs text")
+    for j, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "text" or not block.get("text"):
+            raise RequestRejected(f"{where}.content.{j}: a system message holds text blocks only")
+
+
+def check_request(
+    body, version: str = SAMPLING_REMOVED_IN, betas: bool = False, beta_flags: str = ""
+) -> None:
+    """Raise RequestRejected with the API's kind of message for a request it would refuse.
+
+    Under the ``mid-conversation-system`` beta (Claude Code sends it) a turn
+    of role ``system`` holding text may stand anywhere in ``messages``; it
+    takes no part in the user/assistant alternation.
+    """
+    system_turns = MID_CONVERSATION_SYSTEM in beta_flags
     required, allowed = BETA_REQUEST_KEYS if betas else REQUEST_KEYS
     if version < SAMPLING_REMOVED_IN:
         allowed = allowed | SAMPLING_KEYS
@@ -175,14 +195,16 @@ def check_request(body, version: str = SAMPLING_REMOVED_IN, betas: bool = False)
             raise RequestRejected("max_tokens must be greater than thinking.budget_tokens")
         if "temperature" in body:
             raise RequestRejected("temperature may only be set to 1 when thinking is enabled")
-    previous_role, open_calls = None, set()
+    open_calls = set()
     for i, turn in enumerate(body["messages"]):
         where = f"messages.{i}"
+        if system_turns and turn.get("role") == "system" and set(turn) == {"role", "content"}:
+            _check_system_turn(where, turn["content"])
+            continue
         if turn.get("role") not in ("user", "assistant") or set(turn) != {"role", "content"}:
             raise RequestRejected(f"{where}: a message has a role (user or assistant) and content")
-        if turn["role"] == previous_role:
-            raise RequestRejected(f"{where}: roles must alternate between user and assistant")
-        previous_role = turn["role"]
+        # Consecutive turns of one role are combined into one, as the API documents
+        # (Claude Code sends two user turns after /compact): no alternation check.
         blocks = turn["content"]
         if isinstance(blocks, str):
             blocks = [{"type": "text", "text": blocks}]
@@ -305,6 +327,7 @@ class AnthropicHandler(LocalHandler):
                 body,
                 self.headers.get("anthropic-version") or "",
                 betas=bool(self.headers.get("anthropic-beta")),
+                beta_flags=self.headers.get("anthropic-beta") or "",
             )
         except (ValueError, RequestRejected, KeyError, TypeError, AttributeError) as error:
             server.note_error(f"request: {error}")

@@ -55,6 +55,7 @@ import time
 
 from tests.support import responses_upstream
 from tests.support.local_server import LocalHandler, LocalServer
+from tests.support.scripted import script_step, usage_of
 
 ANSWER = "Hello from the test upstream."
 
@@ -127,9 +128,7 @@ class UpstreamHandler(LocalHandler):
     def _script_step(self, body) -> dict | None:
         if not body.get("model", "").startswith("script"):
             return None
-        script = self.server.script
-        done = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
-        return script[min(done, len(script) - 1)]
+        return script_step(self.server, body.get("messages") or [], "tool")
 
     def _tool_calls(self, body) -> list:
         """The calls to answer with: none after tool results or without tools offered."""
@@ -258,8 +257,7 @@ class UpstreamHandler(LocalHandler):
                     "created": 0,
                     "model": body.get("model"),
                     "choices": [],
-                    "usage": odd_usage(body.get("model", ""))
-                    or {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                    "usage": odd_usage(body.get("model", "")) or usage_of(body),
                 }
             )
         try:
@@ -380,6 +378,8 @@ class UpstreamServer(LocalServer):
         super().__init__(address, handler or UpstreamHandler)
         self.cached_prefix = []
         self.script = [{"text": ANSWER}]
+        # What a script model plays once the agent went on from a compaction summary.
+        self.after_compaction = [{"text": ANSWER}]
 
     @property
     def base_url(self):

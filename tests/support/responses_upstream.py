@@ -15,6 +15,8 @@ in the input, as the chat side does.
 import json
 import time
 
+from tests.support.scripted import script_step, usage_of
+
 ENCRYPTED = "gAAAAB-opaque-reasoning-blob=="
 USAGE = {
     "input_tokens": 13,
@@ -23,6 +25,14 @@ USAGE = {
     "output_tokens_details": {"reasoning_tokens": 2},
     "total_tokens": 22,
 }
+
+
+def _usage(body) -> dict:
+    """USAGE; a script model's input is its body's size (as on the chat side, usage_of)."""
+    if not body.get("model", "").startswith("script"):
+        return USAGE
+    prompt = usage_of(body)["prompt_tokens"]
+    return {**USAGE, "input_tokens": prompt, "total_tokens": prompt + USAGE["output_tokens"]}
 
 
 def _items(body) -> list:
@@ -53,7 +63,7 @@ def _message(text: str) -> dict:
     }
 
 
-def output_items(body, answer: str, script: list) -> list:
+def output_items(body, answer: str, server) -> list:
     """The answer's items; a ``script-*`` model plays ``script`` as the chat side does."""
     items = _items(body)
     output = []
@@ -63,7 +73,7 @@ def output_items(body, answer: str, script: list) -> list:
         )
     done = sum(1 for item in items if item.get("type") == "function_call_output")
     if body.get("model", "").startswith("script"):
-        step = script[min(done, len(script) - 1)]
+        step = script_step(server, items, "function_call_output")
         if "call" in step:
             return [*output, _call(step["call"], step.get("arguments") or {}, done + 1)]
         return [*output, _message(step["text"])]
@@ -96,13 +106,13 @@ def response(body, output, status="completed") -> dict:
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "tool_choice": body.get("tool_choice", "auto"),
         "tools": body.get("tools") or [],
-        "usage": USAGE if status == "completed" else None,
+        "usage": _usage(body) if status == "completed" else None,
     }
 
 
-def events(body, answer: str, script: list) -> list:
+def events(body, answer: str, server) -> list:
     """The event stream of the answer, as (type, payload) pairs in order."""
-    output = output_items(body, answer, script)
+    output = output_items(body, answer, server)
     done = response(body, output)
     shell = {**done, "status": "in_progress", "output": []}
     found = [
@@ -156,13 +166,13 @@ def events(body, answer: str, script: list) -> list:
 def answer(handler, body, text: str) -> None:
     """Serve one POST /v1/responses for the OpenAI test upstream; ``text``: its answer."""
     if not body.get("stream"):
-        return handler._json(200, response(body, output_items(body, text, handler.server.script)))
+        return handler._json(200, response(body, output_items(body, text, handler.server)))
     handler.send_response(200)
     handler.send_header("Content-Type", "text/event-stream")
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
     try:
-        for number, (kind, payload) in enumerate(events(body, text, handler.server.script)):
+        for number, (kind, payload) in enumerate(events(body, text, handler.server)):
             data = json.dumps({"type": kind, "sequence_number": number, **payload})
             handler._write_chunk(f"event: {kind}\ndata: {data}\n\n".encode())
         handler._write_chunk(b"")

@@ -42,6 +42,8 @@ class Served:
     key: str
     env: dict
     port: int
+    # gunicorn's process: its output (stdout and stderr) can be read once it has stopped
+    process: subprocess.Popen | None = None
 
     def manage(self, *args) -> str:
         """Run a manage.py command with this router's environment; its stdout."""
@@ -136,8 +138,8 @@ def gunicorn_router(env: dict, key: str):
             "-c",
             str(ROOT / "router_project/gunicorn.conf.py"),
         ]
-        with _process(command, env, url, pass_fds=(sock.fileno(),)):
-            yield Served(url, key, {**env, "ROUTER_BIND": f"127.0.0.1:{port}"}, port)
+        with _process(command, env, url, pass_fds=(sock.fileno(),)) as process:
+            yield Served(url, key, {**env, "ROUTER_BIND": f"127.0.0.1:{port}"}, port, process)
 
 
 def nginx_config(listen_port: int, router_ports: list[int], work_dir: Path) -> str:

@@ -1,10 +1,11 @@
-"""pinch_summary [--json] [--days N]: what pinch saved, for an operator's terminal."""
+"""pinch_summary [--json] [--days N] [--by-session]: what pinch saved, for an operator."""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from metrics.summary import DEFAULT_DAYS, pinch_summary
+from metrics.sessions import SESSIONS_SHOWN, agent_sessions
+from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
 from router_project.formatting import format_days, pinch_card
 from routing.config import ConfigError
 from routing.config.store import current_config
@@ -31,13 +32,27 @@ class Command(BaseCommand):
             "ignored when objective.billing_reset_day is set)",
         )
 
-    def handle(self, *args, as_json: bool, days: int, **options):
+        parser.add_argument(
+            "--by-session",
+            action="store_true",
+            help=f"list the {SESSIONS_SHOWN} newest agent sessions of the window instead: "
+            "agent, models, requests, turns, billed prompt cost, net saved",
+        )
+
+    def handle(self, *args, as_json: bool, days: int, by_session: bool = False, **options):
         if days < 1:
             raise CommandError(f"--days must be at least 1, got {days}")
         try:
             config = current_config()
         except ConfigError as error:
             raise CommandError(f"The router config is invalid: {error}") from None
+        if by_session:
+            sessions = agent_sessions(SESSIONS_SHOWN, since=summary_window(config, days=days).start)
+            if as_json:
+                self.stdout.write(json.dumps([s.as_json() for s in sessions], indent=2))
+            else:
+                self.stdout.write(_sessions_text(sessions))
+            return
 
         summary = pinch_summary(config, days=days)
         if summary is None:
@@ -83,3 +98,21 @@ class Command(BaseCommand):
                 "(pruned calls to models no longer configured, priced at $0)"
             )
         return "\n".join(lines)
+
+
+def _sessions_text(sessions) -> str:
+    if not sessions:
+        return "No agent sessions in this window."
+    lines = [
+        f"{'session':<38} {'agent':<12} {'requests':>8} {'turns':>5} {'sub·bg':>7} "
+        f"{'billed':>10} {'net saved':>10}  last (UTC)        models"
+    ]
+    for s in sessions:
+        shown = s.shown()
+        lines.append(
+            f"{s.session[:38]:<38} {s.agent or '—':<12} {shown['requests']:>8} "
+            f"{shown['turns']:>5} {f'{s.subagent_requests}·{s.background_requests}':>7} "
+            f"{shown['billed']:>10} {shown['net_saved']:>10}  "
+            f"{s.last:%Y-%m-%d %H:%M:%S}  {', '.join(s.models)}"
+        )
+    return "\n".join(lines)

@@ -80,6 +80,11 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
     tool_names: dict = {}
     for t, turn in enumerate(body["messages"]):
         blocks = _blocks(turn["content"])
+        if turn["role"] == "system":
+            # In place, as a chat system message: chat servers take them anywhere.
+            chat_messages.append({"role": "system", "content": _joined_text(blocks)})
+            block_of.append(("messages", t, len(blocks) - 1) if blocks else None)
+            continue
         if turn["role"] == "assistant":
             message = _assistant_message(blocks, tool_names, t, untranslatable)
             chat_messages.append(message)

@@ -18,7 +18,9 @@ from routing.protocols.canonical import ChatRequest
 from routing.protocols.chat.request import parse_chat_request
 from routing.protocols.messages.inbound import from_messages_request
 
-_ROLES = ("user", "assistant")
+# "system" inside messages: Claude Code sends one (beta mid-conversation-system-2026-04-07)
+# when its model name is not a Claude one; it is text only.
+_ROLES = ("user", "assistant", "system")
 
 
 def _bad(message: str, param: str | None = None) -> TranslationError:
@@ -45,8 +47,12 @@ def check_messages_body(body, count_only: bool = False) -> None:
         if not isinstance(turn, dict):
             raise _bad(f"{where}: must be an object", where)
         if turn.get("role") not in _ROLES:
-            raise _bad(f"{where}.role: must be 'user' or 'assistant'", f"{where}.role")
+            raise _bad(f"{where}.role: must be 'user', 'assistant' or 'system'", f"{where}.role")
         _check_content(turn.get("content"), f"{where}.content")
+        content = turn["content"]
+        blocks = [] if isinstance(content, str) else content
+        if turn["role"] == "system" and any(block.get("type") != "text" for block in blocks):
+            raise _bad(f"{where}.content: a system message holds text blocks only", where)
     system = body.get("system")
     if system is not None and not isinstance(system, str):
         _check_content(system, "system")

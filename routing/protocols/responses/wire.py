@@ -11,9 +11,11 @@ the dispatcher's ``Wire`` is told how to reach the model it chose:
 * any other provider (OpenAI-compatible chat, or Claude through the Anthropic
   provider's translation) gets the chat-completions translation, and its
   answer and chunks become a ``response`` and the Responses event stream
-  (``protocols.responses.reply``). Built-in tools it cannot run are a 400
-  naming them, unless the client listed them in ``X-Router-Optional-Tools``:
-  those are left out, with a log line, as are reasoning items.
+  (``protocols.responses.reply``). Built-in tools it cannot run are left
+  out (``responses.hosted_tools: omit``, the default; named in the
+  ``X-Router-Omitted-Tools`` header and on the decision row), or, under
+  ``refuse``, a 400 naming them unless the client listed them in
+  ``X-Router-Optional-Tools``. Reasoning items are left out with a log line.
 
 A finished response the client did not mark ``store: false`` is kept
 (routing.protocols.responses.store) for ``previous_response_id``. Failures leave in the
@@ -23,6 +25,7 @@ OpenAI error shape before the stream has started, and as ``response.failed``
 
 import logging
 
+from routing.config.store import api_config
 from routing.errors import ProviderError, RouterError
 from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire, named_sse
 from routing.protocols.chat import errors as chat_errors
@@ -40,8 +43,13 @@ OPTIONAL_TOOLS_HEADER = "HTTP_X_ROUTER_OPTIONAL_TOOLS"
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "error")
 
 
-def optional_tools(request) -> frozenset:
-    """Built-in tool types the client lets the router leave out (``*``: all of them)."""
+def optional_tools(request, config) -> frozenset:
+    """Built-in tool types the router may leave out (``*``: all of them).
+
+    All, under ``responses.hosted_tools: omit``; else those the client lists.
+    """
+    if config.responses.hosted_tools == "omit":
+        return frozenset({"*"})
     value = request.META.get(OPTIONAL_TOOLS_HEADER, "")
     return frozenset(name.strip() for name in value.split(",") if name.strip())
 
@@ -71,13 +79,15 @@ class ResponsesWire(Wire):
             f"The model {model.id!r} (provider {provider.name!r}) is not served through the "
             f"Responses API and cannot run or read: {what}. Use a model whose provider has "
             "responses_api: true, or send X-Router-Optional-Tools naming the built-in tools "
-            "the router may leave out."
+            "the router may leave out (or set responses.hosted_tools: omit)."
         )
 
     def check(self, plan, provider) -> None:
         message = self._refusal(plan.model, provider)
         if message is not None:
             raise RouterError(400, message, "unsupported_tool", "tools")
+        if not provider.capabilities.responses:
+            plan.omitted_tools = tuple(self.source.builtin_tools)
 
     def _chat_body(self, plan, provider, model) -> dict:
         message = self._refusal(model, provider)
@@ -220,7 +230,7 @@ class ResponsesProtocol(ClientProtocol):
     """The OpenAI Responses API, for Codex CLI and the openai-agents SDK."""
 
     def parse(self, raw: bytes, request, key):
-        return parse_responses_body(raw, key.pk, optional_tools(request))
+        return parse_responses_body(raw, key.pk, optional_tools(request, api_config()))
 
     def wire(self, request, planned, key, config):
         return ResponsesWire(planned, key.pk, config.responses.store_ttl_hours)

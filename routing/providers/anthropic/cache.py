@@ -110,7 +110,9 @@ def _message_block(body: dict, block_of: list, index: int):
             continue
         if where[0] == "system":
             return body["system"][where[1]]
-        return body["messages"][where[1]]["content"][where[2]]
+        content = body["messages"][where[1]]["content"]
+        if isinstance(content, list):  # a string (a system turn's) has no block to mark
+            return content[where[2]]
     return None
 
 
@@ -119,7 +121,8 @@ def _prefix_blocks(body: dict) -> list[dict]:
     blocks = list(body.get("tools") or ())
     blocks += body.get("system") or ()
     for turn in body["messages"]:
-        blocks += turn["content"]
+        if isinstance(turn["content"], list):
+            blocks += turn["content"]
     return blocks
 
 
