@@ -81,9 +81,18 @@ def test_admin_lists_the_sessions_each_linking_to_its_decisions(client, staff_us
     assert decisions.context["cl"].result_count == 4
 
 
-def test_admin_sessions_need_the_decision_logs_permission(client, staff_user, sessions):
-    client.force_login(staff_user)
+def test_admin_sessions_need_the_decision_logs_permission(client, bare_staff_user, sessions):
+    client.force_login(bare_staff_user)
     assert client.get("/admin/routing/agentsession/").status_code == 403
+
+
+def test_the_dashboard_hides_the_sessions_from_staff_who_may_not_view_decisions(
+    client, bare_staff_user, sessions
+):
+    client.force_login(bare_staff_user)
+    response = client.get("/dashboard/")
+    assert response.status_code == 200
+    assert response.context["sessions"] == []
 
 
 def test_the_dashboard_shows_the_sessions(client, staff_user, sessions):
