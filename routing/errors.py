@@ -70,11 +70,11 @@ def invalid_key_error(path: str) -> RouterError:
 
 
 def body_too_large_error(size: int | None, limit: int) -> RouterError:
-    """The 413, naming the setting that raises the limit."""
-    what = f"The body is {size:,} bytes" if size is not None else "The body is over the limit"
+    """The 413, naming the setting that raises the limit, its value as it is set."""
+    what = f"The body is {size} bytes" if size is not None else "The body is over the limit"
     return RouterError(
         413,
-        f"{what}; the limit is {limit:,} bytes (ROUTER_MAX_BODY_BYTES, an environment "
+        f"{what}; the limit is {limit} bytes (ROUTER_MAX_BODY_BYTES={limit}, an environment "
         "variable of the router).",
         "body_too_large",
     )
