@@ -7,10 +7,14 @@ checks (bar heights, axis maxima) are computed here rather than in a template.
 
 Two scales share the plot: tokens (bars, left axis) and dollars (right axis:
 the gross line, tokens at the blended price, and the net line, after the
-prompt cache, from what the provider billed). Each axis runs from 0 to a
-"nice" ceiling (1, 2, 2.5 or 5 times a power of ten) so the tick labels are
-round numbers; a day pinch made dearer (net below zero) takes the dollar axis
-below 0 by as nice a floor, the zero line then above the bottom.
+prompt cache, from what the provider billed). They share one grid: each axis
+steps by a "nice" amount (1, 2, 2.5 or 5 times a power of ten), so every tick
+label is a round number, over the same number of steps above zero, so both
+zeros are one line. A day pinch made dearer (net below zero) adds whole steps
+below that line; bars grow up from it, the net line dips under it.
+
+Dollar labels and hover titles are formatted by ``router_project.formatting``,
+like the card: a loss reads ``-$0.12`` everywhere.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime
 
-TICKS = 4  # intervals on each vertical axis: 0, 1/4, 1/2, 3/4, max
+from router_project.formatting import format_money
+
+TICKS = 4  # the preferred number of grid steps above zero
+STEP_CHOICES = (3, 4, 5)  # steps above zero tried; the one filling the plot best wins
 MAX_DAY_LABELS = 8  # more than this and the date labels under the bars overlap
 NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)  # a ceiling is one of these times a power of ten
 BAR_FILL = 0.7  # share of a day's slot the bar covers, leaving a gap between days
@@ -77,7 +84,7 @@ class Bar:
 
     @property
     def title(self) -> str:
-        return f"{self.point.name}: {self.tokens:,} tokens, ${self.dollars:.6f} saved"
+        return f"{self.point.name}: {self.tokens:,} tokens, {format_money(self.dollars)} saved"
 
 
 @dataclass(frozen=True)
@@ -133,21 +140,9 @@ class SavingsChart:
         return self.bottom - self.top
 
     @property
-    def total_tokens_text(self) -> str:
-        return f"{self.total_tokens:,}"
-
-    @property
-    def total_dollars_text(self) -> str:
-        return f"${self.total_dollars:.6f}"
-
-    @property
     def zero_y(self) -> float:
-        """Where $0 is on the dollar axis: the bottom, unless a day went below zero."""
+        """Where 0 is on both axes: the bottom, unless a day went below zero."""
         return round(_y(0.0, self.dollar_max, self.top, self.bottom, self.dollar_min), 2)
-
-    @property
-    def total_net_dollars_text(self) -> str:
-        return f"${self.total_net_dollars:.6f}"
 
     # Where the labels go, so the template does no arithmetic.
     @property
@@ -202,10 +197,64 @@ def dollar_decimals(step: float) -> int:
 
 
 def format_dollars(value: float, step: float) -> str:
-    """Dollar labels with just enough decimals to tell ticks ``step`` apart."""
-    if value == 0:
+    """Dollar labels with just enough decimals to tell ticks ``step`` apart; ``-$0.50``."""
+    if abs(value) < step * 1e-9:
         return "$0"
-    return f"${value:.{dollar_decimals(step)}f}"
+    sign = "-" if value < 0 else ""
+    return f"{sign}${abs(value):.{dollar_decimals(step)}f}"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Both axes' steps: ``below`` steps under zero, ``above`` over it, on each axis."""
+
+    token_step: float
+    dollar_step: float
+    below: int
+    above: int
+
+    @property
+    def token_min(self) -> float:
+        return -self.token_step * self.below
+
+    @property
+    def token_max(self) -> float:
+        return self.token_step * self.above
+
+    @property
+    def dollar_min(self) -> float:
+        return -self.dollar_step * self.below
+
+    @property
+    def dollar_max(self) -> float:
+        return self.dollar_step * self.above
+
+
+def _steps(value: float, step: float) -> int:
+    # The tolerance keeps float noise (0.30000000000000004 / 0.1) from adding a step.
+    return math.ceil(value / step * (1 - 1e-12)) if value > 0 else 0
+
+
+def shared_grid(token_high: float, dollar_high: float, dollar_low: float) -> Grid:
+    """Nice steps for both axes over one set of grid lines, zero on one of them.
+
+    Each count of steps above zero in ``STEP_CHOICES`` gives each axis its
+    smallest nice step; the count whose bars and dollar line fill the most of
+    the plot wins (``TICKS`` on a tie).
+    """
+    dollar_low = min(dollar_low, 0.0)
+    best = None
+    for above in STEP_CHOICES:
+        dollar_step = nice_ceiling(max(dollar_high, 0.0) / above)
+        below = _steps(-dollar_low, dollar_step)
+        token_step = nice_ceiling(token_high / above)
+        fill = (token_high / (token_step * above) if token_high > 0 else 0) + (
+            (dollar_high - dollar_low) / (dollar_step * (above + below))
+        )
+        key = (round(fill, 9), above == TICKS)
+        if best is None or key > best[0]:
+            best = (key, Grid(token_step, dollar_step, below, above))
+    return best[1]
 
 
 def _y(value: float, maximum: float, top: float, bottom: float, minimum: float = 0.0) -> float:
@@ -224,48 +273,53 @@ def savings_chart(
     """Lay out one bar (tokens) and one line vertex (dollars) per point, in order."""
     left, right = float(margin_left), float(width - margin_right)
     top, bottom = float(margin_top), float(height - margin_bottom)
-    token_max = nice_ceiling(max((p.tokens for p in points), default=0))
-    highest = max((max(p.dollars, p.net_dollars) for p in points), default=0.0)
-    lowest = min((p.net_dollars for p in points), default=0.0)
-    dollar_max = nice_ceiling(highest)
-    dollar_min = -nice_ceiling(-lowest) if lowest < 0 else 0.0
+    grid = shared_grid(
+        max((p.tokens for p in points), default=0),
+        max((max(p.dollars, p.net_dollars) for p in points), default=0.0),
+        min((p.net_dollars for p in points), default=0.0),
+    )
+    token_min, token_max = grid.token_min, grid.token_max
+    dollar_min, dollar_max = grid.dollar_min, grid.dollar_max
+    zero = _y(0.0, token_max, top, bottom, token_min)
     slot = (right - left) / max(len(points), 1)
     bar_width = slot * BAR_FILL
 
     bars, dots, vertices, net_dots, net_vertices = [], [], [], [], []
     for i, point in enumerate(points):
         center = left + slot * (i + 0.5)
-        bar_top = _y(point.tokens, token_max, top, bottom)
+        bar_top = _y(point.tokens, token_max, top, bottom, token_min)
         bars.append(
             Bar(
                 point=point,
                 x=round(center - bar_width / 2, 2),
                 y=round(bar_top, 2),
                 width=round(bar_width, 2),
-                height=round(bottom - bar_top, 2),
+                height=round(zero - bar_top, 2),
             )
         )
         line_y = round(_y(point.dollars, dollar_max, top, bottom, dollar_min), 2)
         vertices.append(f"{center:.2f},{line_y:.2f}")
-        dots.append(Dot(round(center, 2), line_y, f"{point.name}: ${point.dollars:.6f}"))
+        dots.append(Dot(round(center, 2), line_y, f"{point.name}: {format_money(point.dollars)}"))
         net_y = round(_y(point.net_dollars, dollar_max, top, bottom, dollar_min), 2)
         net_vertices.append(f"{center:.2f},{net_y:.2f}")
-        net_dots.append(
-            Dot(round(center, 2), net_y, f"{point.name}: ${point.net_dollars:.6f} net of the cache")
-        )
+        net_title = f"{point.name}: {format_money(point.net_dollars)} net of the cache"
+        net_dots.append(Dot(round(center, 2), net_y, net_title))
 
-    token_step = token_max / TICKS
-    dollar_step = (dollar_max - dollar_min) / TICKS
+    steps = range(-grid.below, grid.above + 1)
     token_ticks = tuple(
-        Tick(round(_y(token_step * i, token_max, top, bottom), 2), format_tokens(token_step * i))
-        for i in range(TICKS + 1)
+        # No label under zero: tokens saved are never negative, the steps are the dollars'.
+        Tick(
+            round(_y(grid.token_step * i, token_max, top, bottom, token_min), 2),
+            format_tokens(grid.token_step * i) if i >= 0 else "",
+        )
+        for i in steps
     )
     dollar_ticks = tuple(
         Tick(
-            round(_y(dollar_min + dollar_step * i, dollar_max, top, bottom, dollar_min), 2),
-            format_dollars(dollar_min + dollar_step * i, dollar_step),
+            round(_y(grid.dollar_step * i, dollar_max, top, bottom, dollar_min), 2),
+            format_dollars(grid.dollar_step * i, grid.dollar_step),
         )
-        for i in range(TICKS + 1)
+        for i in steps
     )
     every = max(1, math.ceil(len(points) / MAX_DAY_LABELS))
     labelled = set(range(0, len(points), every))

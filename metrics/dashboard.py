@@ -1,5 +1,11 @@
 """What the dashboard page shows: the Pinch savings card, savings per day, recent decisions.
 
+The card leads with the net saving after the prompt cache, coloured by its
+sign, and the conversations pinch made dearer beside those it made cheaper;
+gross figures follow. Other features' sections go in the card's slots
+(``metrics.card_slots``). The chart's legend prints the card's own figures,
+so the two never disagree in a digit.
+
 The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (one grouped query, ``metrics.summary``), the
 savings per day and chosen model (one grouped query, below), the newest
@@ -25,13 +31,14 @@ from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from metrics.cache_forecast import forecast_context
+from metrics.card_slots import filled_slots
 from metrics.charts import DayPoint, savings_chart
-from metrics.formatting import pinch_card
 from metrics.key_budgets import cells, key_budget_rows
 from metrics.quality_card import quality_context
 from metrics.savings import savings_context
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
+from router_project.formatting import format_days, money_tone, pinch_card
 from routing.config import RouterConfig
 from routing.knobs import knob_values
 from routing.models import NET_SAVED, RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
@@ -110,8 +117,13 @@ def dashboard_context(
     return {
         "summary": summary,
         "card": pinch_card(summary),
+        # The net figure's colour; gross savings cannot be negative and are not coloured.
+        "net_tone": money_tone(summary["net_dollars_saved_usd_30d"]) if summary else "even",
+        "dearer_tone": "loss" if summary and summary["conversations_dearer_30d"] else "even",
+        "card_slots": filled_slots(config, window),
         "window": window,
         "window_days": days,
+        "window_text": format_days(days),
         "chart": savings_chart(daily_savings(window, config)),
         "decisions": list(RouteDecision.objects.select_related("api_key").recent())
         if show_decisions

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from metrics.formatting import MISSING, format_cost, format_count
+from router_project.formatting import MISSING, format_count, format_money
 from routing.config import RouterConfig
 from routing.limits.budgets import has_budget, spend_by_key
 from routing.models import ApiKey, LimitRefusal
@@ -87,9 +87,9 @@ def cells(row: dict) -> dict:
     ]
     return {
         "key": row["key"],
-        "spent": f"{format_cost(row['spent_usd'])} this {row['period']}",
-        "budget": MISSING if budget is None else format_cost(budget),
-        "soft": MISSING if soft is None else format_cost(soft),
+        "spent": f"{format_money(row['spent_usd'])} this {row['period']}",
+        "budget": MISSING if budget is None else format_money(budget),
+        "soft": MISSING if soft is None else format_money(soft),
         "used": MISSING if share is None else f"{share * 100:.0f}%",
         "state": row["state"] + (" · auto a tier cheaper" if row["budget_fallback"] else ""),
         "severity": _SEVERITY[row["state"]],

@@ -51,6 +51,7 @@ from routing.recording.health import available as recording_available
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
+NO_MODEL_LABEL = "none"  # the model label of requests where no model ran (nothing answered)
 LATENCY_BUCKETS_SECONDS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
@@ -170,7 +171,8 @@ class RouterCollector:
         )
         for path, model, status_code, count in rows:
             status = UNKNOWN_STATUS if status_code is None else str(status_code)
-            family.add_metric([path, model, status], count)
+            # A blank model: no model ran (nothing answered), so none is counted.
+            family.add_metric([path, model or NO_MODEL_LABEL, status], count)
         return family
 
     def _all_time(self):

@@ -7,8 +7,8 @@ so the card and the command never disagree. Figures come from
 
 from __future__ import annotations
 
-from metrics.formatting import MISSING, format_cost, format_count
 from metrics.quality import quality_summary
+from router_project.formatting import MISSING, format_count, format_money
 
 
 def _percent(value) -> str:
@@ -43,7 +43,7 @@ def _difference(difference: dict, show) -> str:
 
 
 def _signed_cost(value) -> str:
-    return ("-" if value < 0 else "+") + format_cost(abs(value))
+    return ("-" if value < 0 else "+") + format_money(abs(value))
 
 
 def _signed_percent(value) -> str:
@@ -63,7 +63,7 @@ def quality_card(quality: dict | None) -> dict | None:
         row = {
             "name": name,
             "conversations": format_count(figures["conversations"]),
-            "cost": _with_interval(figures["cost_per_conversation_usd"], format_cost),
+            "cost": _with_interval(figures["cost_per_conversation_usd"], format_money),
             "turns": _with_interval(figures["turns_per_task"], _plain),
             "refetch": _with_interval(figures["refetch_rate"], _percent),
             "stopped": format_count(figures["stopped_mid_loop"]),

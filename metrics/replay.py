@@ -20,7 +20,8 @@ import yaml
 from metrics.intervals import mean_interval, wilson
 from routing.config import ConfigError, RouterConfig
 from routing.config.store import check_overrides, stored_overrides
-from routing.replay import CachePrices, ReplayError, ReplayResult, Totals
+from routing.replay import ReplayError, ReplayResult, Totals
+from routing.replay_prices import CONFIGURED, Prices
 from routing.replay_quality import FamilyQuality
 
 REPLAY_KEYS = (
@@ -161,7 +162,7 @@ def _dollars(amount: float) -> str:
     return f"${amount:,.2f}"
 
 
-def _row(totals: Totals, prices: CachePrices, ratios: list[float | None]) -> list[str]:
+def _row(totals: Totals, prices: Prices, ratios: list[float | None]) -> list[str]:
     return [
         totals.name,
         f"{totals.requests:,}",
@@ -182,14 +183,14 @@ def _row(totals: Totals, prices: CachePrices, ratios: list[float | None]) -> lis
 
 def render_table(
     result: ReplayResult,
-    prices: CachePrices | None = None,
-    priced: dict[CachePrices, ReplayResult] | None = None,
+    prices: Prices | None = None,
+    priced: dict[Prices, ReplayResult] | None = None,
     by_family: bool = False,
 ) -> str:
     """One row per session (or agent family) and a total row, then the sessions pinch made dearer.
 
-    The dollar columns price ``result``'s requests under ``prices`` (the
-    defaults when None), without pinch and with it. ``priced`` maps price
+    The dollar columns price ``result``'s requests under ``prices`` (each at
+    its model's configured prices when None), without pinch and with it. ``priced`` maps price
     models to the replay run under them (``routing.replay.replay(prices=...)``,
     where pinch decides by those prices too); each gets an ``x (read, write)``
     column, cost with pinch over cost without, and a count of the sessions
@@ -197,7 +198,7 @@ def render_table(
     message made to tokens its context held only in tool results, the share
     still in the payload sent.
     """
-    prices = prices or CachePrices()
+    prices = prices or CONFIGURED
     priced = priced if priced is not None else {prices: result}
     columns = TABLE_COLUMNS + tuple((f"x {model.label}", ">") for model in priced)
 

@@ -32,8 +32,8 @@ from datetime import datetime
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
-from metrics.formatting import format_dollars
 from metrics.summary import DEFAULT_DAYS, DOLLAR_DIGITS, Window, summary_window
+from router_project.formatting import format_money
 from routing.config import RouterConfig
 from routing.models import BILLED, PRUNED, TOKENS_SAVED
 from routing.pricing import PER_TOKENS
@@ -113,7 +113,7 @@ CAUSE_LABELS = (
 
 def cause_lines(figures: dict) -> list[tuple[str, str, str, float]]:
     """(key, label, dollars as shown, value) per figure: the dashboard, the TUI, the command."""
-    return [(key, label, format_dollars(figures[key]), figures[key]) for key, label in CAUSE_LABELS]
+    return [(key, label, format_money(figures[key]), figures[key]) for key, label in CAUSE_LABELS]
 
 
 def savings_context(config: RouterConfig, window: Window) -> dict:

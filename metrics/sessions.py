@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from django.db.models import Count, Max, Min, Q, Sum
 from django.urls import reverse
 
-from metrics.formatting import format_cost, format_count
+from router_project.formatting import format_count, format_money
 from routing.models import BILLED, NET_SAVED, RouteDecision
 
 SESSIONS_SHOWN = 20  # the dashboard's and admin's list: the newest sessions
@@ -67,8 +67,8 @@ class SessionRow:
         return {
             "requests": format_count(self.requests),
             "turns": format_count(self.turns),
-            "billed": format_cost(self.billed_usd),
-            "net_saved": format_cost(self.net_saved_usd),
+            "billed": format_money(self.billed_usd),
+            "net_saved": format_money(self.net_saved_usd),
         }
 
 

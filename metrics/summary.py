@@ -189,7 +189,8 @@ def summary_from_rows(rows: Iterable[tuple[str, int | None, int]], config: Route
     for model_id in sorted(saved_by_model):
         model = config.model(model_id)
         if model is None:
-            unpriced += pruned_by_model[model_id]
+            # A blank model never ran (nothing answered): not a retired model to explain.
+            unpriced += pruned_by_model[model_id] if model_id else 0
             continue
         dollars += prompt_cost_usd(model, saved_by_model[model_id], cache_rate)
 

@@ -20,18 +20,22 @@ from datetime import datetime
 from typing import ClassVar
 
 import requests
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
-from metrics.formatting import (
+from metrics.charts import format_tokens
+from metrics.key_budgets import cells as key_budget_cells
+from metrics.savings import cause_lines
+from router_project.formatting import (
     CARD_KEYS,
+    CARD_LABELS,
     format_count_or_missing,
     format_latency,
     format_pinch_value,
+    money_tone,
 )
-from metrics.key_budgets import cells as key_budget_cells
-from metrics.savings import cause_lines
 
 SNAPSHOT_PATH = "/admin/api/snapshot"
 DEFAULT_INTERVAL = 5.0  # seconds: the snapshot is 3 small queries, cheap enough to poll
@@ -39,18 +43,21 @@ DEFAULT_TIMEOUT = 5.0  # seconds: past this the router is as good as unreachable
 
 KEY_BUDGET_COLUMNS = ("key", "spent", "budget", "soft", "used", "state", "resets (UTC)", "refused")
 
+# Fits 120 columns with every column whole: path, tier and stream share one
+# column, pinch tokens read compact (150k→123k) beside the exact saving.
 DECISION_COLUMNS = (
     "time (UTC)",
-    "path",
-    "stream",
     "requested → chosen",
-    "tier",
+    "path · tier",
     "status",
     "pinch tokens",
     "saved",
     "relevance",
     "latency",
 )
+TONE_STYLES = {"gain": "bold green", "loss": "bold red", "even": ""}
+# Figures coloured by their sign: the net saving, and dearer conversations (a loss).
+TONED_KEYS = {"net_dollars_saved_usd_30d"}
 
 
 class SnapshotError(Exception):
@@ -104,7 +111,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
         raise SnapshotError(
             f"The router refused the token (HTTP {response.status_code}: "
             f"{_server_message(response).rstrip('.')}). Use an active staff API key "
-            "(manage.py createapikey NAME --staff)."
+            "(.venv/bin/python manage.py createapikey NAME --staff)."
         )
     if response.status_code != 200:
         raise SnapshotError(
@@ -121,28 +128,44 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
 
 
 # ---------------------------------------------------------------------------
-# Formatting: the figures as the dashboard and admin show them (metrics.formatting).
+# Formatting: the figures as the dashboard and admin show them (router_project.formatting).
 
 
 def decision_cells(row: dict) -> tuple[str, ...]:
     requested, chosen = row.get("requested_model", ""), row.get("chosen_model", "")
     original, final = row.get("pinch_original_tokens"), row.get("pinch_final_tokens")
     try:
-        when = datetime.fromisoformat(row["created_at"]).strftime("%m-%d %H:%M")
+        when = datetime.fromisoformat(row["created_at"]).strftime("%m-%d %H:%M:%S")
     except (KeyError, TypeError, ValueError):
         when = str(row.get("created_at", ""))
+    if not chosen:
+        model = f"{requested} → no model ran"
+    else:
+        model = requested if requested == chosen else f"{requested} → {chosen}"
+    where = f"{row.get('path', '')} · {row.get('tier') or '—'}" + (
+        " ⇢" if row.get("stream") else ""
+    )
     return (
         when,
-        row.get("path", ""),
-        "yes" if row.get("stream") else "",
-        requested if requested == chosen else f"{requested} → {chosen}",
-        row.get("tier") or "—",
+        model,
+        where,
         "—" if row.get("status_code") is None else str(row["status_code"]),
-        "off" if original is None else f"{original:,}→{final:,}",
+        "off" if original is None else f"{format_tokens(original)}→{format_tokens(final)}",
         format_count_or_missing(row.get("tokens_saved")),
         "yes" if row.get("relevance_used") else "—",
         format_latency(row.get("upstream_latency_ms")),
     )
+
+
+def pinch_cell(key: str, summary: dict) -> Text:
+    """A figure as the card shows it; the net saving green or red by its sign."""
+    value = summary.get(key)
+    style = ""
+    if key in TONED_KEYS:
+        style = TONE_STYLES[money_tone(value)]
+    elif key == "conversations_dearer_30d" and value:
+        style = TONE_STYLES["loss"]
+    return Text(format_pinch_value(key, value), style=style)
 
 
 def pinch_title(summary: dict | None) -> str:
@@ -151,7 +174,7 @@ def pinch_title(summary: dict | None) -> str:
             f"Pinch savings since {summary['reset_date']} "
             f"(next reset {summary.get('next_reset_date')})"
         )
-    return "Pinch savings (30 days)"
+    return "Pinch savings (30 days), the money first"
 
 
 def knobs_line(knobs: dict) -> str:
@@ -176,7 +199,8 @@ class RouterTui(App):
     #status.error { color: $error; text-style: bold; }
     #knobs { height: auto; padding: 0 1; color: $text-muted; }
     .section { padding: 1 1 0 1; text-style: bold; }
-    #pinch { height: auto; max-height: 8; margin: 0 1; }
+    /* Every figure shows: nine rows and the header, never cut to a scroll. */
+    #pinch { height: auto; margin: 0 1; }
     #causes { height: auto; max-height: 6; margin: 0 1; scrollbar-size: 0 0; }
     #keys { height: auto; max-height: 8; margin: 0 1; scrollbar-size: 0 0; }
     /* No scrollbars: in a captured or plain terminal their thumb is a stray glyph
@@ -220,7 +244,7 @@ class RouterTui(App):
 
     def on_mount(self) -> None:
         self.sub_title = self.url
-        self.query_one("#pinch", DataTable).add_columns("pinch", "value")
+        self.query_one("#pinch", DataTable).add_columns("figure", "value")
         self.query_one("#causes", DataTable).add_columns("cause", "USD")
         self.query_one("#keys", DataTable).add_columns(*KEY_BUDGET_COLUMNS)
         self.query_one("#decisions", DataTable).add_columns(*DECISION_COLUMNS)
@@ -257,7 +281,7 @@ class RouterTui(App):
             pinch.add_row("Pinch is disabled", "", key="disabled")
         else:
             for key in CARD_KEYS:
-                pinch.add_row(key, format_pinch_value(key, summary.get(key)), key=key)
+                pinch.add_row(CARD_LABELS[key], pinch_cell(key, summary), key=key)
 
         causes = self.query_one("#causes", DataTable)
         causes.clear()

@@ -1,7 +1,7 @@
-"""/metrics, /metrics/prometheus and /admin/api/snapshot.
+"""/metrics and /metrics/prometheus.
 
 Plain Django views rather than DRF: /metrics answers in Prometheus text as
-well as JSON, and the snapshot accepts an admin session. Each view checks
+well as JSON. Each view checks
 access, calls one service and renders; errors leave in the OpenAI shape.
 """
 
@@ -11,15 +11,9 @@ from django.http import HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 
-from metrics.permissions import (
-    is_staff_request,
-    may_view_decisions,
-    metrics_token_ok,
-    metrics_with_tenant_labels,
-)
+from metrics.permissions import metrics_token_ok, metrics_with_tenant_labels
 from metrics.prometheus import exposition
 from metrics.report import metrics_report
-from metrics.snapshot import build_snapshot
 from routing.config.store import current_config
 from routing.protocols.chat.errors import error_response
 
@@ -27,7 +21,9 @@ PROMETHEUS_TYPES = {"text/plain", "application/openmetrics-text"}
 JSON_TYPES = {"application/json", "application/*", "*/*"}
 
 
-def _get_only(view):
+def get_only(view):
+    """A 405 in the OpenAI shape for anything but GET and HEAD (the JSON endpoints' rule)."""
+
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if request.method not in ("GET", "HEAD"):
@@ -84,7 +80,7 @@ def _prometheus_response(request):
 
 
 @never_cache
-@_get_only
+@get_only
 @_metrics_token_required
 def metrics(request):
     """JSON by default; Prometheus text for ``Accept: text/plain`` or OpenMetrics."""
@@ -97,19 +93,7 @@ def metrics(request):
 
 
 @never_cache
-@_get_only
+@get_only
 @_metrics_token_required
 def prometheus(request):
     return _prometheus_response(request)
-
-
-@never_cache
-@_get_only
-def admin_snapshot(request):
-    if not is_staff_request(request):
-        return error_response(
-            403, "Staff only: log in to admin as staff, or use a staff API key.", "staff_only"
-        )
-    return JsonResponse(
-        build_snapshot(current_config(), show_decisions=may_view_decisions(request))
-    )

@@ -1,8 +1,4 @@
-"""The site's pages: the front page (/) and the dashboard (/dashboard/, staff only).
-
-Server-rendered, no JavaScript. The front page is public: it says where the API
-is and links the dashboard and admin (Django admin's "View site" lands there).
-"""
+"""The dashboard (/dashboard/, staff only): server-rendered, no JavaScript."""
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import render
@@ -12,7 +8,6 @@ from metrics.dashboard import dashboard_context
 from metrics.permissions import may_view_decisions
 from routing.config import ConfigError
 from routing.config.store import current_config
-from routing.urls import served_endpoints
 
 
 @never_cache
@@ -25,11 +20,3 @@ def dashboard(request):
         return render(request, "metrics/config_error.html", {"error": str(error)}, status=503)
     context = dashboard_context(config, show_decisions=may_view_decisions(request))
     return render(request, "metrics/dashboard.html", context)
-
-
-def home(request):
-    context = {
-        "api_base_url": request.build_absolute_uri("/v1"),
-        "endpoints": served_endpoints(),
-    }
-    return render(request, "metrics/home.html", context)

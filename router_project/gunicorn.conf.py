@@ -25,6 +25,12 @@ graceful_timeout = 30
 keepalive = 5
 accesslog = env_str("ROUTER_ACCESS_LOG", "-") or None  # empty: no access log
 wsgi_app = "router_project.wsgi:application"
+# gunicorn's control socket defaults to one path per user (~/.gunicorn/gunicorn.ctl):
+# every router on the host would share it, and a second instance failing at
+# start-up (a bad config) deletes the running one's. The router needs none; an
+# operator who wants gunicornc names a path of this instance's own.
+control_socket = env_str("ROUTER_CONTROL_SOCKET", "")
+control_socket_disable = not control_socket
 
 
 def on_starting(server):
@@ -48,3 +54,11 @@ def on_starting(server):
         raise RuntimeError(error)
     for warning in warnings:
         server.log.warning(warning)
+
+
+def when_ready(server):
+    """Say where the router serves once it does: after the config check, with the socket bound."""
+    from routing.errors import CREATE_KEY_COMMAND
+
+    for listener in server.LISTENERS:
+        server.log.info("Router serving on %s (create a key: %s)", listener, CREATE_KEY_COMMAND)

@@ -39,7 +39,7 @@ if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "router_project.apps.RouterAdminConfig",  # django.contrib.admin with our site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -51,6 +51,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every answer, Django's own refusals included, gets an X-Request-Id.
+    "router_project.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "router_project.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -146,7 +148,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"no_traceback": {"()": "router_project.log_filters.WithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        # A bad Host is a client's mistake: one line naming it, not a traceback.
+        "django.security.DisallowedHost": {"filters": ["no_traceback"]},
+    },
 }

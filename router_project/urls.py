@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
+from router_project.views import home
 from routing.base_url import API_PATHS, wrong_base_url
 from routing.unknown_endpoint import unknown_endpoint
 
@@ -16,6 +17,7 @@ urlpatterns = [
     path("v1", unknown_endpoint),
     path("", include("metrics.urls")),
     path("admin/", admin.site.urls),
+    path("", home, name="home"),
 ]
 
 # A crash under /v1 answers JSON in the OpenAI shape (routing.error_handlers.server_error), and so

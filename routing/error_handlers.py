@@ -9,6 +9,7 @@ Messages API's paths in Anthropic's shape, every other API path in OpenAI's
 
 import logging
 
+from django.core.exceptions import DisallowedHost
 from django.db import Error as DatabaseFailure
 from django.views.defaults import bad_request as html_bad_request
 from django.views.defaults import server_error as html_server_error
@@ -64,6 +65,8 @@ class ApiErrorMiddleware:
     def _error(self, request, exception) -> RouterError | None:
         if isinstance(exception, ConfigError):
             message = f"The router's configuration is invalid: {exception}"
+            # The cause in the server log too, not only Django's "Internal Server Error".
+            log.error("config_invalid path=%s: %s", request.path, exception)
             return RouterError(500, message, "bad_config")
         if not request.path.startswith(API_PATH_PREFIXES):
             return None
@@ -82,7 +85,18 @@ def server_error(request, *args, **kwargs):
 
 def bad_request(request, exception):
     """handler400: a request Django refuses before any view (a Host not in ALLOWED_HOSTS, a
-    suspicious header) answers in the OpenAI shape on an API path."""
-    if request.path.startswith(API_PATH_PREFIXES):
-        return error_response(400, "The request was refused: bad Host or headers.", "bad_request")
-    return html_bad_request(request, exception)
+    suspicious header) answers in the OpenAI shape on an API path, naming the cause.
+
+    Django's own message names the host and ALLOWED_HOSTS ("Invalid HTTP_HOST
+    header: 'x'. You may need to add 'x' to ALLOWED_HOSTS."); the log line is
+    kept to that message (settings.LOGGING drops its traceback).
+    """
+    if not request.path.startswith(API_PATH_PREFIXES):
+        return html_bad_request(request, exception)
+    if isinstance(exception, DisallowedHost):
+        message = (
+            f"The request was refused: {exception} ALLOWED_HOSTS is an environment variable "
+            "of the router (comma-separated)."
+        )
+        return error_response(400, message, "disallowed_host")
+    return error_response(400, f"The request was refused: {exception}", "bad_request")

@@ -19,6 +19,13 @@ MESSAGES_PATH = "/v1/messages"
 RETRYABLE_STATUSES = {429, 500, 502, 503, 504, 529}
 
 
+# An upstream refusing the router's key for it: answered as 502, since the client's
+# own (router) key was accepted; relaying the 401 would read as a bad router key.
+PROVIDER_KEY_STATUSES = (401, 403)
+# What creates a router key, as README runs it: the system Python has no Django.
+CREATE_KEY_COMMAND = ".venv/bin/python manage.py createapikey NAME"
+
+
 class RouterError(Exception):
     """A request the router refuses or cannot complete; carries its HTTP status."""
 
@@ -39,6 +46,65 @@ class RouterError(Exception):
 
     def as_anthropic(self) -> tuple[int, str | None]:
         return self.status, None
+
+
+def invalid_key_error(path: str) -> RouterError:
+    """The 401 for a missing or unknown router key, in the words of the client's protocol.
+
+    Claude Code (/v1/messages) sends its key as ``x-api-key``, from
+    ANTHROPIC_API_KEY; the OpenAI clients send ``Authorization: Bearer``.
+    """
+    if path.startswith(MESSAGES_PATH):
+        how = (
+            "Send your router key as 'x-api-key: <router key>' (Claude Code: set "
+            "ANTHROPIC_API_KEY to it, and ANTHROPIC_BASE_URL to the router) or as "
+            "'Authorization: Bearer <router key>'"
+        )
+    else:
+        how = "Send 'Authorization: Bearer <router key>'"
+    return RouterError(
+        401,
+        f"Missing or invalid API key. {how} (create one with: {CREATE_KEY_COMMAND}).",
+        "invalid_api_key",
+    )
+
+
+def body_too_large_error(size: int | None, limit: int) -> RouterError:
+    """The 413, naming the setting that raises the limit, its value as it is set."""
+    what = f"The body is {size} bytes" if size is not None else "The body is over the limit"
+    return RouterError(
+        413,
+        f"{what}; the limit is {limit} bytes (ROUTER_MAX_BODY_BYTES={limit}, an environment "
+        "variable of the router).",
+        "body_too_large",
+    )
+
+
+def provider_key_refused_message(provider: str, status: int, key_env: str | None, detail: str):
+    """A provider's 401/403, naming the provider and the variable its key comes from."""
+    said = f": {detail}" if detail else ""
+    if key_env:
+        fix = f"Set {key_env} to a valid key for {provider!r} and restart the router."
+        whose = f"the key in {key_env}"
+    else:
+        fix = f"Give provider {provider!r} an api_key_env in the router config."
+        whose = "the request (the config names no api_key_env for it)"
+    return (
+        f"Provider {provider!r} refused {whose} (HTTP {status}{said}). "
+        f"Your router key was accepted; this is the router's key for the provider. {fix}"
+    )
+
+
+def provider_not_found_message(provider: str, url: str, detail: str):
+    """A provider's 404, naming the URL asked and, when it lacks /v1, the likely fix."""
+    said = f": {detail}" if detail else ""
+    message = f"provider {provider!r} answered HTTP 404 at {url or 'its base_url'}{said}"
+    if url and "/v1/" not in url:
+        message += (
+            ". Its base_url has no /v1: OpenAI-compatible servers serve under /v1 "
+            "(e.g. base_url: http://localhost:11434/v1)"
+        )
+    return message
 
 
 def database_unavailable_error(what: str) -> RouterError:

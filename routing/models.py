@@ -223,6 +223,11 @@ class RouteDecision(CacheForecastColumns):
     conversation = models.CharField(
         max_length=32, blank=True, help_text="Hash that groups a conversation's requests."
     )
+    over_window = models.BooleanField(
+        default=False,
+        help_text="A pinned model was sent a prompt (plus max_tokens) larger than its context "
+        "window, as asked (the X-Router-Window-Exceeded header said so).",
+    )
     usage_estimated = models.BooleanField(
         default=False, help_text="Usage is the router's estimate: the upstream reported none."
     )

@@ -94,6 +94,23 @@ class Plan:
         return self.candidates[0]
 
     @property
+    def needed_window(self) -> int:
+        """The prompt as measured plus the answer asked for: what must fit the window."""
+        return self.measured_tokens + self.request.max_tokens
+
+    @property
+    def over_window(self) -> bool:
+        """A pinned model asked for a prompt its window cannot hold: sent anyway, as asked.
+
+        Routing never picks such a model; a pinned id is passed through (the
+        caller may know better, e.g. a window larger than the config says), and
+        the answer's header and the row say so.
+        """
+        return self.path == RouteDecision.PATH_PASSTHROUGH and (
+            self.needed_window > self.model.context_window
+        )
+
+    @property
     def estimated_cost_usd(self) -> float:
         return self.cost_on(self.model)
 

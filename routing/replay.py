@@ -46,12 +46,29 @@ from routing.corpus import Session
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
+from routing.pricing import billed_prompt_cost_usd
 from routing.protocols.chat.request import parse_chat_request
-from routing.replay_prices import PRICE_MODELS, CachePrices, ReplayError, priced_config, tools_block
+from routing.replay_prices import (
+    CONFIGURED,
+    PRICE_MODELS,
+    CachePrices,
+    Prices,
+    ReplayError,
+    priced_config,
+    tools_block,
+)
 from routing.selection import estimated_tokens, tools_overhead_tokens
 
 # The price models are part of what a replay is asked with: importable from here.
-__all__ = ["PRICE_MODELS", "CachePrices", "ReplayError", "ReplayResult", "Totals", "replay"]
+__all__ = [
+    "CONFIGURED",
+    "PRICE_MODELS",
+    "CachePrices",
+    "ReplayError",
+    "ReplayResult",
+    "Totals",
+    "replay",
+]
 
 
 @dataclass(frozen=True)
@@ -78,15 +95,24 @@ class TurnRecord:
     # Where the router sent it: (model id, tier, route reason); routing.route_replay prices it.
     route: tuple[str, str, str] = ("", "", "")
     cold: bool = False  # after a gap longer than the cache lifetime
+    # The model the request went to, and its cost with pinch and without at that
+    # model's configured prices, as the live router bills it (routing.pricing).
+    model: str = ""
+    configured_cost_usd: float = 0.0
+    configured_baseline_cost_usd: float = 0.0
 
     @property
     def pruned(self) -> bool:
         return bool(self.compressed or self.capped)
 
-    def cost(self, prices: CachePrices) -> float:
+    def cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_cost_usd
         return prices.cost(self.cached_tokens, self.uncached_tokens)
 
-    def baseline_cost(self, prices: CachePrices) -> float:
+    def baseline_cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_baseline_cost_usd
         return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
 
 
@@ -96,6 +122,27 @@ class TurnError:
     turn: int
     status: int
     message: str
+
+
+# The Totals fields that add up across sessions.
+_SUMMED = (
+    "requests",
+    "errors",
+    "original_tokens",
+    "final_tokens",
+    "pruned",
+    "relevance_used",
+    "prefix_turns",
+    "prefix_share_sum",
+    "cached_tokens",
+    "uncached_tokens",
+    "baseline_cached_tokens",
+    "baseline_uncached_tokens",
+    "references",
+    "references_kept",
+    "configured_cost_usd",
+    "configured_baseline_cost_usd",
+)
 
 
 @dataclass
@@ -116,9 +163,13 @@ class Totals:
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
+    configured_cost_usd: float = 0.0
+    configured_baseline_cost_usd: float = 0.0
 
     def add(self, record: TurnRecord) -> None:
         self.requests += 1
+        self.configured_cost_usd += record.configured_cost_usd
+        self.configured_baseline_cost_usd += record.configured_baseline_cost_usd
         self.cached_tokens += record.cached_tokens
         self.uncached_tokens += record.uncached_tokens
         self.baseline_cached_tokens += record.baseline_cached_tokens
@@ -144,24 +195,28 @@ class Totals:
         return (self.original_tokens - self.final_tokens) / self.original_tokens
 
     # The cost is linear in the token split, so the cost of a sum of requests
-    # is the sum of their costs.
-    def cost(self, prices: CachePrices) -> float:
+    # is the sum of their costs; at the configured prices it is summed as it goes.
+    def cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_cost_usd
         return prices.cost(self.cached_tokens, self.uncached_tokens)
 
-    def baseline_cost(self, prices: CachePrices) -> float:
+    def baseline_cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_baseline_cost_usd
         return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
 
-    def cost_ratio(self, prices: CachePrices) -> float | None:
+    def cost_ratio(self, prices: Prices) -> float | None:
         """Cost with pinch over cost without it (1.0: the same; above 1: pinch cost more)."""
         baseline = self.baseline_cost(prices)
         return self.cost(prices) / baseline if baseline else None
 
-    def cost_saved_share(self, prices: CachePrices) -> float | None:
+    def cost_saved_share(self, prices: Prices) -> float | None:
         """Share of the baseline's cost saved; negative when pinch cost more."""
         ratio = self.cost_ratio(prices)
         return None if ratio is None else 1 - ratio
 
-    def costlier(self, prices: CachePrices) -> bool:
+    def costlier(self, prices: Prices) -> bool:
         """Whether pinch made this session dearer than sending it whole (beyond float noise)."""
         ratio = self.cost_ratio(prices)
         return ratio is not None and ratio > 1 + 1e-9
@@ -208,7 +263,7 @@ class ReplayResult:
             families[session.family].merge(session)
         return list(families.values())
 
-    def costlier_sessions(self, prices: CachePrices) -> list[str]:
+    def costlier_sessions(self, prices: Prices) -> list[str]:
         return [s.name for s in self.sessions if s.costlier(prices)]
 
 
@@ -227,15 +282,16 @@ def replay(
     model: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     tools_tokens: int = 0,
-    prices: CachePrices | None = None,
+    prices: Prices | None = None,
     cold_gaps: bool = True,
 ) -> ReplayResult:
     """Plan every request of every session; RouterErrors are counted, not raised.
 
-    With ``prices``, every model bills its cache that way (``priced_config``).
+    With a ``CachePrices``, every model bills its cache that way
+    (``priced_config``); None or ``CONFIGURED``: each at its configured prices.
     With ``cold_gaps``, sessions with recorded times are replayed on them.
     """
-    if prices is not None:
+    if prices is not None and prices is not CONFIGURED:
         config = priced_config(config, prices)
     model = replay_model(config, model)
     probe = PrefixProbe()  # in memory: one per run, forgotten with it
@@ -340,6 +396,11 @@ class _SessionReplay:
         uncached = tools + sum(sent) - cached
         references, kept = self._references(t, plan.send_messages)
         self.previous_turn = t
+        model = plan.model
+        # Writes are billed only by a model with a cache block (Anthropic's); others
+        # cache by themselves and charge the prompt price for the rest.
+        written = uncached if model.cache is not None else 0
+        baseline_written = baseline_uncached if model.cache is not None else 0
         return TurnRecord(
             conversation=session.name,
             turn=t,
@@ -358,6 +419,14 @@ class _SessionReplay:
             references_kept=kept,
             route=(plan.model.id, plan.tier, plan.route_reason),
             cold=cold,
+            model=model.id,
+            configured_cost_usd=billed_prompt_cost_usd(model, cached + uncached, cached, written),
+            configured_baseline_cost_usd=billed_prompt_cost_usd(
+                model,
+                baseline_cached + baseline_uncached,
+                baseline_cached,
+                baseline_written,
+            ),
         )
 
     def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:

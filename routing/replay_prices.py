@@ -1,8 +1,13 @@
-"""The replay's price models: a prompt priced under a prefix cache, and every model billed so.
+"""The price models of the replay: how a replayed request's prompt is billed under a cache.
 
-``routing.replay`` prices each request it plans under these; apart from it
-because the prices and the config they imply are their own concern (and the
-replay module stays under the size a module should have).
+``CONFIGURED`` (the default): each request at the configured prices of the
+model it went to (``prompt_price``, ``cached_prompt_price``, the cache
+block's write premium), as the live router bills and records it, so the
+replay and a live session on the same config agree. A ``CachePrices``: every
+model billed at one price and two multipliers (reads of the prefix the
+session's previous request shared, writes of the rest), to ask what pinch
+would do under another provider's cache; the replay then runs with every
+model so billed (``priced_config``), since pinch decides by those prices.
 """
 
 from __future__ import annotations
@@ -13,11 +18,22 @@ from typing import Any
 
 from routing.config import RouterConfig
 from routing.config.schema import ModelCacheConfig
+from routing.pricing import cached_prompt_price
 from routing.selection import tools_overhead_tokens
 
 
 class ReplayError(ValueError):
     """The replay cannot start (bad path, bad file, bad setting); the message says why."""
+
+
+@dataclass(frozen=True)
+class ConfiguredPrices:
+    """Each request billed at its own model's configured prices (the sentinel ``CONFIGURED``)."""
+
+    label: str = "(config)"
+
+
+CONFIGURED = ConfiguredPrices()
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,22 @@ PRICE_MODELS = (
     CachePrices(read_multiplier=0.1, write_multiplier=1.0),
     CachePrices(read_multiplier=0.25, write_multiplier=1.0),
 )
+
+
+Prices = CachePrices | ConfiguredPrices
+
+
+def describe_configured_prices(config: RouterConfig, model_ids) -> str:
+    """``gpt-4.1 $2/1M, cache reads $0.5, no write premium; ...`` for the models used."""
+    parts = []
+    for model_id in sorted(set(model_ids)):
+        model = config.model(model_id)
+        if model is None:
+            continue
+        write = f"writes x{model.cache.write_multiplier:g}" if model.cache else "no write premium"
+        reads = f"cache reads ${cached_prompt_price(model):g}"
+        parts.append(f"{model.id} ${model.prompt_price:g}/1M, {reads}, {write}")
+    return "; ".join(parts) or "no request was priced"
 
 
 def tools_block(tokens: int) -> list[dict[str, Any]] | None:

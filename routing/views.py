@@ -22,10 +22,16 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
+from router_project.request_ids import decision_request_id
 from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.config.store import api_config
 from routing.dispatch import relay
-from routing.errors import RouterError, database_unavailable_error
+from routing.errors import (
+    RouterError,
+    body_too_large_error,
+    database_unavailable_error,
+    invalid_key_error,
+)
 from routing.limits.admission import admit
 from routing.pipeline import open_decision, plan_request, unknown_model_error
 from routing.protocols.base import ClientProtocol
@@ -46,12 +52,7 @@ def authenticated_key(request):
     except KeyCheckUnavailable:
         raise database_unavailable_error("the API key cannot be checked") from None
     if key is None:
-        raise RouterError(
-            401,
-            "Missing or invalid API key. Send 'Authorization: Bearer <router key>' "
-            "(create one with: python manage.py createapikey NAME).",
-            "invalid_api_key",
-        )
+        raise invalid_key_error(request.path)
     return key
 
 
@@ -94,16 +95,14 @@ def _read_body(request) -> bytes:
     except ValueError:
         declared = 0
     if declared > limit:
-        raise RouterError(
-            413, f"The body is {declared} bytes; the limit is {limit}.", "body_too_large"
-        )
+        raise body_too_large_error(declared, limit)
     raw = request.body
     if len(raw) > limit:
-        raise RouterError(413, f"The body is over the limit of {limit} bytes.", "body_too_large")
+        raise body_too_large_error(None, limit)
     return raw
 
 
-def explain_headers(plan, decision_id=None) -> dict:
+def explain_headers(plan, decision=None) -> dict:
     """What the router did, on every answer (see docs/explain.md)."""
     headers = {
         "X-Router-Path": plan.path,
@@ -127,15 +126,16 @@ def explain_headers(plan, decision_id=None) -> dict:
         headers["X-Router-Session"] = plan.session.session
     if plan.omitted_tools:
         headers["X-Router-Omitted-Tools"] = ",".join(plan.omitted_tools)
-    if decision_id is not None:
-        headers["X-Router-Decision-Id"] = str(decision_id)
+    if plan.over_window:
+        headers["X-Router-Window-Exceeded"] = (
+            f"{plan.needed_window} tokens (prompt + max_tokens) sent to {plan.model.id}, "
+            f"whose context window is {plan.model.context_window}"
+        )
+    if decision is not None and decision.id is not None:
+        headers["X-Router-Decision-Id"] = str(decision.id)
         # The SDKs read x-request-id into ``request_id``: quoting it finds the row.
-        headers["X-Request-Id"] = request_id(decision_id)
+        headers["X-Request-Id"] = decision_request_id(decision.id, decision.fields["created_at"])
     return headers
-
-
-def request_id(decision_id) -> str:
-    return f"decision-{decision_id}"
 
 
 def dry_run_body(plan) -> dict:
@@ -195,7 +195,7 @@ class CompletionView(ApiView):
         wire.check(plan, model_provider(config, plan.model))
         admission.take(plan.measured_tokens)
         decision = open_decision(plan, key)
-        headers = explain_headers(plan, decision.id) | admission.headers()
+        headers = explain_headers(plan, decision) | admission.headers()
         headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
         if planned.stream:
             return relay.stream(plan, decision, headers, wire)

@@ -1,10 +1,8 @@
 """The controls page (/admin/controls/): the runtime knobs and the persisted config overrides.
 
-It is added to the DEFAULT admin site by wrapping ``admin.site.get_urls``: a
-custom AdminSite would need the project's INSTALLED_APPS changed to swap
-``django.contrib.admin`` for an AdminConfig, for one extra URL.
-``admin.site.admin_view`` gives it the same staff check, login redirect and
-CSRF/no-cache handling as every other admin page; on top, staff needs the
+The router's admin site (``router_project.admin_site``) mounts it behind
+``admin_view``, so it has the same staff check, login redirect and CSRF/no-cache
+handling as every other admin page; on top, staff needs the
 ``routing.change_router_config`` permission (superusers hold every permission).
 Changes are saved through ``routing.config.store.set_overrides``, which refuses
 provider settings and writes the admin log entry.
@@ -19,7 +17,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 
 from routing.config import ConfigError
 from routing.config.store import current_config, set_overrides, stored_overrides
@@ -167,14 +165,3 @@ def controls_view(request):
         "models_url": reverse("admin:routing_registeredmodel_changelist"),
     }
     return TemplateResponse(request, "admin/controls.html", context)
-
-
-def _with_controls(get_urls):
-    def urls():
-        controls = path("controls/", admin.site.admin_view(controls_view), name="controls")
-        return [controls, *get_urls()]
-
-    return urls
-
-
-admin.site.get_urls = _with_controls(admin.site.get_urls)

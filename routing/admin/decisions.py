@@ -1,20 +1,22 @@
 """Admin for the decision log: read-only, filterable by what pinch did.
 
 The list shows what an operator looks for first (time, model, status, tokens
-in -> out, saved, cost, latency), formatted by ``metrics.formatting`` like the
+in -> out, saved, cost, latency), formatted by ``router_project.formatting`` like the
 dashboard and the TUI; everything else is on the decision's page.
 """
 
 from django.contrib import admin
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
-from metrics.formatting import (
+from router_project.formatting import (
     format_cost,
     format_count_or_missing,
     format_latency,
     format_tokens_in_out,
 )
+from router_project.request_ids import decision_id_in, decision_request_id
 from routing.admin.read_only import ReadOnlyAdmin
 from routing.models import RouteDecision
 
@@ -75,12 +77,14 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_select_related = ("api_key",)
     date_hierarchy = "created_at"
     search_fields = ("requested_model", "chosen_model", "upstream_model")
+    search_help_text = "A model id, or a request id as the client saw it (X-Request-Id)."
     fieldsets = (
         (
             "Request",
             {
                 "fields": [
-                    "created_at",
+                    "time",
+                    "request_id",
                     "path",
                     "api_key",
                     "requested_model",
@@ -90,6 +94,7 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
                     "tier",
                     "classifier",
                     "measured",
+                    "over_the_window",
                     "cost",
                     "streamed",
                 ]
@@ -103,7 +108,7 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
                     "pinch_final",
                     "tokens_saved",
                     "pinch_summarized",
-                    "pinch_tools",
+                    "tools_compressed",
                     "relevance",
                     "relevance_failed",
                 ]
@@ -119,7 +124,7 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
                 "fields": [
                     "status_code",
                     "error",
-                    "attempts",
+                    "tries",
                     "latency",
                     "prompt",
                     "completion",
@@ -129,6 +134,13 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
             },
         ),
     )
+
+    def get_search_results(self, request, queryset, search_term):
+        # A quoted X-Request-Id (``20261201T183232Z-decision-129``) finds its row.
+        decision_id = decision_id_in(search_term)
+        if decision_id is not None:
+            return queryset.filter(pk=decision_id), False
+        return super().get_search_results(request, queryset, search_term)
 
     def get_queryset(self, request):
         # Annotated so the "tokens saved" column sorts in the database.
@@ -144,6 +156,7 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     completion = _count("completion_tokens", "completion tokens")
     cached = _count("cached_tokens", "cached tokens")
     streamed = _yes_no("stream", "streamed")
+    over_the_window = _yes_no("over_window", "sent over the model's context window")
     relevance = _yes_no("relevance_used", "relevance ordering used")
     relevance_failed = _yes_no("relevance_fallback", "relevance failed (uniform pruning)")
     usage_is_estimate = _yes_no("usage_estimated", "usage estimated by the router")
@@ -155,10 +168,41 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 
     @admin.display(description="time (UTC)", ordering="created_at")
     def time(self, obj):
+        # One format on the list and the page (admin's own reads "Dec. 1, 2026, 6:32 p.m.").
         return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="request id (X-Request-Id)")
+    def request_id(self, obj):
+        return decision_request_id(obj.pk, obj.created_at)
+
+    @admin.display(description="tool results compressed")
+    def tools_compressed(self, obj):
+        """``bash: 3, read_file: 2``, most first: pinch_tools is {tool name: count}."""
+        tools = obj.pinch_tools if isinstance(obj.pinch_tools, dict) else {}
+        ranked = sorted(tools.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{name}: {count:,}" for name, count in ranked) or "—"
+
+    @admin.display(description="upstream tries")
+    def tries(self, obj):
+        """One line per try: model, result, status, time, and why it failed."""
+        attempts = obj.attempts if isinstance(obj.attempts, list) else []
+        if not attempts:
+            return "—"
+        lines = []
+        for attempt in attempts:
+            status = attempt.get("status")
+            words = [str(attempt.get("model", "?")), str(attempt.get("result", "?"))]
+            if status:
+                words.append(f"HTTP {status}")
+            words.append(format_latency(attempt.get("ms")))
+            reason = attempt.get("reason")
+            lines.append(" · ".join(words) + (f" — {reason}" if reason else ""))
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
     @admin.display(description="model", ordering="chosen_model")
     def routed_to(self, obj):
+        if not obj.chosen_model:
+            return f"{obj.requested_model} → no model ran"
         if obj.requested_model == obj.chosen_model:
             return obj.chosen_model
         return f"{obj.requested_model} → {obj.chosen_model}"

@@ -9,7 +9,9 @@ from routing.config import ConfigError, apply_overrides
 from routing.config.store import (
     check_deletion,
     check_overrides,
+    config_path,
     config_source,
+    current_config,
     delete_registered_models,
     save_registered_model,
     stored_overrides,
@@ -26,6 +28,30 @@ _MODEL_FIELD_FOR = {
     "cached_prompt_price": "cached_prompt_price",
     "completion_price": "completion_price",
 }
+
+
+def config_models_context() -> dict:
+    """The effective config's models, each marked as from the file or from this registry."""
+    registered = set(RegisteredModel.objects.values_list("model_id", flat=True))
+    try:
+        config = current_config()
+    except ConfigError as error:
+        return {
+            "config_models": [],
+            "config_models_error": str(error),
+            "config_file": config_path(),
+        }
+    file_ids = {m.get("id") for m in config_source().data().get("models") or []}
+    rows = []
+    for model in config.models:
+        if model.id not in registered:
+            source = "config file"
+        elif model.id in file_ids:
+            source = "registry (replaces the file's)"
+        else:
+            source = "registry"
+        rows.append({"model": model, "source": source})
+    return {"config_models": rows, "config_file": config_path()}
 
 
 class RegisteredModelForm(forms.ModelForm):
@@ -68,9 +94,8 @@ class RegisteredModelForm(forms.ModelForm):
         merged = apply_overrides(config_source().data(), overrides, models).get("models") or []
         index = next((i for i, m in enumerate(merged) if m.get("id") == model_id), None)
         for part in message.split("; "):
-            # Cross-reference checks run on the whole config, so pydantic reports them at
-            # the top level; the message itself still names models.<i>.<field>.
-            part = part.removeprefix("(top level): ")
+            # Cross-reference checks run on the whole config: their message names
+            # models.<i>.<field> itself.
             match = re.search(r"\bmodels\.(\d+)\.(\w+)", part)
             field = None
             if match and index is not None and int(match.group(1)) == index:
@@ -88,6 +113,13 @@ class RegisteredModelAdmin(admin.ModelAdmin):
     )
     list_filter = ("provider", "tier")
     search_fields = ("model_id", "upstream_model")
+
+    def changelist_view(self, request, extra_context=None):
+        # The registry lists only the rows added here: beside them, the models the
+        # router serves from its config file, read-only, so "0 registered models"
+        # does not read as "no models".
+        context = {**(extra_context or {}), **config_models_context()}
+        return super().changelist_view(request, extra_context=context)
 
     def save_model(self, request, obj, form, change):
         save_registered_model(obj)

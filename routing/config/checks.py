@@ -2,7 +2,8 @@
 
 An invalid or missing file is an error (one line naming the path or the key);
 a provider whose key variable is unset is a warning naming the variable and the
-models that cannot answer until it is set. gunicorn runs ``startup_report`` once,
+models that cannot answer until it is set (``check --deploy``, and gunicorn's
+start-up log; not every management command). gunicorn runs ``startup_report`` once,
 in its master, before any worker starts (router_project/gunicorn.conf.py).
 """
 
@@ -54,7 +55,10 @@ def config_file_is_valid(app_configs, **kwargs):
     return [] if error is None else [Error(error, id="routing.E001")]
 
 
-@register()
+# A deployment check (``manage.py check --deploy``): every other manage.py command
+# would print it first, pinch_replay and pinch_summary included, which call no
+# provider. gunicorn logs it at start-up (``startup_report``), where it matters.
+@register(deploy=True)
 def provider_keys_are_set(app_configs, **kwargs):
     from routing.config.store import check_config_file
 

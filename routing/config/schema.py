@@ -20,6 +20,7 @@ from pinch.steps import CacheModel
 from routing.config.cache import cache_model
 from routing.config.routing_blocks import BackgroundConfig, LocalVisionConfig, SessionRoutingConfig
 from routing.config.strict import Strict
+from routing.validation import describe, dotted, known_keys
 
 
 class ConfigError(ValueError):
@@ -376,7 +377,7 @@ class RouterConfig(Strict):
             try:
                 self.arm_pinch(arm)
             except ValidationError as error:
-                raise ValueError(f"{where}.pinch." + describe_errors(error)) from None
+                raise ValueError(f"{where}.pinch." + describe(error, arm.pinch, dotted)) from None
         if total > 1 + 1e-9:
             raise ValueError(
                 f"experiments: pinch.holdout_share and the arms' shares add up to {total:g}, "
@@ -419,20 +420,6 @@ def _deep_merge(base: dict, changes: dict) -> dict:
     return merged
 
 
-def describe_errors(error: ValidationError) -> str:
-    """One line per problem, each led by the dotted path of the key (shared with chat_request)."""
-    lines = []
-    for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = item["msg"]
-        if item["type"] == "extra_forbidden":
-            message = "unknown key"
-        elif message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
-        lines.append(f"{path}: {message}")
-    return "; ".join(lines)
-
-
 def validate_config(data: dict) -> RouterConfig:
     """Validate raw config data; raise ConfigError naming each bad key."""
     if not isinstance(data, dict):
@@ -440,4 +427,4 @@ def validate_config(data: dict) -> RouterConfig:
     try:
         return RouterConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(describe_errors(error)) from None
+        raise ConfigError(describe(error, data, dotted, known_keys(RouterConfig))) from None

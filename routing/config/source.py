@@ -27,8 +27,21 @@ def read_config_file(path: Path) -> dict:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+        raise ConfigError(yaml_error_message(path, error)) from None
     return data if data is not None else {}
+
+
+def yaml_error_message(path, error: yaml.YAMLError) -> str:
+    """``config.yaml, line 24, column 3: mapping values are not allowed here``.
+
+    PyYAML's own text cites ``"<unicode string>"`` (it parsed a string, not the
+    file) and repeats the line; the file's name and the place are what help.
+    """
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or "not valid YAML"
+    context = getattr(error, "context", None)
+    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+    return f"{where}: not valid YAML: {problem}" + (f" ({context})" if context else "")
 
 
 def set_dotted(data: dict, dotted_key: str, value) -> None:

@@ -21,6 +21,10 @@ from routing.errors import ProviderError
 from routing.providers import monotonic_ms, provider_for
 from routing.providers.deadlines import request_deadline, request_seconds_left
 
+# Failures where no model ran: the connection failed, or the provider has no key.
+# Nothing was billed, so the row and /metrics charge no model with them.
+NOTHING_RAN = ("connect", "unconfigured")
+
 log = logging.getLogger(__name__)
 
 TRIES_PER_MODEL = 2  # the first try and one retry on the same model
@@ -75,9 +79,10 @@ def _down_the_chain(plan, outcome: Outcome, send):
                 )
                 log.debug("upstream_attempt_failed model=%s reason=%s", model.id, error.message)
                 last_error = error
-                # The answer and the row name the model whose failure is relayed.
-                outcome.model = model
-                outcome.cost_usd = plan.cost_on(model)
+                if error.kind not in NOTHING_RAN:
+                    # The answer and the row name the model whose failure is relayed.
+                    outcome.model = model
+                    outcome.cost_usd = plan.cost_on(model)
                 if not error.next_model_may_help:
                     raise UpstreamFailed(error) from None
                 if not error.retryable:

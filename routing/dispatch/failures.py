@@ -6,7 +6,7 @@ models were tried and why. The protocol's errors module renders the
 ``Failure`` in its shape.
 """
 
-from routing.errors import Failure, ProviderError
+from routing.errors import PROVIDER_KEY_STATUSES, Failure, ProviderError
 
 
 def tried(attempts: list) -> str:
@@ -28,6 +28,10 @@ def tried(attempts: list) -> str:
 
 def failure_for(error: ProviderError, attempts: list = ()) -> Failure:
     """The client's answer when every try failed: relay a status, else 502/504 saying why."""
+    if error.kind == "status" and error.status in PROVIDER_KEY_STATUSES:
+        # The provider refused the router's key for it: not the 401 that would read
+        # as the client's own router key refused (the message names the variable).
+        return Failure(502, error.message, "provider_key_rejected")
     if error.kind == "status":
         return Failure(error.status, error.message, "upstream_error", error.body, error.retry_after)
     message = error.message

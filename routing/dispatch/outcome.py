@@ -26,6 +26,7 @@ class Outcome:
     cache_miss_reason: str | None = None
     usage_estimated: bool = False
     model: object = None
+    nothing_ran: bool = False  # every try failed before any model ran (attempts.NOTHING_RAN)
     cost_usd: float | None = None
     # Set with the model that answered: the plan's estimate of the unpruned
     # request's (cached, written) split (None when pinch sent it whole: then

@@ -14,7 +14,7 @@ import logging
 from django.http import HttpResponse, StreamingHttpResponse
 
 from pinch import CHARS_PER_TOKEN
-from routing.dispatch.attempts import UpstreamFailed, call_with_fallback
+from routing.dispatch.attempts import NOTHING_RAN, UpstreamFailed, call_with_fallback
 from routing.dispatch.failures import failure_for, tried
 from routing.dispatch.outcome import Outcome
 from routing.errors import ProviderError
@@ -31,6 +31,9 @@ def _fail(decision, outcome: Outcome, failure: UpstreamFailed, headers: dict, wi
     response = wire.failure_response(failure_for(failure.error, outcome.attempts))
     outcome.status = response.status_code
     outcome.error = tried(outcome.attempts)
+    outcome.nothing_ran = all(a["result"] in NOTHING_RAN for a in outcome.attempts)
+    if outcome.nothing_ran:
+        headers = {**headers, "X-Router-Model": "none"}
     log.warning(
         "upstream_failed decision=%s status=%s tried: %s",
         decision.id,

@@ -18,7 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.config import ModelConfig, ProviderConfig
-from routing.errors import ProviderError
+from routing.errors import (
+    PROVIDER_KEY_STATUSES,
+    ProviderError,
+    provider_key_refused_message,
+    provider_not_found_message,
+)
 from routing.protocols.base import StreamReply
 from routing.providers.redact import Redactor
 
@@ -111,11 +116,14 @@ MAX_ERROR_BYTES = 64 * 1024
 MAX_RETRY_AFTER_SECONDS = 60.0
 
 
-def error_from_response(response, provider_name, api_key=None) -> ProviderError:
+def error_from_response(response, provider_name, api_key=None, key_env=None) -> ProviderError:
     """A non-200 answer as a ProviderError; the key redacted after decoding (it gets relayed).
 
     A redirect is never followed nor relayed (a client would get a 3xx
     pointing nowhere it can go): it is a 502 naming where the upstream sent it.
+    A refused key (401, 403) and a path the upstream does not serve (404)
+    name their cause (``routing.errors``): the provider and its key variable,
+    the URL asked and what a base_url usually ends in.
     """
     redactor = Redactor([api_key])
     if 300 <= response.status_code < 400:
@@ -133,11 +141,19 @@ def error_from_response(response, provider_name, api_key=None) -> ProviderError:
         body = redactor.value(json.loads(raw))
     except ValueError:
         body = None
-    message = f"provider {provider_name!r} answered HTTP {response.status_code}"
+    detail = ""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        detail = body["error"].get("message")
+        detail = redactor.text(str(body["error"].get("message") or ""))
+    status = response.status_code
+    if status in PROVIDER_KEY_STATUSES:
+        message = provider_key_refused_message(provider_name, status, key_env, detail)
+    elif status == 404:
+        url = getattr(response, "shown_url", "")
+        message = provider_not_found_message(provider_name, url, detail)
+    else:
+        message = f"provider {provider_name!r} answered HTTP {status}"
         if detail:
-            message += f": {redactor.text(str(detail))}"
+            message += f": {detail}"
     return ProviderError(
         "status", message, response.status_code, body, retry_after_seconds(response)
     )

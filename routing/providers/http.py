@@ -56,8 +56,9 @@ class UpstreamResponse:
     (a stream the relay stopped at [DONE], a deadline) is closed.
     """
 
-    def __init__(self, response, started: float, deadline: float):
+    def __init__(self, response, started: float, deadline: float, shown_url: str = ""):
         self.raw = response
+        self.shown_url = shown_url  # the URL asked, without credentials: errors name it
         self.status_code = response.status
         self.headers = response.headers  # case-insensitive, like requests'
         self.attempt_started = started
@@ -134,7 +135,8 @@ class HttpProvider(Provider):
                 f"provider {self.name!r} answered {encoding}-compressed though asked for "
                 "identity (set accept_compressed: true on the provider to take it)",
             )
-        return UpstreamResponse(response, started, deadline)
+        shown = self.config.shown_url + url.removeprefix(self.config.base_url or "")
+        return UpstreamResponse(response, started, deadline, shown)
 
     def _json_body(self, response) -> dict:
         """The whole answer, within the attempt's deadline, as a JSON object, key redacted."""

@@ -38,7 +38,9 @@ class OpenAICompatibleProvider(HttpProvider):
         response = self._post(body, stream=False, deadline=timeout or self.config.timeout_seconds)
         try:
             if response.status_code != 200:
-                raise error_from_response(response, self.name, self.config.api_key())
+                raise error_from_response(
+                    response, self.name, self.config.api_key(), self.config.api_key_env
+                )
             data = self._json_body(response)
             if not isinstance(data.get("choices"), list):
                 raise ProviderError(
@@ -52,7 +54,9 @@ class OpenAICompatibleProvider(HttpProvider):
         response = self._post(body, stream=True, deadline=self.config.timeout_seconds, path=path)
         if response.status_code != 200:
             try:
-                raise error_from_response(response, self.name, self.config.api_key())
+                raise error_from_response(
+                    response, self.name, self.config.api_key(), self.config.api_key_env
+                )
             finally:
                 response.close()
         return StreamReply(response, self._read_events(response))
@@ -68,7 +72,9 @@ class OpenAICompatibleProvider(HttpProvider):
         )
         try:
             if response.status_code != 200:
-                raise error_from_response(response, self.name, self.config.api_key())
+                raise error_from_response(
+                    response, self.name, self.config.api_key(), self.config.api_key_env
+                )
             data = self._json_body(response)
             if data.get("object") != "response" or not isinstance(data.get("output"), list):
                 raise ProviderError(

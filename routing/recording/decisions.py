@@ -76,6 +76,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_current_length": prefix[2],
         "prefix_fallback": plan.prefix_fallback,
         "stream": plan.request.stream,
+        "over_window": plan.over_window,
         "conversation": plan.conversation or "",
         **(plan.session.fields() if plan.session is not None else {}),
         "omitted_tools": list(plan.omitted_tools) or None,
@@ -117,7 +118,10 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
             outcome.cache_write_tokens,
         )
     fields["unpruned_cost_usd"] = outcome.unpruned_cost_usd(fields.get("billed_prompt_cost_usd"))
-    if outcome.model is not None:
+    if outcome.nothing_ran:
+        # No model ran, none is charged: the attempts say which were tried.
+        fields.update(chosen_model="", provider="", upstream_model="", estimated_cost_usd=0.0)
+    elif outcome.model is not None:
         fields.update(
             chosen_model=outcome.model.id,
             provider=outcome.model.provider,

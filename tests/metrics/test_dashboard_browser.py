@@ -21,6 +21,7 @@ import pytest
 from django.utils import timezone
 
 from metrics.summary import pinch_summary
+from router_project.formatting import format_money
 from routing.auth import create_api_key
 from routing.config.store import set_overrides
 from routing.models import RouteDecision
@@ -40,6 +41,7 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
     "--window-size=1360,1400",
 )
+GAIN_RGB, LOSS_RGB = "rgba(21, 128, 61, 1)", "rgba(185, 28, 28, 1)"  # --gain, --loss
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "a-long-operator-password"
 
@@ -102,6 +104,9 @@ def a_month_of_traffic():
         original = rng.randint(20_000, 130_000)
         pruned = original > 50_000 and rng.random() < 0.7
         final = original - rng.randint(4_000, 55_000) if pruned else original
+        conversation = f"c{i % 12}"
+        # Two conversations in twelve lose under the cache: rewritten prefixes cost more.
+        rewrite = 2.2 if i % 12 in (3, 7) else 0.9
         rows.append(
             decision(
                 age=timedelta(hours=i * 4.4 + rng.random()),
@@ -120,6 +125,9 @@ def a_month_of_traffic():
                 measured_tokens=final,
                 estimated_cost_usd=final * price / 1e6,
                 completion_tokens=rng.randint(40, 2400),
+                conversation=conversation,
+                unpruned_cost_usd=original * price / 1e6,
+                billed_prompt_cost_usd=final * price * (rewrite if pruned else 1.0) / 1e6,
             )
         )
     seed(*rows)
@@ -149,9 +157,18 @@ def test_the_browser_shows_pinch_summarys_figures(
     def shown(testid):
         return browser.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
 
+    # The headline is the net saving after the cache, green, with the dearer conversations.
+    headline = shown("pinch-headline")
+    assert summary["net_dollars_saved_usd_30d"] > 0 and summary["conversations_dearer_30d"] == 2
+    assert headline.text.startswith("Net saved with pinch, after the prompt cache")
+    net = shown("pinch-net-dollars-saved")
+    assert net.text == format_money(summary["net_dollars_saved_usd_30d"])
+    assert net.value_of_css_property("color") == GAIN_RGB
+    assert shown("pinch-conversations-dearer").value_of_css_property("color") == LOSS_RGB
+    assert shown("chart-net-total").text == net.text  # the legend and the card agree
     assert shown("pinch-share-pruned").text == f"{summary['share_pruned'] * 100:.2f}%"
     assert shown("pinch-tokens-saved").text == f"{summary['total_tokens_saved']:,}"
-    assert shown("pinch-dollars-saved").text == f"${summary['dollars_saved_usd_30d']:.6f}"
+    assert shown("pinch-dollars-saved").text == format_money(summary["dollars_saved_usd_30d"])
     median = shown("pinch-median-saved")
     assert float(median.get_attribute("data-value")) == summary["median_tokens_saved"]
     assert float(median.text.replace(",", "")) == pytest.approx(
@@ -177,6 +194,51 @@ def test_the_browser_shows_pinch_summarys_figures(
     assert rows[0].find_elements(By.TAG_NAME, "td")[1].text == "opencode"
 
     save_screenshot(browser, tmp_path, "dashboard.png")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_net_loss_reads_as_a_loss_at_a_glance(
+    live_server, browser, default_config, django_user_model, tmp_path
+):
+    from selenium.webdriver.common.by import By
+
+    key, _ = create_api_key("claude-code")
+    # Pinch saved tokens, but rewrote each conversation's cached prefix: a loss net.
+    seed(
+        *(
+            decision(
+                age=timedelta(hours=3 * i + 1),
+                saved=9_000 + 500 * i,
+                api_key=key,
+                conversation=f"s{i % 4}",
+                unpruned_cost_usd=0.010,
+                billed_prompt_cost_usd=0.012 if i % 4 else 0.009,
+                upstream_latency_ms=900 + 40 * i,
+            )
+            for i in range(16)
+        )
+    )
+    django_user_model.objects.create_user("operator", password=PASSWORD, is_staff=True)
+    summary = pinch_summary(default_config)
+    assert summary["net_dollars_saved_usd_30d"] < 0 < summary["dollars_saved_usd_30d"]
+
+    log_in(browser, live_server, "/dashboard/")
+
+    def shown(testid):
+        return browser.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
+
+    assert shown("pinch-headline").text.startswith("Net loss with pinch, after the prompt cache")
+    net = shown("pinch-net-dollars-saved")
+    assert net.text == format_money(summary["net_dollars_saved_usd_30d"]) == "-$0.02"
+    assert net.value_of_css_property("color") == LOSS_RGB
+    # The gross saving is shown after the net one, smaller, and not in the loss colour.
+    gross = shown("pinch-dollars-saved")
+    assert gross.location["y"] > net.location["y"]
+    assert int(gross.value_of_css_property("font-size")[:-2]) < int(
+        net.value_of_css_property("font-size")[:-2]
+    )
+    assert shown("pinch-conversations-dearer").text == "3"
+    save_screenshot(browser, tmp_path, "dashboard-loss.png")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -222,7 +284,7 @@ def test_the_admin_decision_list_shows_what_an_operator_looks_for_at_1400_px(
     }
     assert cells["field-routed_to"].startswith("auto → ")
     assert re.fullmatch(r"[\d,]+ → [\d,]+", cells["field-tokens_in_out"])
-    assert re.fullmatch(r"\$[\d,]+(\.\d+)?", cells["field-cost"])
+    assert re.fullmatch(r"<?\$[\d,]+(\.\d{4})?", cells["field-cost"])
     assert re.fullmatch(r"[\d.,]+ (ms|s)", cells["field-latency"])
     save_screenshot(browser, tmp_path, "admin-decisions.png")
 

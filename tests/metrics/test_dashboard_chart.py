@@ -41,7 +41,13 @@ def test_token_labels_are_compact(value, text):
 
 @pytest.mark.parametrize(
     "value, step, text",
-    [(0, 0.125, "$0"), (0.375, 0.125, "$0.375"), (0.0004, 0.0001, "$0.0004"), (6, 3, "$6.00")],
+    [
+        (0, 0.125, "$0"),
+        (0.375, 0.125, "$0.375"),
+        (0.0004, 0.0001, "$0.0004"),
+        (6, 3, "$6.00"),
+        (-0.5, 0.5, "-$0.50"),
+    ],
 )
 def test_dollar_labels_have_just_enough_decimals(value, step, text):
     assert format_dollars(value, step) == text
@@ -75,12 +81,39 @@ def test_bars_scale_to_the_token_axis_and_the_line_to_the_dollar_axis():
     assert chart.bars[2].y == chart.top
     ys = [float(v.split(",")[1]) for v in chart.line_points.split()]
     assert ys == [170.0, pytest.approx(170 - 0.2 * 160), pytest.approx(170 - 0.8 * 160)]
-    assert [t.label for t in chart.token_ticks] == ["0", "1.2k", "2.5k", "3.8k", "5k"]
-    assert [t.label for t in chart.dollar_ticks][-2:] == ["$0.00375", "$0.00500"]
+    assert [t.label for t in chart.token_ticks] == ["0", "1k", "2k", "3k", "4k", "5k"]
+    assert [t.label for t in chart.dollar_ticks] == [
+        "$0",
+        "$0.001",
+        "$0.002",
+        "$0.003",
+        "$0.004",
+        "$0.005",
+    ]
     assert not chart.empty and chart.total_tokens == 7500
 
 
-def test_a_day_pinch_made_dearer_takes_the_net_line_below_a_zero_above_the_bottom():
+def test_every_dollar_tick_is_a_round_number_even_with_a_loss():
+    # The user's report: "$2.00000 $1.49875 $0.99750 ..." for a $2 day beside a small loss.
+    points = [
+        DayPoint(date(2026, 11, 1), 900_000, 2.0, net_dollars=0.3),
+        DayPoint(date(2026, 11, 2), 120_000, 1.5, net_dollars=-0.005),
+    ]
+
+    chart = savings_chart(points)
+
+    assert [t.label for t in chart.dollar_ticks] == [
+        "-$0.50",
+        "$0",
+        "$0.50",
+        "$1.00",
+        "$1.50",
+        "$2.00",
+    ]
+    assert [t.label for t in chart.token_ticks] == ["", "0", "250k", "500k", "750k", "1M"]
+
+
+def test_a_day_pinch_made_dearer_puts_both_zeros_on_one_line_above_the_bottom():
     points = [
         DayPoint(date(2026, 11, 1), 1000, 0.004, net_dollars=0.002),
         DayPoint(date(2026, 11, 2), 1000, 0.004, net_dollars=-0.001),
@@ -88,15 +121,17 @@ def test_a_day_pinch_made_dearer_takes_the_net_line_below_a_zero_above_the_botto
 
     chart = small_chart(points)
 
-    assert (chart.dollar_min, chart.dollar_max) == (pytest.approx(-0.001), pytest.approx(0.005))
-    # The dollar axis spans -0.001..0.005 over the 160-pixel plot: 0 sits 1/6 up.
-    assert chart.zero_y == pytest.approx(170 - 160 / 6, abs=0.01)
+    assert (chart.dollar_min, chart.dollar_max) == (pytest.approx(-0.001), pytest.approx(0.004))
+    # Five steps over the 160-pixel plot, one of them under zero: 0 sits 32 px up.
+    assert chart.zero_y == pytest.approx(138.0)
+    token_zero = next(t.position for t in chart.token_ticks if t.label == "0")
+    dollar_zero = next(t.position for t in chart.dollar_ticks if t.label == "$0")
+    assert token_zero == dollar_zero == chart.zero_y
+    assert all(bar.y + bar.height == pytest.approx(chart.zero_y) for bar in chart.bars)
     net = [float(v.split(",")[1]) for v in chart.net_points.split()]
-    assert net[0] == pytest.approx(170 - 160 * 0.5, abs=0.01)
-    assert net[1] == pytest.approx(170.0)
+    assert net == [pytest.approx(74.0), pytest.approx(170.0)]
     assert net[1] > chart.zero_y  # below zero on screen
-    gross = [float(v.split(",")[1]) for v in chart.line_points.split()]
-    assert gross[0] == pytest.approx(170 - 160 * 5 / 6, abs=0.01)
+    assert chart.net_dots[1].title == "2026-11-02: -$0.001 net of the cache"
     assert chart.total_net_dollars == pytest.approx(0.001)
 
 

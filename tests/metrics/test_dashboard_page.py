@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 
 from metrics.summary import pinch_summary
+from router_project.formatting import format_money
 from routing.models import ConfigOverride
 from tests.support.decisions import decision, seed
 
@@ -32,7 +33,7 @@ def test_the_card_shows_the_pinch_figures_formatted(staff_client, default_config
     assert figure(body, "pinch-share-pruned") == "66.67%"
     assert figure(body, "pinch-tokens-saved") == "6,050"
     assert figure(body, "pinch-median-saved") == "750"
-    assert figure(body, "pinch-dollars-saved") == "$0.004320"
+    assert figure(body, "pinch-dollars-saved") == "$0.0043"
     assert figure(body, "pinch-pruned-calls") == "4"
     assert figure(body, "pinch-calls") == "6"
     assert "1 call(s) to unconfigured models priced at $0" in body
@@ -45,8 +46,58 @@ def test_the_card_figures_are_pinch_summarys(staff_client, default_config, savin
 
     assert figure(body, "pinch-share-pruned") == f"{summary['share_pruned'] * 100:.2f}%"
     assert figure(body, "pinch-tokens-saved") == f"{summary['total_tokens_saved']:,}"
-    assert figure(body, "pinch-dollars-saved") == f"${summary['dollars_saved_usd_30d']:.6f}"
+    assert figure(body, "pinch-dollars-saved") == format_money(summary["dollars_saved_usd_30d"])
     assert f'data-value="{summary["median_tokens_saved"]}"' in body
+
+
+def a_conversation_pinch_made_dearer():
+    """Two conversations: one saved $0.0015 net, the other lost $0.0042 (net -$0.0027)."""
+    return seed(
+        decision(
+            saved=1000, conversation="a", unpruned_cost_usd=0.004, billed_prompt_cost_usd=0.0025
+        ),
+        decision(
+            saved=500, conversation="b", unpruned_cost_usd=0.001, billed_prompt_cost_usd=0.0052
+        ),
+    )
+
+
+def test_a_net_loss_is_the_headline_in_red_with_the_sign_before_the_dollar(
+    staff_client, default_config
+):
+    a_conversation_pinch_made_dearer()
+
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    headline = re.search(r'<div class="figure net (\w+)" data-testid="pinch-headline"', body)
+    assert headline and headline.group(1) == "loss"
+    assert "Net loss with pinch, after the prompt cache" in body
+    assert figure(body, "pinch-net-dollars-saved") == "-$0.0027"
+    assert figure(body, "pinch-conversations-dearer") == "1"
+    assert 'class="loss" id="pinch-conversations-dearer"' in body
+    # The net figure comes before the gross one, which is positive and not the headline.
+    assert body.index('data-testid="pinch-net-dollars-saved"') < body.index(
+        'data-testid="pinch-dollars-saved"'
+    )
+    assert "$-" not in body
+
+
+def test_the_chart_legend_prints_the_cards_net_figure(staff_client, default_config):
+    a_conversation_pinch_made_dearer()
+
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    assert figure(body, "chart-net-total") == figure(body, "pinch-net-dollars-saved")
+
+
+def test_a_net_saving_is_the_headline_in_green(staff_client, default_config):
+    seed(decision(saved=1000, conversation="a", unpruned_cost_usd=0.5, billed_prompt_cost_usd=0.1))
+
+    body = staff_client.get(DASHBOARD).content.decode()
+
+    assert 'data-testid="pinch-headline" data-tone="gain"' in body
+    assert "Net saved with pinch" in body
+    assert figure(body, "pinch-net-dollars-saved") == "$0.40"
 
 
 def test_a_fractional_median_keeps_one_decimal(staff_client, default_config):
@@ -74,7 +125,7 @@ def test_an_empty_database_shows_zeros_and_an_empty_chart(staff_client, default_
     body = staff_client.get(DASHBOARD).content.decode()
 
     assert figure(body, "pinch-share-pruned") == "0.00%"
-    assert figure(body, "pinch-dollars-saved") == "$0.000000"
+    assert figure(body, "pinch-dollars-saved") == "$0"
     assert 'data-testid="chart-empty"' in body
     assert 'data-testid="no-decisions"' in body
 

@@ -32,7 +32,8 @@ def test_it_prints_the_figures_for_a_person(default_config, decisions):
     assert "calls          4" in out
     assert "pruned calls   2 (50.00% of calls)" in out
     assert "tokens saved   2,000 (median 1,000 per pruned call)" in out
-    assert "dollars saved  $0.004000" in out
+    assert "gross saved    $0.004 (before the cache" in out
+    assert out.index("net of cache") < out.index("gross saved")  # the net figure first
 
 
 def test_json_has_the_same_keys_and_numbers_as_the_service(default_config, decisions):

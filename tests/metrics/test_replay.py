@@ -121,7 +121,7 @@ def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir
     row = table_row(stdout, "total")
     assert [row[SAVED], *row[PRUNED : PREFIX + 1]] == ["0.0%", "0.0%", "0.0%", "100.0%"]
     assert row[REFS_KEPT] == "100.0%"
-    assert row[PREFIX + 2 :] == ["1.000x"] * 3
+    assert row[PREFIX + 2 :] == ["1.000x"] * 4  # the config's prices, then three models
     assert "pinch disabled" in stdout
 
 
@@ -187,9 +187,11 @@ def test_it_reads_every_json_file_of_a_directory(run, corpus_dir, tmp_path):
     lines, _, stderr = run(files=[str(folder)])
 
     assert sorted({line["conversation"] for line in lines}) == list(FILES[:2])
-    # One run per price model (three by default), one bar over all of them.
-    runs = 3 * len(lines)
-    assert stderr.rstrip().endswith(f"] {runs}/{runs}"), "the progress bar"
+    # One run per price model (the config's and three others), one bar over all of
+    # them, counting requests, not requests times runs.
+    n = len(lines)
+    assert stderr.rstrip().endswith(f"] {n:,}/{n:,} requests, price model 4 of 4")
+    assert f"/{4 * n:,}" not in stderr
 
 
 def test_options_outside_the_config_schema_are_command_errors_naming_the_key(run):
@@ -381,7 +383,7 @@ def test_rewriting_a_cached_message_costs_the_cache_of_everything_after_it(defau
 
 
 def test_cost_totals_are_the_sums_of_the_requests_and_the_sessions(run, default_config, paths):
-    _, stdout, _ = run("--budget-tokens", BUDGET)
+    _, stdout, _ = run("--budget-tokens", BUDGET, "--price-per-1m", "3")
     overrides = cli_overrides(budget_tokens=BUDGET, payback=False)
     result = replay(load_sessions(paths), replay_config(overrides))
     prices = CachePrices()
@@ -414,7 +416,7 @@ def test_cost_totals_are_the_sums_of_the_requests_and_the_sessions(run, default_
 
 def test_the_baseline_cost_follows_from_the_corpus_alone(run, corpus_dir):
     # Without pinch, request t repeats the previous request's messages and adds the rest.
-    _, stdout, _ = run("--budget-tokens", BUDGET)
+    _, stdout, _ = run("--budget-tokens", BUDGET, "--price-per-1m", "3")
 
     for name in FILES:
         messages = json.loads((corpus_dir / name).read_text())["messages"]
@@ -549,7 +551,8 @@ def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_
     for k, prices in enumerate(PRICE_MODELS):
         result = replay(sessions, config, prices=prices)
         for totals in (*result.sessions, result.total):
-            assert table_row(stdout, totals.name)[REFS_KEPT + 1 + k] == (
+            # After the config's own prices' column.
+            assert table_row(stdout, totals.name)[REFS_KEPT + 2 + k] == (
                 f"{totals.cost_ratio(prices):.3f}x"
             )
         dearer = result.costlier_sessions(prices)
@@ -602,3 +605,35 @@ def test_the_command_says_what_the_agents_did_next_per_family(run, paths):
     expected = replay_quality(load_sessions(paths), replay(load_sessions(paths), replay_config({})))
     total = expected[-1]
     assert quality[-1].split()[:3] == ["total", str(total.sessions), f"{total.requests:,}"]
+
+
+def test_by_default_each_request_is_priced_at_its_models_configured_prices(
+    run, default_config, paths
+):
+    from routing.pricing import billed_prompt_cost_usd
+
+    _, stdout, _ = run("--budget-tokens", BUDGET)
+    overrides = cli_overrides(budget_tokens=BUDGET, payback=False)  # as ``run`` asks
+    result = replay(load_sessions(paths), replay_config(overrides))
+
+    models = {record.model for record in result.records}
+    assert models and "" not in models
+    total = result.total
+    expected = 0.0
+    for record in result.records:
+        model = default_config.model(record.model)
+        written = record.uncached_tokens if model.cache is not None else 0
+        expected += billed_prompt_cost_usd(
+            model, record.cached_tokens + record.uncached_tokens, record.cached_tokens, written
+        )
+    assert total.configured_cost_usd == pytest.approx(expected)
+    row = table_row(stdout, "total")
+    assert row[COST_WITH] == dollars(total.configured_cost_usd)
+    assert row[COST_WITHOUT] == dollars(total.configured_baseline_cost_usd)
+    # The reader is told which prices those were, model by model.
+    line = next(line for line in stdout.splitlines() if line.startswith("cost: "))
+    assert "each request at its model's configured prices" in line
+    for model_id in models:
+        model = default_config.model(model_id)
+        assert f"{model_id} ${model.prompt_price:g}/1M" in line
+    assert "x (config)" in stdout

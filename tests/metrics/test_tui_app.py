@@ -17,9 +17,9 @@ import pytest
 from django.db import connection
 from textual.widgets import DataTable, Static
 
-from metrics.formatting import CARD_KEYS
 from metrics.summary import pinch_summary
 from metrics.tui import DECISION_COLUMNS, RouterTui
+from router_project.formatting import CARD_KEYS, CARD_LABELS, format_money
 from routing.auth import create_api_key
 from tests.support.decisions import decision, seed
 from tests.support.ports import refused_port
@@ -29,7 +29,7 @@ SCREEN = (150, 45)
 
 def shown_pinch_rows(app) -> dict:
     table = app.query_one("#pinch", DataTable)
-    return {str(row.key.value): table.get_row(row.key)[1] for row in table.ordered_rows}
+    return {str(row.key.value): str(table.get_row(row.key)[1]) for row in table.ordered_rows}
 
 
 def status_text(app) -> str:
@@ -42,8 +42,8 @@ def expected_rows(summary: dict) -> dict:
         "share_pruned": f"{summary['share_pruned'] * 100:.2f}%",
         "total_tokens_saved": f"{summary['total_tokens_saved']:,}",
         "median_tokens_saved": f"{median:,.0f}" if median.is_integer() else f"{median:,.1f}",
-        "dollars_saved_usd_30d": f"${summary['dollars_saved_usd_30d']:.6f}",
-        "net_dollars_saved_usd_30d": f"${summary['net_dollars_saved_usd_30d']:.6f}",
+        "dollars_saved_usd_30d": format_money(summary["dollars_saved_usd_30d"]),
+        "net_dollars_saved_usd_30d": format_money(summary["net_dollars_saved_usd_30d"]),
         "conversations_cheaper_30d": f"{summary['conversations_cheaper_30d']:,}",
         "conversations_dearer_30d": f"{summary['conversations_dearer_30d']:,}",
         "pruned_calls_30d": f"{summary['pruned_calls_30d']:,}",
@@ -81,7 +81,7 @@ def test_it_shows_the_pinch_rows_pinch_summary_computes(live_server, default_con
             assert app.error is None
             assert shown_pinch_rows(app) == expected_rows(summary)
             assert shown_pinch_rows(app)["share_pruned"] == "66.67%"
-            assert shown_pinch_rows(app)["dollars_saved_usd_30d"] == "$0.004320"
+            assert shown_pinch_rows(app)["dollars_saved_usd_30d"] == "$0.0043"
             decisions = app.query_one("#decisions", DataTable)
             assert decisions.row_count == len(savings_rows)
             assert "prefix probe on (measurement only)" in str(
@@ -224,5 +224,53 @@ def test_a_long_decision_list_scrolls_with_the_keys_and_draws_no_scrollbar(
             for _ in range(45):
                 await pilot.press("down")
             assert table.scroll_y > 0
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_120_by_70_every_pinch_row_and_every_decision_column_shows(live_server, default_config):
+    """The last rows (pruned calls, calls) are on screen, labelled in words, and a net loss
+    is red; the decisions table fits 120 columns, with no model ran said as such."""
+    rows = [
+        decision(
+            saved=40_000 + i,
+            conversation="lossy",
+            requested_model="auto",
+            chosen_model="gpt-4.1-mini",
+            tier="medium",
+            stream=True,
+            pinch_original_tokens=150_000,
+            pinch_final_tokens=110_000 - i,
+            unpruned_cost_usd=0.001,
+            billed_prompt_cost_usd=0.004,
+            upstream_latency_ms=4_520.0,
+            age=timedelta(minutes=i),
+        )
+        for i in range(60)
+    ]
+    rows.append(decision(chosen_model="", provider="", status_code=502, path="passthrough"))
+    seed(*rows)
+    _, token = create_api_key("tui", is_staff=True)
+    app = RouterTui(live_server.url, token, interval=60)
+
+    async def scenario():
+        async with app.run_test(size=(120, 70)) as pilot:
+            await until(pilot, lambda: app.fetches >= 1)
+            await pilot.pause()
+            pinch = app.query_one("#pinch", DataTable)
+            labels = [str(pinch.get_row(row.key)[0]) for row in pinch.ordered_rows]
+            assert labels[-2:] == ["Pruned calls", "Calls"]
+            assert labels == [CARD_LABELS[key] for key in CARD_KEYS]
+            # Nothing hidden below a scroll: the table is as tall as its rows and header.
+            assert pinch.size.height >= pinch.virtual_size.height == pinch.row_count + 1
+            net = pinch.get_row("net_dollars_saved_usd_30d")[1]
+            assert str(net) == "-$0.18" and "red" in str(net.style)
+            decisions = app.query_one("#decisions", DataTable)
+            assert decisions.virtual_size.width <= decisions.size.width <= 120
+            cells = [decisions.get_row(row.key) for row in decisions.ordered_rows]
+            assert any(c[1] == "auto → no model ran" for c in cells)
+            routed = next(c for c in cells if c[2].startswith("routed"))
+            assert routed[2] == "routed · medium ⇢" and routed[4] == "150k→110k"
 
     asyncio.run(scenario())

@@ -74,7 +74,7 @@ def test_the_list_formats_numbers_money_and_latency(staff_client, db):
         "auto → gpt-4.1-mini",
         "123,456 → 7,890",
         ">27,000<",
-        "$0.0000004",
+        "&lt;$0.0001",  # one precision down the column, not $0.0000004 beside $0.0494
         "46 ms",
         "≈ 5 → 2",
         "4.5 s",
@@ -103,9 +103,38 @@ def test_the_detail_page_shows_the_cost_and_counts_formatted(staff_client, db):
     )
     body = staff_client.get(f"{CHANGELIST}{row.pk}/change/").content.decode()
 
-    assert "$0.0000004" in body and "0.00000040000000000000003" not in body
+    assert "&lt;$0.0001" in body and "0.00000040000000000000003" not in body
     assert "40,050" in body and "46 ms" in body
     assert "icon-no.svg" not in body
+
+
+def test_the_detail_page_reads_times_tries_and_tools_as_sentences_not_json(staff_client, db):
+    (row,) = seed(
+        decision(
+            status_code=502,
+            pinch_tools={"read_file": 2, "bash": 3},
+            attempts=[
+                {
+                    "model": "gpt-4.1",
+                    "result": "connect",
+                    "status": None,
+                    "ms": 12.0,
+                    "reason": "cannot connect to provider 'openai'",
+                },
+                {"model": "gpt-4.1-mini", "result": "status", "status": 503, "ms": 812.5},
+            ],
+        )
+    )
+    body = staff_client.get(f"{CHANGELIST}{row.pk}/change/").content.decode()
+
+    assert "bash: 3, read_file: 2" in body
+    assert "gpt-4.1 · connect · 12 ms — cannot connect to provider &#x27;openai&#x27;<br>" in body
+    assert "gpt-4.1-mini · status · HTTP 503 · 812 ms" in body
+    assert '"result"' not in body and "{&quot;" not in body
+    shown = row.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert shown in body
+    assert " p.m." not in body and " a.m." not in body  # one time format on the page
+    assert f"-decision-{row.pk}" in body  # the request id the client saw
 
 
 @pytest.mark.parametrize(

@@ -177,3 +177,17 @@ def test_the_revoke_action_revokes_the_selected_keys(staff_client, db):
     assert response.status_code == 200
     assert "Revoked 2 API key(s)." in [str(m) for m in response.context["messages"]]
     assert set(ApiKey.objects.active()) == {kept}
+
+
+def test_the_registry_page_lists_the_config_files_models_beside_its_own(
+    staff_client, default_config
+):
+    response = staff_client.get("/admin/routing/registeredmodel/")
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert f"Models the router serves ({len(default_config.models)})" in body
+    for model in default_config.models:
+        assert f'data-model-id="{model.id}"' in body
+    assert "config file" in body
+    assert "0 registered models" in body  # the registry's own rows: none, and now explained

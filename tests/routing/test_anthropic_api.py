@@ -16,6 +16,7 @@ from routing.models import RouteDecision
 from tests.support.anthropic_upstream import ANSWER, THOUGHT
 from tests.support.config import (
     ANTHROPIC_KEY,
+    ANTHROPIC_KEY_ENV,
     claude_model,
 )
 from tests.support.openai_upstream import ANSWER as OPENAI_ANSWER
@@ -403,8 +404,6 @@ def test_a_refusal_finishes_with_content_filter(sdk):
 
 ERRORS = {
     400: (openai.BadRequestError, "invalid_request_error", 1),
-    401: (openai.AuthenticationError, "authentication_error", 1),
-    403: (openai.PermissionDeniedError, "permission_error", 1),
     404: (openai.NotFoundError, "not_found_error", 1),
     413: (openai.APIStatusError, "request_too_large", 1),
     429: (openai.RateLimitError, "rate_limit_error", 2),
@@ -430,6 +429,27 @@ def test_each_anthropic_error_comes_back_in_the_openai_shape_with_its_status(
     decision = only_decision()
     assert decision.status_code == status
     assert [a["status"] for a in decision.attempts] == [status] * tries
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_claude_refusing_the_routers_key_names_the_provider_and_its_variable(
+    status, live_server, claude_config, write_config, api_key, anthropic_upstream
+):
+    claude_config["models"].append(claude_model("failing", upstream=f"claude-fail-{status}-9"))
+    write_config(claude_config)
+    sdk = openai_client(live_server, api_key)
+    # A 502, not the 401/403 that would read as the client's own router key refused.
+    with pytest.raises(openai.InternalServerError) as caught:
+        sdk.chat.completions.create(model="failing", messages=HI)
+    assert caught.value.status_code == 502
+    assert caught.value.body["code"] == "provider_key_rejected"
+    message = caught.value.body["message"]
+    assert message.startswith(f"Provider 'claude' refused the key in {ANTHROPIC_KEY_ENV} (HTTP ")
+    assert f"{status}: scripted {status})" in message
+    assert ANTHROPIC_KEY not in json.dumps(caught.value.body)
+    decision = only_decision()
+    assert decision.status_code == 502
+    assert [a["status"] for a in decision.attempts] == [status]
 
 
 def test_a_529_is_retried_on_the_same_claude_model(

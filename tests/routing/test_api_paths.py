@@ -4,6 +4,7 @@ import openai
 import pytest
 import requests
 
+from router_project.request_ids import decision_request_id
 from routing.models import RouteDecision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,20 +79,20 @@ def test_models_retrieve_needs_a_router_key(live_server, router_config):
 def test_an_answer_carries_the_decision_as_its_request_id(sdk):
     reply = sdk.chat.completions.create(model="echo-medium", messages=HI)
     decision = RouteDecision.objects.get()
-    assert reply._request_id == f"decision-{decision.pk}"
+    assert reply._request_id == decision_request_id(decision.pk, decision.created_at)
 
     stream = sdk.chat.completions.with_raw_response.create(
         model="echo-medium", messages=HI, stream=True
     )
     list(stream.parse())  # a stream's row is written when its answer ends, before [DONE]
     newest = RouteDecision.objects.order_by("-pk").first()
-    assert stream.headers["x-request-id"] == f"decision-{newest.pk}"
+    assert stream.headers["x-request-id"].endswith(f"-decision-{newest.pk}")
 
 
 def test_an_upstream_failure_carries_the_request_id_too(sdk):
     with pytest.raises(openai.APIStatusError) as caught:
         sdk.chat.completions.create(model="unreachable", messages=HI)
-    assert caught.value.request_id == f"decision-{RouteDecision.objects.get().pk}"
+    assert caught.value.request_id.endswith(f"-decision-{RouteDecision.objects.get().pk}")
 
 
 def test_v1_without_a_slash_answers_the_json_404_too(live_server, router_config):

@@ -178,7 +178,7 @@ def test_upstream_failures_still_explain_the_decision_in_headers(post):
     assert response.status_code == 502
     decision = RouteDecision.objects.get()
     assert response.headers["X-Router-Decision-Id"] == str(decision.pk)
-    assert response.headers["X-Router-Model"] == "unreachable"
+    assert response.headers["X-Router-Model"] == "none"  # nothing answered
     assert response.headers["X-Router-Path"] == "passthrough"
 
 
@@ -209,8 +209,12 @@ def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted
     )
     write_config(router_config)
     response = post({"model": "picky", "messages": HI})
-    error = assert_error(response, 401)
-    assert error["message"] == "Incorrect API key provided: [redacted]"
+    # Not the 401 the client would read as its own router key refused.
+    error = assert_error(response, 502, "provider_key_rejected")
+    assert "Incorrect API key provided: [redacted]" in error["message"]
+    # It names the provider and the variable its key comes from.
+    assert "Provider 'up' refused the key in TEST_PROVIDER_KEY (HTTP 401" in error["message"]
+    assert "Your router key was accepted" in error["message"]
     assert PROVIDER_KEY not in response.text
     assert PROVIDER_KEY not in RouteDecision.objects.get().error
 
@@ -280,7 +284,9 @@ def test_when_every_candidate_fails_the_answer_says_what_was_tried_and_why(
     )
     assert upstream.received == []  # nothing is sent without the key
     decision = RouteDecision.objects.get()
-    assert response.headers["X-Router-Model"] == decision.chosen_model == "second"
+    # No model ran: none is named, none is charged (the attempts say which were tried).
+    assert response.headers["X-Router-Model"] == "none"
+    assert (decision.chosen_model, decision.estimated_cost_usd) == ("", 0.0)
     assert [a["result"] for a in decision.attempts] == ["connect", "connect", "unconfigured"]
     assert "ROUTER_TEST_UNSET_KEY is not set" in decision.error
     failures = [r for r in caplog.records if r.levelname == "WARNING" and "upstream" in r.msg]

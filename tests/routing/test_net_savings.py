@@ -16,9 +16,10 @@ import openai
 import pytest
 from django.core.management import call_command
 
-from metrics.formatting import CARD_KEYS, pinch_card
-from metrics.summary import pinch_summary
+from metrics.dashboard import daily_savings
+from metrics.summary import pinch_summary, summary_window
 from metrics.tui import RouterTui
+from router_project.formatting import CARD_KEYS, pinch_card
 from routing.auth import create_api_key
 from routing.config.store import current_config
 from routing.models import RouteDecision
@@ -148,9 +149,13 @@ def test_card_metrics_snapshot_command_and_tui_agree_on_the_net_figures(
         assert float(found.group(1)) == summary[key]
         assert found.group(2) == card[key]
 
-    # The chart's net line adds up to the same figure.
-    chart_net = re.search(r'data-testid="chart-net-total">\$([^<]+)<', page).group(1)
-    assert float(chart_net) == pytest.approx(summary["net_dollars_saved_usd_30d"], abs=2e-6)
+    # The chart's legend prints the card's figure, and its net line adds up to it.
+    chart_net = re.search(r'data-testid="chart-net-total">([^<]+)<', page).group(1)
+    assert chart_net == card["net_dollars_saved_usd_30d"]
+    config = current_config()
+    points = daily_savings(summary_window(config), config)
+    net_line = sum(point.net_dollars for point in points)
+    assert net_line == pytest.approx(summary["net_dollars_saved_usd_30d"], abs=2e-6)
     assert 'data-testid="net-line"' in page
 
     # The TUI, driven for real against the same server, shows the card's figures.

@@ -8,8 +8,8 @@ import openai
 import pytest
 from django.core.management import call_command
 
-from metrics.snapshot import build_snapshot
 from metrics.summary import pinch_summary
+from router_project.snapshot import build_snapshot
 from routing.auth import create_api_key
 from routing.config.store import current_config
 

@@ -72,6 +72,9 @@ class UpstreamHandler(LocalHandler):
     def do_POST(self):
         raw = self._read_request()
         server = self.server
+        if not self.path.startswith("/v1/"):
+            # What Ollama answers a base_url without /v1: a bare text 404.
+            return self._raw(404, b"404 page not found", "text/plain")
         try:
             body = json.loads(raw)
         except ValueError:

@@ -13,6 +13,7 @@ from metrics.replay import (
 )
 from routing.corpus import CorpusError, load_sessions
 from routing.replay import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
+from routing.replay_prices import CONFIGURED, Prices, describe_configured_prices
 from routing.replay_quality import replay_quality
 
 BAR_WIDTH = 40
@@ -111,39 +112,34 @@ class Command(BaseCommand):
         )
         parser.add_argument("--model", help="the requested model (default: the auto model)")
         defaults = CachePrices()
+        # Unset: each request at its model's configured prices, as the live router bills.
         parser.add_argument(
             "--price-per-1m",
             type=float,
-            default=defaults.price_per_1m,
             metavar="USD",
-            help="cost columns: full input price per 1M tokens (default: %(default)s)",
+            help="cost columns: one input price per 1M tokens for every model, instead of "
+            f"the config's (default with the multipliers: {defaults.price_per_1m:g})",
         )
         parser.add_argument(
             "--cache-read-multiplier",
             type=float,
-            default=defaults.read_multiplier,
             metavar="X",
             help="cost columns: price multiplier of the prefix shared with the session's "
-            "previous request (default: %(default)s)",
+            f"previous request, instead of the config's (default: {defaults.read_multiplier:g})",
         )
         parser.add_argument(
             "--cache-write-multiplier",
             type=float,
-            default=defaults.write_multiplier,
             metavar="X",
             help="cost columns: price multiplier of the rest of the prompt, written to the "
-            "cache (default: %(default)s; 1 for no write premium)",
+            f"cache (default: {defaults.write_multiplier:g}; 1 for no write premium)",
         )
 
     def handle(self, *args, paths, json_out, model, **options):
         if options["tools_tokens"] < 0:
             raise CommandError("--tools-tokens: must be 0 or more")
         try:
-            prices = CachePrices(
-                price_per_1m=options["price_per_1m"],
-                read_multiplier=options["cache_read_multiplier"],
-                write_multiplier=options["cache_write_multiplier"],
-            )
+            prices = self._prices(options)
         except ReplayError as error:
             raise CommandError(str(error)) from None
         try:
@@ -196,12 +192,7 @@ class Command(BaseCommand):
         if options["no_cold_gaps"]:
             settings += " cold_gaps=off"
         self.stdout.write(settings)
-        self.stdout.write(
-            f"cost: ${prices.price_per_1m:g} per 1M input tokens, prefix shared with the "
-            f"session's previous request x{prices.read_multiplier:g} (cache read), the rest "
-            f"x{prices.write_multiplier:g} (cache write); x (read, write): cost with pinch over "
-            "cost without under that price model"
-        )
+        self.stdout.write(self._prices_line(prices, config, result))
         self.stdout.write(render_table(result, prices, priced, options["by_family"]))
         self.stdout.write(
             "What the agents did next (per result and turn seen; 95% Wilson intervals): "
@@ -211,22 +202,51 @@ class Command(BaseCommand):
         if result.errors:
             self.stderr.write(describe_errors(result))
 
+    @staticmethod
+    def _prices(options) -> Prices:
+        """The headline's price model: the config's, unless a price option is given."""
+        given = {
+            "price_per_1m": options["price_per_1m"],
+            "read_multiplier": options["cache_read_multiplier"],
+            "write_multiplier": options["cache_write_multiplier"],
+        }
+        given = {name: value for name, value in given.items() if value is not None}
+        return CachePrices(**given) if given else CONFIGURED
+
+    @staticmethod
+    def _prices_line(prices, config, result) -> str:
+        """Which prices the cost columns used: the reader must not have to guess."""
+        ratios = "x (read, write): cost with pinch over cost without under that price model"
+        if prices is CONFIGURED:
+            used = describe_configured_prices(config, (r.model for r in result.records))
+            return f"cost: each request at its model's configured prices ({used}); {ratios}"
+        return (
+            f"cost: ${prices.price_per_1m:g} per 1M input tokens for every model, prefix shared "
+            f"with the session's previous request x{prices.read_multiplier:g} (cache read), the "
+            f"rest x{prices.write_multiplier:g} (cache write); {ratios}"
+        )
+
     _bar_started = False
 
     def _progress_of(self, run: int, runs: int):
         def progress(done: int, total: int) -> None:
-            self._progress(run * total + done, runs * total)
+            self._progress(done, total, run, runs)
 
         return progress
 
-    def _progress(self, done: int, total: int) -> None:
+    def _progress(self, done: int, total: int, run: int = 0, runs: int = 1) -> None:
         # Redraw only when the bar or the count moves visibly: a replay is a few
         # thousand requests and a terminal write per request would dominate.
         if done != total and done % 100:
             return
-        filled = BAR_WIDTH * done // total if total else BAR_WIDTH
+        # The bar spans every run; the count is this run's requests, the number a
+        # reader knows (2,186 requests, not 6,558 steps of three price models).
+        overall = (run * total + done) / (runs * total) if total else 1
+        filled = int(BAR_WIDTH * overall)
         bar = "#" * filled + "." * (BAR_WIDTH - filled)
-        self.stderr.write(f"\r[{bar}] {done}/{total}", ending="")
+        self.stderr.write(
+            f"\r[{bar}] {done:,}/{total:,} requests, price model {run + 1} of {runs}", ending=""
+        )
         self.stderr.flush()
         self._bar_started = True
 

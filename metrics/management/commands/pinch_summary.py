@@ -5,12 +5,12 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.cache_forecast import cache_forecast, forecast_text
-from metrics.formatting import pinch_card
 from metrics.quality import quality_summary
 from metrics.quality_card import quality_lines
 from metrics.savings import cause_lines, savings_by_cause
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
+from router_project.formatting import format_days, pinch_card
 from routing.config import ConfigError
 from routing.config.store import current_config
 
@@ -96,21 +96,21 @@ class Command(BaseCommand):
                 f"(next reset {summary['next_reset_date']})"
             )
         else:
-            heading = f"Pinch savings over the last {days} days"
+            heading = f"Pinch savings over {format_days(days)}"
         card = pinch_card(summary)
         lines = [
             heading,
-            f"  calls          {card['calls_30d']}",
-            f"  pruned calls   {card['pruned_calls_30d']} ({card['share_pruned']} of calls)",
-            f"  tokens saved   {card['total_tokens_saved']} "
-            f"(median {card['median_tokens_saved']} per pruned call)",
-            f"  dollars saved  {card['dollars_saved_usd_30d']} "
-            f"(gross: blended prompt price, cache rate {cache_rate:g})",
             f"  net of cache   {card['net_dollars_saved_usd_30d']} "
             f"(billed cache reads and writes against the estimated unpruned cost, "
             f"{summary['billed_calls_30d']:,} calls with reported usage)",
             f"  conversations  {card['conversations_cheaper_30d']} cheaper, "
             f"{card['conversations_dearer_30d']} dearer with pinch",
+            f"  gross saved    {card['dollars_saved_usd_30d']} "
+            f"(before the cache: blended prompt price, cache rate {cache_rate:g})",
+            f"  calls          {card['calls_30d']}",
+            f"  pruned calls   {card['pruned_calls_30d']} ({card['share_pruned']} of calls)",
+            f"  tokens saved   {card['total_tokens_saved']} "
+            f"(median {card['median_tokens_saved']} per pruned call)",
         ]
         if summary["unpriced_calls_30d"]:
             lines.append(

@@ -26,11 +26,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from routing.config.schema import describe_errors
 from routing.errors import RouterError
 from routing.protocols.base import json_body, param_path
 from routing.protocols.canonical import ChatRequest
 from routing.protocols.chat.inbound import to_request
+from routing.validation import describe, error_place
 
 # Far above any agent session seen (the longest corpus session sends ~1,000);
 # a bound keeps one request from holding a thread for seconds of validation.
@@ -144,9 +144,8 @@ def parse_chat_request(body) -> ChatRequest:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
         first = error.errors()[0]
-        raise RouterError(
-            400, describe_errors(error), _code(error), param_path(first["loc"]) or None
-        ) from None
+        param = param_path(error_place(body, first)) or None
+        raise RouterError(400, describe(error, body, param_path), _code(error), param) from None
     return to_request(body, checked)
 
 

@@ -180,7 +180,9 @@ class AnthropicProvider(HttpProvider):
         return forwarded
 
     def _status_error(self, response) -> ProviderError:
-        error = error_from_response(response, self.name, self.config.api_key())
+        error = error_from_response(
+            response, self.name, self.config.api_key(), self.config.api_key_env
+        )
         # The same failure, in the error shape our chat-completions clients read.
         error_type, detail = anthropic_errors.error_parts(error.body)
         error.body = anthropic_errors.openai_error_body(error_type, detail or error.message)

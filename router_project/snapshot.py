@@ -1,4 +1,4 @@
-"""The admin snapshot: one JSON document the dashboard and the TUI render.
+"""The admin snapshot (``GET /admin/api/snapshot``): one JSON document the TUI renders.
 
 ``build_snapshot`` returns plain JSON types only (ISO strings for times), so a
 caller in process and a client of ``GET /admin/api/snapshot`` see the same
@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.http import JsonResponse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 
 from metrics.key_budgets import key_budget_rows
+from metrics.permissions import is_staff_request, may_view_decisions
 from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary
+from metrics.views import get_only
 from routing.config import RouterConfig
-from routing.config.store import stored_overrides
+from routing.config.store import current_config, stored_overrides
 from routing.knobs import knob_values
 from routing.models import RECENT_DECISIONS, RouteDecision, tokens_saved
+from routing.protocols.chat.errors import error_response
 
 _DECISION_FIELDS = (
     "id",
@@ -82,3 +87,15 @@ def build_snapshot(
         "savings_by_cause": savings_by_cause(config, now=now),
         "generated_at": now.isoformat(),
     }
+
+
+@never_cache
+@get_only
+def snapshot_view(request):
+    if not is_staff_request(request):
+        return error_response(
+            403, "Staff only: log in to admin as staff, or use a staff API key.", "staff_only"
+        )
+    return JsonResponse(
+        build_snapshot(current_config(), show_decisions=may_view_decisions(request))
+    )

@@ -3,11 +3,10 @@
 from datetime import timedelta
 
 import pytest
-from django.urls import resolve
+from django.urls import resolve, reverse
 
-from metrics import views
-from metrics.snapshot import build_snapshot
 from metrics.summary import pinch_summary
+from router_project.snapshot import build_snapshot, snapshot_view
 from routing.auth import create_api_key, revoke_api_keys
 from routing.models import ApiKey, ConfigOverride
 from tests.support.decisions import decision, seed
@@ -96,9 +95,9 @@ def test_a_staff_session_reads_the_snapshot(client, default_config, staff_user):
     assert response.json()["knobs"]["pinch_enabled"] is True
 
 
-def test_the_snapshot_path_wins_over_django_admin():
-    # admin.site.urls is mounted after metrics.urls and would claim admin/... otherwise.
-    assert resolve(URL).func is views.admin_snapshot
+def test_the_snapshot_is_a_page_of_the_router_admin_site():
+    assert resolve(URL).func is snapshot_view
+    assert reverse("admin:snapshot") == URL
 
 
 def test_the_body_carries_the_pinch_summary_and_recent_decisions(client, default_config, staff_key):
