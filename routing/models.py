@@ -13,6 +13,7 @@ from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
 from routing.forecast_columns import CacheForecastColumns
+from routing.quality_columns import QualityColumns
 
 KEY_PREFIX = "rk-"
 
@@ -154,7 +155,7 @@ class RouteDecisionQuerySet(models.QuerySet):
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
 
 
-class RouteDecision(CacheForecastColumns):
+class RouteDecision(CacheForecastColumns, QualityColumns):
     PATH_ROUTED = "routed"
     PATH_PASSTHROUGH = "passthrough"
     PATH_CHOICES = [(PATH_ROUTED, "routed"), (PATH_PASSTHROUGH, "passthrough")]
@@ -280,40 +281,6 @@ class RouteDecision(CacheForecastColumns):
         help_text="The conversation's arm (routing/experiments.py): control, holdout (pinch "
         "off) or an experiment's name.",
     )
-    # What the agent did in this request (routing/quality.py, from the messages;
-    # NULL: not measured). The agent's newest message is the one after its previous request.
-    quality_calls = models.IntegerField(
-        null=True, blank=True, help_text="Tool calls in the agent's newest message."
-    )
-    quality_repeats_compressed = models.IntegerField(
-        null=True,
-        blank=True,
-        help_text="Of those, repeats of an earlier call whose result the agent saw compressed.",
-    )
-    quality_repeats_whole = models.IntegerField(
-        null=True, blank=True, help_text="Repeats of an earlier call whose result it saw whole."
-    )
-    quality_seen_compressed = models.IntegerField(
-        null=True, blank=True, help_text="Tool results it saw compressed before that message."
-    )
-    quality_seen_whole = models.IntegerField(
-        null=True, blank=True, help_text="Tool results it saw whole before that message."
-    )
-    quality_results = models.IntegerField(
-        null=True, blank=True, help_text="Tool results answering its newest message."
-    )
-    quality_errors = models.IntegerField(
-        null=True, blank=True, help_text="Of those, results that report an error."
-    )
-    quality_task = models.IntegerField(
-        null=True,
-        blank=True,
-        help_text="Which user task of the conversation this request serves (1: the first).",
-    )
-    answer_tool_calls = models.BooleanField(
-        null=True, blank=True, help_text="The answer asked for tool calls (NULL: not seen)."
-    )
-
     objects = RouteDecisionQuerySet.as_manager()
 
     class Meta:
