@@ -71,8 +71,23 @@ __all__ = [
 ]
 
 
+class _Priced:
+    """The cost of a request (or, being linear in the token split, of a sum of
+    requests) under a price model; at the configured prices it is summed as it goes."""
+
+    def cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_cost_usd
+        return prices.cost(self.cached_tokens, self.uncached_tokens)
+
+    def baseline_cost(self, prices: Prices) -> float:
+        if prices is CONFIGURED:
+            return self.configured_baseline_cost_usd
+        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
+
+
 @dataclass(frozen=True)
-class TurnRecord:
+class TurnRecord(_Priced):
     conversation: str
     turn: int
     original_tokens: int
@@ -105,16 +120,6 @@ class TurnRecord:
     def pruned(self) -> bool:
         return bool(self.compressed or self.capped)
 
-    def cost(self, prices: Prices) -> float:
-        if prices is CONFIGURED:
-            return self.configured_cost_usd
-        return prices.cost(self.cached_tokens, self.uncached_tokens)
-
-    def baseline_cost(self, prices: Prices) -> float:
-        if prices is CONFIGURED:
-            return self.configured_baseline_cost_usd
-        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
-
 
 @dataclass(frozen=True)
 class TurnError:
@@ -146,7 +151,7 @@ _SUMMED = (
 
 
 @dataclass
-class Totals:
+class Totals(_Priced):
     name: str
     family: str = ""
     requests: int = 0
@@ -193,18 +198,6 @@ class Totals:
         if not self.original_tokens:
             return 0.0
         return (self.original_tokens - self.final_tokens) / self.original_tokens
-
-    # The cost is linear in the token split, so the cost of a sum of requests
-    # is the sum of their costs; at the configured prices it is summed as it goes.
-    def cost(self, prices: Prices) -> float:
-        if prices is CONFIGURED:
-            return self.configured_cost_usd
-        return prices.cost(self.cached_tokens, self.uncached_tokens)
-
-    def baseline_cost(self, prices: Prices) -> float:
-        if prices is CONFIGURED:
-            return self.configured_baseline_cost_usd
-        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
 
     def cost_ratio(self, prices: Prices) -> float | None:
         """Cost with pinch over cost without it (1.0: the same; above 1: pinch cost more)."""
