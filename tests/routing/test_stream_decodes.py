@@ -29,6 +29,8 @@ from tests.support.config import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROUTER_CODE = ("routing.", "pinch.")
+# Per-request state, not an event: the conversation's pinch ledger is read once a request.
+NOT_EVENTS = ("routing.jsonio", "pinch.ledger")
 
 BODIES = {
     "/v1/chat/completions": lambda model: {
@@ -77,7 +79,7 @@ def counts(monkeypatch):
 
     def counted_json(*args, **kwargs):
         name = caller()
-        if name.startswith(ROUTER_CODE) and name != "routing.jsonio":
+        if name.startswith(ROUTER_CODE) and name not in NOT_EVENTS:
             counted.add("decodes")
         return plain_loads(*args, **kwargs)
 
