@@ -185,7 +185,10 @@ def config_for(kind: str, url: str) -> dict:
             "holdout_share": 0.0,
             "budget_tokens": 2000,
             "keep_last_turns": 1,
-            "keep_last_tool_results": 1,
+            # Two: the task reads README.md and check.py at once, and a step that pays
+            # on its own request is always taken, so with one the README would be
+            # compressed the first time it is sent and the upstream never see it whole.
+            "keep_last_tool_results": 2,
             "window_step": None,
         },
     }
