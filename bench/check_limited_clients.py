@@ -38,7 +38,7 @@ import yaml  # noqa: E402
 
 from bench.bench_proxy import PYTHON, prepare_router, serve_router, stop  # noqa: E402
 from bench.check_claude_code import (  # noqa: E402
-    CLIENT_MODEL,
+    CASES,
     claude_binary,
     config_for,
     run_claude,
@@ -88,7 +88,7 @@ def run(scenario: str, binary: Path) -> dict:
         )
         try:
             serve_router(router)
-            done, seconds = run_claude(binary, repo, home, router, None, True, CLIENT_MODEL)
+            done, seconds = run_claude(binary, repo, home, router, None, True, CASES["alias"])
         finally:
             if router.process is not None:
                 stop(router.process)
