@@ -89,7 +89,7 @@ class RouterCollector:
 
     def __init__(self, config: RouterConfig, now: datetime | None = None, tenant_labels=True):
         self.config = config
-        self.tenant_labels = tenant_labels  # False: no family labelled by tool name
+        self.tenant_labels = tenant_labels  # False: no family labelled by tool or key name
         self.now = now or timezone.now()  # one instant for every window family
 
     def collect(self):
@@ -110,7 +110,8 @@ class RouterCollector:
             yield from self._pinch_window()
         yield from quality_families(quality_summary(self.config, now=self.now))
         yield from self._savings_by_cause()
-        yield from self._key_limits()
+        if self.tenant_labels:  # labelled by key name: tenant data
+            yield from self._key_limits()
 
     def _savings_by_cause(self):
         figures = savings_by_cause(self.config, now=self.now)

@@ -60,8 +60,15 @@ def test_the_dashboard_has_no_budget_section_without_limited_keys(
     assert 'id="key-budgets"' not in client.get(DASHBOARD).content.decode()
 
 
-def test_prometheus_has_spend_and_budget_gauges_and_refusals_by_reason(client, limited):
+def test_public_metrics_name_no_key(client, limited):
     text = client.get("/metrics/prometheus").content.decode()
+    assert "router_key_spend_usd" not in text
+    assert "team-a" not in text
+
+
+def test_prometheus_has_spend_and_budget_gauges_and_refusals_by_reason(client, settings, limited):
+    settings.METRICS_TOKEN = "scrape"  # key names are tenant data: behind the token
+    text = client.get("/metrics/prometheus", HTTP_AUTHORIZATION="Bearer scrape").content.decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     spend = {
         tuple(sorted(s.labels.items())): s.value for s in families["router_key_spend_usd"].samples
