@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from hashlib import blake2b
 from typing import Any
 
+import orjson
+
 # 16 bytes: collisions are out of reach for conversations of any length, and
 # 32 hex characters per message stay small in Redis.
 _DIGEST_BYTES = 16
@@ -50,24 +52,30 @@ def _fingerprint(message: Any) -> str:
     # probe cost more than parsing the whole request body). The other fields
     # are small and go through the canonical JSON; the NUL cannot occur in it.
     rest = {key: value for key, value in message.items() if key != "content"}
-    return _digest(_canonical(rest), "\0", content)
+    # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8.
+    return _digest(_canonical(rest), b"\0", content.encode("utf-8", "surrogatepass"))
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        # A parsed request holds only JSON values; anything else is stringified
-        # rather than raised, because this is telemetry and must not fail a request.
-        default=str,
-    )
+def _canonical(value: Any) -> bytes:
+    # orjson writes the same canonical form as json.dumps(sort_keys=True,
+    # separators=(",", ":"), ensure_ascii=False) but for the spelling of floats
+    # with an exponent, several times faster (measured: the stdlib's dumps was
+    # a seventh of a 368 KB request's time in the router).
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        # Lone surrogates, integers past 64 bits, values that are not JSON:
+        # rare, so the stdlib's slower dumps, which takes them all. A parsed
+        # request holds only JSON values; anything else is stringified rather
+        # than raised, because this is telemetry and must not fail a request.
+        text = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        )
+        return text.encode("utf-8", "surrogatepass")
 
 
-def _digest(*parts: str) -> str:
+def _digest(*parts: bytes) -> str:
     digest = blake2b(digest_size=_DIGEST_BYTES)
     for part in parts:
-        # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8.
-        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(part)
     return digest.hexdigest()
