@@ -29,14 +29,14 @@ sys.path.insert(0, str(ROOT))
 
 import django
 
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 
 
 def agent_body() -> bytes:
     _, conversations = bench_conversations()
-    session = next(c for c in conversations if c.name == "026")
-    messages = list(requests_of(session.messages))[-1]
+    session = next(c for c in conversations if c.name == "026.json")
+    messages = list(session.requests())[-1]
     return json.dumps({"model": "auto", "messages": messages}).encode()
 
 

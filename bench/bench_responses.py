@@ -19,14 +19,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The Responses request module keeps its store in the database: Django first.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
+
+import django
+
+django.setup()
 
 from bench.bench_prune import PER, median_ns, per_100k_us
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from pinch import extract_text
 from pinch.tokens import estimate_tokens
@@ -82,7 +89,7 @@ def main() -> None:
     folder, conversations = bench_conversations()
     translate, floor = [], []
     for conversation in conversations:
-        for request in requests_of(conversation.messages):
+        for request in conversation.requests():
             body = {"model": "auto", "input": as_items(request), "stream": True}
             if not body["input"]:
                 continue
