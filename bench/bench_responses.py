@@ -17,7 +17,6 @@ Run: ``.venv/bin/python bench/bench_responses.py [--rounds N]``
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -33,7 +32,7 @@ import django
 django.setup()
 
 from bench.bench_prune import PER, median_ns, per_100k_us
-from bench.corpus import bench_conversations
+from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 from pinch import extract_text
 from pinch.tokens import estimate_tokens
@@ -82,9 +81,7 @@ def answer_chunks() -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="timed runs per request (median)")
-    args = parser.parse_args()
+    args = corpus_arguments(__doc__, rounds=7).parse_args()
 
     folder, conversations = bench_conversations()
     translate, floor = [], []
