@@ -25,7 +25,6 @@ Run: ``.venv/bin/python bench/bench_anthropic.py [--rounds N]``.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -43,7 +42,7 @@ import django
 
 django.setup()
 
-from bench.corpus import bench_conversations
+from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 from routing.config import DEFAULT_CONFIG_PATH, apply_overrides, validate_config
 from routing.config.source import read_config_file
@@ -67,9 +66,7 @@ def median_ns(fn, rounds: int) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="timed runs per request (median)")
-    args = parser.parse_args()
+    args = corpus_arguments(__doc__, rounds=5).parse_args()
     _, conversations = bench_conversations()
     requests = [r for c in conversations for r in c.requests()]
     data = apply_overrides(

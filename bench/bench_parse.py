@@ -15,7 +15,6 @@ measured in the same rounds, interleaved, so a noisy moment hits both.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -29,14 +28,14 @@ sys.path.insert(0, str(ROOT))
 
 import django
 
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 
 
 def agent_body() -> bytes:
     _, conversations = bench_conversations()
-    session = next(c for c in conversations if c.name == "026")
-    messages = list(requests_of(session.messages))[-1]
+    session = next(c for c in conversations if c.name == "026.json")
+    messages = list(session.requests())[-1]
     return json.dumps({"model": "auto", "messages": messages}).encode()
 
 
@@ -63,8 +62,7 @@ def baseline_parser(revision: str):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser = corpus_arguments(__doc__, rounds=15)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--baseline", help="a git revision to compare with")
     args = parser.parse_args()

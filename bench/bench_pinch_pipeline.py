@@ -33,7 +33,6 @@ Run: ``.venv/bin/python bench/bench_pinch_pipeline.py [--rounds N]``
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import statistics
@@ -51,7 +50,7 @@ import django
 
 django.setup()
 
-from bench.corpus import bench_conversations
+from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 from pinch.embedders import make_embedder
 from pinch.relevance import relevance_for, reset_relevance_state
@@ -149,9 +148,7 @@ def synthetic_request(conversations, candidates: int, keep: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="timed runs per request (median)")
-    args = parser.parse_args()
+    args = corpus_arguments(__doc__, rounds=5).parse_args()
 
     folder, conversations = bench_conversations()
     sessions = [list(c.requests()) for c in conversations]

@@ -14,7 +14,6 @@ Run: ``.venv/bin/python bench/bench_prune.py [--rounds N] [--budget TOKENS]``
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import statistics
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import bench_conversations
+from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 from pinch import prune_context
 
@@ -52,8 +51,7 @@ def per_100k_us(ns: int, tokens: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="timed runs per request (median)")
+    parser = corpus_arguments(__doc__, rounds=7)
     parser.add_argument("--budget", type=int, default=50_000, help="pinch budget in tokens")
     args = parser.parse_args()
 

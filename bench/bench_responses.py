@@ -17,16 +17,22 @@ Run: ``.venv/bin/python bench/bench_responses.py [--rounds N]``
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The Responses request module keeps its store in the database: Django first.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "router_project.settings")
+
+import django
+
+django.setup()
 
 from bench.bench_prune import PER, median_ns, per_100k_us
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 from pinch import extract_text
 from pinch.tokens import estimate_tokens
@@ -75,14 +81,12 @@ def answer_chunks() -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="timed runs per request (median)")
-    args = parser.parse_args()
+    args = corpus_arguments(__doc__, rounds=7).parse_args()
 
     folder, conversations = bench_conversations()
     translate, floor = [], []
     for conversation in conversations:
-        for request in requests_of(conversation.messages):
+        for request in conversation.requests():
             body = {"model": "auto", "input": as_items(request), "stream": True}
             if not body["input"]:
                 continue

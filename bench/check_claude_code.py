@@ -51,64 +51,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml
 
-from bench.bench_proxy import prepare_router, serve_router, stop
-from tests.support.agent_upstream import (
-    FINAL_ANSWER,
-    FOLLOW_UP_ANSWER,
-    SUMMARY_MARKER,
-    AgentAnthropicServer,
-    AgentOpenAIServer,
-    steps,
+from bench.claude_harness import (
+    CASES,
+    Case,
+    claude_binary,
+    claude_version,
+    prepare_task,
+    run_claude,
+    serving,
 )
+from tests.support.agent_upstream import FINAL_ANSWER, FOLLOW_UP_ANSWER, SUMMARY_MARKER, steps
 
-PACKAGE = "@anthropic-ai/claude-code"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "router-bench"
-# Aliased to agent-model; --model claude-opus-4-6 goes to auto through the "claude-*" glob.
-CLIENT_MODEL = "claude-sonnet-4-6"
-TASK = (
-    "Read README.md and check.py, run check.py with python3, then write a one-line "
-    "summary to ANSWER.md."
-)
 FOLLOW_UP = "Now check what ANSWER.md says."
-CLAUDE_TIMEOUT_SECONDS = 240
-
-
-class Case(NamedTuple):
-    """How Claude Code is run, and what its run must show."""
-
-    arguments: list[str]
-    env: dict[str, str]
-    client_model: str  # the model name Claude Code then asks for
-    task: str = TASK
-    tier: str | None = None  # the tier every main-loop decision must reach (--routing)
-    compact: bool = True  # then /compact and a follow-up in the same conversation
-
-
-CASES = {
-    "alias": Case(["--model", CLIENT_MODEL], {}, CLIENT_MODEL),
-    "auto": Case(["--model", "auto"], {}, "auto"),
-    "model-id": Case(
-        [],
-        {"ANTHROPIC_MODEL": "agent-model", "ANTHROPIC_SMALL_FAST_MODEL": "agent-small"},
-        "agent-model",
-    ),
-}
 # --routing: Claude Code's own model name goes to auto; the task decides the tier.
 ROUTED_MODEL = "claude-opus-4-6"
 HARD_TASK = (
@@ -123,122 +88,6 @@ ROUTING_CASES = {
 LOCAL_ADDRESS = re.compile(
     r'sin6?_addr=inet_(?:pton\(AF_INET6, )?(?:addr\()?"(127\.|::1|::ffff:127\.)'
 )
-
-
-def claude_binary() -> Path:
-    given = os.environ.get("CLAUDE_CODE_BIN")
-    if given:
-        return Path(given)
-    prefix = CACHE / "claude-code"
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    if not binary.exists():
-        if not shutil.which("npm"):
-            sys.exit("npm is needed to install Claude Code (or set CLAUDE_CODE_BIN)")
-        prefix.mkdir(parents=True, exist_ok=True)
-        print(f"installing {PACKAGE} into {prefix}", flush=True)
-        subprocess.run(
-            ["npm", "install", "--no-fund", "--no-audit", "--prefix", str(prefix), PACKAGE],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return binary
-
-
-def scratch_repo(tmp: Path) -> Path:
-    repo = tmp / "repo"
-    repo.mkdir()
-    # A long README: its Read result is what pinch compresses on later turns.
-    (repo / "README.md").write_text(
-        "# Demo\n\n" + "".join(f"Line {i}: the demo project explains itself.\n" for i in range(800))
-    )
-    (repo / "check.py").write_text('print("CHECK-OK")\n')
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    return repo
-
-
-def config_for(kind: str, url: str) -> dict:
-    provider = {"kind": kind, "base_url": url if kind == "anthropic" else f"{url}/v1"}
-    model = {
-        "id": "agent-model",
-        "provider": "agent",
-        "tier": "medium",
-        "context_window": 200000,
-        "prompt_price": 3.0,
-        "cached_prompt_price": 0.3,
-        "completion_price": 15.0,
-        "capabilities": ["tools", "vision"],
-    }
-    small = {**model, "id": "agent-small", "tier": "easy", "prompt_price": 1.0}
-    large = {**model, "id": "agent-large", "tier": "hard", "prompt_price": 15.0}
-    return {
-        "providers": {"agent": provider},
-        "models": [small, model, large],
-        "aliases": {
-            CLIENT_MODEL: "agent-model",
-            "claude-haiku-*": "agent-small",
-            "claude-*": "auto",
-        },
-        # A small budget and window so that Claude Code's own conversation is
-        # pruned within the few turns of the task.
-        "pinch": {
-            # Every run's conversation pruned: none of them in pinch's holdout arm.
-            "holdout_share": 0.0,
-            "budget_tokens": 2000,
-            "keep_last_turns": 1,
-            # Two: the task reads README.md and check.py at once, and a step that pays
-            # on its own request is always taken, so with one the README would be
-            # compressed the first time it is sent and the upstream never see it whole.
-            "keep_last_tool_results": 2,
-            "window_step": None,
-        },
-    }
-
-
-# What keeps Claude Code from calling home; --allow-traffic leaves them out to see what it tries.
-QUIET = {
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "DISABLE_TELEMETRY": "1",
-    "DISABLE_AUTOUPDATER": "1",
-    "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
-}
-
-
-def run_claude(
-    binary: Path, repo: Path, home: Path, router, trace, quiet=True, case=CASES["alias"], *more
-):
-    """``claude -p`` the case's task (or ``*more``: another prompt and flags) in ``repo``."""
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": router.url,
-        "ANTHROPIC_API_KEY": router.key,
-        **case.env,
-        **(QUIET if quiet else {}),
-    }
-    command = [
-        str(binary),
-        "-p",
-        *(more or (case.task,)),
-        "--output-format",
-        "json",
-        *case.arguments,
-        "--allowedTools",
-        "Read,Bash,Write",
-    ]
-    if trace is not None:
-        command = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *command]
-    started = time.monotonic()
-    done = subprocess.run(
-        command,
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLAUDE_TIMEOUT_SECONDS,
-        stdin=subprocess.DEVNULL,
-    )
-    return done, time.monotonic() - started
 
 
 def connects(trace: Path) -> tuple[int, list[str]]:
@@ -270,18 +119,10 @@ def decisions(database: Path) -> list[dict]:
 def check(kind: str, binary: Path, quiet: bool = True, case=CASES["alias"]) -> bool:
     with tempfile.TemporaryDirectory(prefix=f"claude-code-{kind}-") as name:
         tmp = Path(name)
-        repo = scratch_repo(tmp)
-        home = tmp / "home"
-        home.mkdir()
-        server_class = AgentAnthropicServer if kind == "anthropic" else AgentOpenAIServer
-        upstream = server_class(str(repo)).start()
-        router = prepare_router(tmp, "http://127.0.0.1:9/v1")
-        Path(router.env["ROUTER_CONFIG"]).write_text(
-            yaml.safe_dump(config_for(kind, upstream.base_url.removesuffix("/v1")))
-        )
+        task = prepare_task(tmp, kind)
+        repo, home, upstream, router = task
         trace = tmp / "connect.trace" if shutil.which("strace") else None
-        try:
-            serve_router(router)
+        with serving(task):
             done, seconds = run_claude(binary, repo, home, router, trace, quiet, case)
             task_rows = len(decisions(tmp / "router.sqlite3"))
             task_requests = len(upstream.received)
@@ -292,10 +133,6 @@ def check(kind: str, binary: Path, quiet: bool = True, case=CASES["alias"]) -> b
                 follow_up = run_claude(
                     binary, repo, home, router, None, quiet, case, FOLLOW_UP, "-c"
                 )
-        finally:
-            if router.process is not None:
-                stop(router.process)
-            upstream.stop()
         rows = decisions(tmp / "router.sqlite3")
         ok = report(
             kind, repo, done, seconds, rows[:task_rows], upstream, task_requests, trace, quiet, case
@@ -446,8 +283,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     binary = claude_binary()
-    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
-    print(f"Claude Code {version.stdout.strip()} at {binary}")
+    print(f"Claude Code {claude_version(binary)} at {binary}")
     kinds = ["anthropic", "openai"] if args.upstream == "both" else [args.upstream]
     if args.matrix:
         cases = list(CASES.values())

@@ -18,7 +18,7 @@ API (``EXPECTED``). Codex CLI's behaviour is held by
 tests/routing/test_codex_limits.py.
 
 Run: ``.venv/bin/python bench/check_limited_clients.py [--scenario budget|rpm|both]``
-Needs node/npm (Claude Code is installed as bench/check_claude_code.py does).
+Needs node/npm (Claude Code is installed as bench/claude_harness.py does).
 """
 
 from __future__ import annotations
@@ -34,17 +34,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
-
-from bench.bench_proxy import PYTHON, prepare_router, serve_router, stop  # noqa: E402
-from bench.check_claude_code import (  # noqa: E402
+from bench.bench_proxy import PYTHON  # noqa: E402
+from bench.claude_harness import (  # noqa: E402
     CASES,
     claude_binary,
-    config_for,
+    claude_version,
+    prepare_task,
     run_claude,
-    scratch_repo,
+    serving,
 )
-from tests.support.agent_upstream import AgentAnthropicServer  # noqa: E402
 
 SCENARIOS = {"budget": ["--budget-usd", "0"], "rpm": ["--rpm", "3"]}
 # What Claude Code does against the real API, measured with 2.1.197: a spent budget
@@ -71,14 +69,8 @@ def refusals(database: Path) -> dict:
 def run(scenario: str, binary: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"limited-claude-{scenario}-") as name:
         tmp = Path(name)
-        repo = scratch_repo(tmp)
-        home = tmp / "home"
-        home.mkdir()
-        upstream = AgentAnthropicServer(str(repo)).start()
-        router = prepare_router(tmp, "http://127.0.0.1:9/v1")
-        Path(router.env["ROUTER_CONFIG"]).write_text(
-            yaml.safe_dump(config_for("anthropic", upstream.base_url.removesuffix("/v1")))
-        )
+        task = prepare_task(tmp, "anthropic")
+        repo, home, upstream, router = task
         subprocess.run(
             [PYTHON, str(ROOT / "manage.py"), "updateapikey", "bench", *SCENARIOS[scenario]],
             env=router.env,
@@ -86,13 +78,8 @@ def run(scenario: str, binary: Path) -> dict:
             check=True,
             capture_output=True,
         )
-        try:
-            serve_router(router)
+        with serving(task):
             done, seconds = run_claude(binary, repo, home, router, None, True, CASES["alias"])
-        finally:
-            if router.process is not None:
-                stop(router.process)
-            upstream.stop()
         try:
             result = json.loads(done.stdout)
         except ValueError:
@@ -114,8 +101,7 @@ def main() -> None:
     parser.add_argument("--scenario", choices=[*SCENARIOS, "both"], default="both")
     args = parser.parse_args()
     binary = claude_binary()
-    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
-    print(f"Claude Code {version.stdout.strip()}")
+    print(f"Claude Code {claude_version(binary)}")
     failed = []
     for scenario in SCENARIOS if args.scenario == "both" else [args.scenario]:
         print(f"\n== {scenario} ({' '.join(SCENARIOS[scenario])})")

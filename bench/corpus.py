@@ -2,10 +2,13 @@
 
 ``routing.corpus`` is the one loader (replay, benchmarks, tests); a benchmark
 has no use for a missing corpus, so it stops with the folder it looked in.
+Every corpus benchmark times each request ``--rounds`` times and reports the
+median, so that option is declared here once.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -18,3 +21,12 @@ def bench_conversations() -> tuple[Path, list[Session]]:
     if not folder.is_dir():
         sys.exit(f"no corpus at {folder} (set CORPUS_DIR)")
     return folder, load_sessions([folder])
+
+
+def corpus_arguments(doc: str, rounds: int) -> argparse.ArgumentParser:
+    """A corpus benchmark's parser: its docstring's first line, and ``--rounds``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(
+        "--rounds", type=int, default=rounds, help="timed runs per request (median)"
+    )
+    return parser

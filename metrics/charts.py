@@ -213,21 +213,9 @@ class Grid:
     below: int
     above: int
 
-    @property
-    def token_min(self) -> float:
-        return -self.token_step * self.below
-
-    @property
-    def token_max(self) -> float:
-        return self.token_step * self.above
-
-    @property
-    def dollar_min(self) -> float:
-        return -self.dollar_step * self.below
-
-    @property
-    def dollar_max(self) -> float:
-        return self.dollar_step * self.above
+    def span(self, step: float) -> tuple[float, float]:
+        """(lowest, highest) grid line of the axis whose lines are ``step`` apart."""
+        return -step * self.below, step * self.above
 
 
 def _steps(value: float, step: float) -> int:
@@ -278,8 +266,8 @@ def savings_chart(
         max((max(p.dollars, p.net_dollars) for p in points), default=0.0),
         min((p.net_dollars for p in points), default=0.0),
     )
-    token_min, token_max = grid.token_min, grid.token_max
-    dollar_min, dollar_max = grid.dollar_min, grid.dollar_max
+    token_min, token_max = grid.span(grid.token_step)
+    dollar_min, dollar_max = grid.span(grid.dollar_step)
     zero = _y(0.0, token_max, top, bottom, token_min)
     slot = (right - left) / max(len(points), 1)
     bar_width = slot * BAR_FILL

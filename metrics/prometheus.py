@@ -115,16 +115,14 @@ class RouterCollector:
 
     def _savings_by_cause(self):
         figures = savings_by_cause(self.config, now=self.now)
-        causes = GaugeMetricFamily(
+        yield _gauge_by(
+            "cause",
             "router_savings_usd_30d",
             "USD saved in the window by cause: routing (against the baseline model), pinch "
             "(net of the cache) and the prompt cache; with the bill they add up to the "
             "cost without the router or the cache.",
-            labels=["cause"],
+            [(key.removesuffix("_usd_30d"), figures[key]) for key in CAUSES],
         )
-        for key in CAUSES:
-            causes.add_metric([key.removesuffix("_usd_30d")], figures[key])
-        yield causes
         yield GaugeMetricFamily(
             "router_bill_usd_30d",
             "USD billed in the window for prompts and completions (the providers' usage).",
@@ -212,14 +210,15 @@ class RouterCollector:
             "minus the cost of the cache usage the provider reported.",
             value=summary["net_dollars_saved_usd_30d"],
         )
-        conversations = GaugeMetricFamily(
+        yield _gauge_by(
+            "effect",
             "router_pinch_conversations_30d",
             "Conversations in the window that pinch made cheaper or dearer, net of the cache.",
-            labels=["effect"],
+            [
+                ("cheaper", summary["conversations_cheaper_30d"]),
+                ("dearer", summary["conversations_dearer_30d"]),
+            ],
         )
-        conversations.add_metric(["cheaper"], summary["conversations_cheaper_30d"])
-        conversations.add_metric(["dearer"], summary["conversations_dearer_30d"])
-        yield conversations
         yield GaugeMetricFamily(
             "router_pinch_share_pruned_30d",
             "Share of the window's requests that pinch pruned (0 to 1).",
@@ -229,40 +228,42 @@ class RouterCollector:
         yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))
         if not self.tenant_labels:
             return
-        tools = GaugeMetricFamily(
+        yield _gauge_by(
+            "tool",
             "router_pinch_tool_results_compressed_30d",
             "Tool results pinch compressed in the window, by tool name.",
-            labels=["tool"],
+            sorted(_tools_compressed(self.config, self.now).items()),
         )
-        for name, count in sorted(_tools_compressed(self.config, self.now).items()):
-            tools.add_metric([name], count)
-        yield tools
+
+
+def _gauge_by(label: str, name: str, documentation: str, samples) -> GaugeMetricFamily:
+    """A gauge with one label: a sample per (label value, figure) of ``samples``, in order."""
+    family = GaugeMetricFamily(name, documentation, labels=[label])
+    for value, figure in samples:
+        family.add_metric([value], figure)
+    return family
 
 
 def _forecast_families(figures: dict):
     """Predicted against billed (metrics.cache_forecast) as gauges."""
-    surprises = GaugeMetricFamily(
+    yield _gauge_by(
+        "kind",
         "router_pinch_cache_surprises_30d",
         "Decisions in the window whose billed cache usage contradicted the router's estimate: "
         "miss (predicted warm, billed as written), hit (predicted cold, billed as read).",
-        labels=["kind"],
+        [("miss", figures["cache_misses_30d"]), ("hit", figures["cache_unexpected_hits_30d"])],
     )
-    surprises.add_metric(["miss"], figures["cache_misses_30d"])
-    surprises.add_metric(["hit"], figures["cache_unexpected_hits_30d"])
-    yield surprises
     yield GaugeMetricFamily(
         "router_pinch_conversations_surprised_30d",
         "Conversations in the window with at least one cache surprise.",
         value=figures["conversations_surprised_30d"],
     )
-    reasons = GaugeMetricFamily(
+    yield _gauge_by(
+        "reason",
         "router_pinch_cache_miss_reasons_30d",
         "Decisions in the window by the provider's reported cache-miss reason.",
-        labels=["reason"],
+        figures["cache_miss_reasons_30d"].items(),
     )
-    for reason, count in figures["cache_miss_reasons_30d"].items():
-        reasons.add_metric([reason], count)
-    yield reasons
 
 
 def exposition(

@@ -9,6 +9,21 @@ from __future__ import annotations
 
 from prometheus_client.core import GaugeMetricFamily
 
+# The per-arm figures that are estimates with an interval: (family, its help, the arm's key).
+ARM_ESTIMATES = (
+    (
+        "router_arm_cost_per_conversation_usd_30d",
+        "Cost per conversation as billed (cache reads and writes) plus completion, per arm.",
+        "cost_per_conversation_usd",
+    ),
+    ("router_arm_turns_per_task_30d", "Requests per user task, per arm.", "turns_per_task"),
+    (
+        "router_arm_refetch_rate_30d",
+        "Repeats of any earlier tool call per result and turn, per arm.",
+        "refetch_rate",
+    ),
+)
+
 
 def _estimate(family: GaugeMetricFamily, labels: list[str], estimate: dict) -> None:
     for bound in ("value", "low", "high"):
@@ -46,24 +61,11 @@ def quality_families(quality: dict):
     conversations = GaugeMetricFamily(
         "router_arm_conversations_30d", "Conversations per arm.", labels=["arm"]
     )
-    cost = GaugeMetricFamily(
-        "router_arm_cost_per_conversation_usd_30d",
-        "Cost per conversation as billed (cache reads and writes) plus completion, per arm.",
-        labels=["arm", "bound"],
-    )
-    turns = GaugeMetricFamily(
-        "router_arm_turns_per_task_30d",
-        "Requests per user task, per arm.",
-        labels=["arm", "bound"],
-    )
-    rate = GaugeMetricFamily(
-        "router_arm_refetch_rate_30d",
-        "Repeats of any earlier tool call per result and turn, per arm.",
-        labels=["arm", "bound"],
-    )
     for arm, figures in quality["arms"].items():
         conversations.add_metric([arm], figures["conversations"])
-        _estimate(cost, [arm], figures["cost_per_conversation_usd"])
-        _estimate(turns, [arm], figures["turns_per_task"])
-        _estimate(rate, [arm], figures["refetch_rate"])
-    yield from (conversations, cost, turns, rate)
+    yield conversations
+    for name, documentation, key in ARM_ESTIMATES:
+        family = GaugeMetricFamily(name, documentation, labels=["arm", "bound"])
+        for arm, figures in quality["arms"].items():
+            _estimate(family, [arm], figures[key])
+        yield family

@@ -12,6 +12,7 @@ at most). A column of per-request costs has one precision, so it can be read
 down (``$0.0540``, ``$0.0161``, ``<$0.0001``).
 """
 
+import functools
 import math
 
 MISSING = "—"  # a figure that was not measured
@@ -70,12 +71,23 @@ def format_latency(milliseconds) -> str:
     return f"{milliseconds / 1000:,.1f} s"
 
 
+def _money_form(render):
+    """Every money form reads nothing as ``—`` and zero as ``$0``; ``render`` does the rest."""
+
+    @functools.wraps(render)
+    def formatted(usd) -> str:
+        if usd is None:
+            return MISSING
+        if usd == 0:
+            return "$0"
+        return render(usd)
+
+    return formatted
+
+
+@_money_form
 def format_cost(usd) -> str:
     """One request's cost, four decimals in every row (``$0.0540``, ``<$0.0001``, ``$0``)."""
-    if usd is None:
-        return MISSING
-    if usd == 0:
-        return "$0"
     smallest = 10**-COST_DECIMALS
     if abs(usd) < smallest / 2:
         return f"<${smallest:.{COST_DECIMALS}f}"
@@ -87,12 +99,9 @@ def _signed(usd: float, decimals: int) -> str:
     return f"{sign}${abs(usd):,.{decimals}f}"
 
 
+@_money_form
 def format_money(usd) -> str:
     """A sum of money for people: ``$1.55``, ``-$0.12``, ``-$0.0027``, ``$0``."""
-    if usd is None:
-        return MISSING
-    if usd == 0:
-        return "$0"
     if abs(usd) < 10**-MAX_MONEY_DECIMALS / 2:
         return "≈ $0"
     digits = 2 - math.floor(math.log10(abs(usd))) - 1  # two significant digits

@@ -24,6 +24,8 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from router_project.registry import Registry
+
 logger = logging.getLogger("router.redis")
 
 # Redis answers in well under a millisecond on a LAN; a quarter second means
@@ -111,14 +113,9 @@ class SharedRedis:
             self._probing = False
 
 
-_registry_lock = threading.Lock()
-_registry: dict[str, SharedRedis] = {}
+_shared: Registry[SharedRedis] = Registry()
 
 
 def shared_redis(url: str) -> SharedRedis:
     """The process's client and breaker for this URL, shared by every Redis user."""
-    with _registry_lock:
-        shared = _registry.get(url)
-        if shared is None:
-            shared = _registry[url] = SharedRedis(url)
-        return shared
+    return _shared.get(url, lambda: SharedRedis(url))

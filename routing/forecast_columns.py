@@ -7,17 +7,17 @@ prompt's cache split (routing/cache_forecast.py), in its own token estimate
 
 from django.db import models
 
+from routing.columns import measured_count
+
 
 class CacheForecastColumns(models.Model):
-    predicted_cache_read_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens the router expected read from the cache."
+    predicted_cache_read_tokens = measured_count(
+        "Prompt tokens the router expected read from the cache."
     )
-    predicted_cache_write_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens the router expected written to the cache."
+    predicted_cache_write_tokens = measured_count(
+        "Prompt tokens the router expected written to the cache."
     )
-    predicted_uncached_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens the router expected sent uncached."
-    )
+    predicted_uncached_tokens = measured_count("Prompt tokens the router expected sent uncached.")
     cache_cold = models.BooleanField(
         null=True,
         blank=True,

@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
+from routing.columns import measured_count
 from routing.forecast_columns import CacheForecastColumns
 from routing.quality_columns import QualityColumns
 
@@ -176,9 +177,9 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
     measured_tokens = models.IntegerField(help_text="Estimated prompt tokens actually sent.")
     estimated_cost_usd = models.FloatField(help_text="Estimated prompt cost at the blended rate.")
 
-    pinch_original_tokens = models.IntegerField(null=True, blank=True)
-    pinch_final_tokens = models.IntegerField(null=True, blank=True)
-    pinch_summarized = models.IntegerField(null=True, blank=True)
+    pinch_original_tokens = measured_count()
+    pinch_final_tokens = measured_count()
+    pinch_summarized = measured_count()
     pinch_tools = models.JSONField(
         null=True, blank=True, help_text="Tool results compressed, by tool name."
     )
@@ -186,9 +187,9 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
     relevance_fallback = models.BooleanField(
         default=False, help_text="Relevance ordering was attempted and failed (uniform pruning)."
     )
-    prefix_match = models.IntegerField(null=True, blank=True)
-    prefix_previous_length = models.IntegerField(null=True, blank=True)
-    prefix_current_length = models.IntegerField(null=True, blank=True)
+    prefix_match = measured_count()
+    prefix_previous_length = measured_count()
+    prefix_current_length = measured_count()
     prefix_fallback = models.BooleanField(
         default=False,
         help_text="Prefix figures taken in this process alone: Redis was configured but "
@@ -200,15 +201,11 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
     error = models.CharField(max_length=300, blank=True)
     attempts = models.JSONField(default=list, blank=True, help_text="Each upstream try.")
     upstream_latency_ms = models.FloatField(null=True, blank=True)
-    prompt_tokens = models.IntegerField(null=True, blank=True)
-    completion_tokens = models.IntegerField(null=True, blank=True)
-    cached_tokens = models.IntegerField(null=True, blank=True)
-    cache_read_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens read from the provider's cache."
-    )
-    cache_write_tokens = models.IntegerField(
-        null=True, blank=True, help_text="Prompt tokens written to the provider's cache."
-    )
+    prompt_tokens = measured_count()
+    completion_tokens = measured_count()
+    cached_tokens = measured_count()
+    cache_read_tokens = measured_count("Prompt tokens read from the provider's cache.")
+    cache_write_tokens = measured_count("Prompt tokens written to the provider's cache.")
     billed_prompt_cost_usd = models.FloatField(
         null=True,
         blank=True,

@@ -47,6 +47,7 @@ from cachetools import TTLCache
 from pinch import extract_text
 from pinch.prefix import common_prefix_length, message_fingerprints
 from router_project.redis import RedisUnavailable, shared_redis
+from router_project.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -236,21 +237,15 @@ class PrefixProbe:
         return tuple(self.figures(key, payload_messages)[:3])
 
 
-_probe_lock = threading.Lock()
-_probes: dict[str, PrefixProbe] = {}
+_probes: Registry[PrefixProbe] = Registry()
 
 
 def prefix_probe(redis_url: str) -> PrefixProbe:
-    with _probe_lock:
-        probe = _probes.get(redis_url)
-        if probe is None:
-            probe = _probes[redis_url] = PrefixProbe(redis_url)
-        return probe
+    return _probes.get(redis_url, lambda: PrefixProbe(redis_url))
 
 
 def forget_conversations() -> None:
     """Empty every process's memory of conversations (hashes, ledgers, routing state)."""
-    with _probe_lock:
-        for probe in _probes.values():
-            for store in (probe.memory, probe.ledgers, probe.routes):
-                store.clear()
+    for probe in _probes.items():
+        for store in (probe.memory, probe.ledgers, probe.routes):
+            store.clear()

@@ -8,37 +8,23 @@ per task.
 
 from django.db import models
 
+from routing.columns import measured_count
+
 
 class QualityColumns(models.Model):
     # What the agent did in this request (routing/quality.py, from the messages;
     # NULL: not measured). The agent's newest message is the one after its previous request.
-    quality_calls = models.IntegerField(
-        null=True, blank=True, help_text="Tool calls in the agent's newest message."
+    quality_calls = measured_count("Tool calls in the agent's newest message.")
+    quality_repeats_compressed = measured_count(
+        "Of those, repeats of an earlier call whose result the agent saw compressed."
     )
-    quality_repeats_compressed = models.IntegerField(
-        null=True,
-        blank=True,
-        help_text="Of those, repeats of an earlier call whose result the agent saw compressed.",
-    )
-    quality_repeats_whole = models.IntegerField(
-        null=True, blank=True, help_text="Repeats of an earlier call whose result it saw whole."
-    )
-    quality_seen_compressed = models.IntegerField(
-        null=True, blank=True, help_text="Tool results it saw compressed before that message."
-    )
-    quality_seen_whole = models.IntegerField(
-        null=True, blank=True, help_text="Tool results it saw whole before that message."
-    )
-    quality_results = models.IntegerField(
-        null=True, blank=True, help_text="Tool results answering its newest message."
-    )
-    quality_errors = models.IntegerField(
-        null=True, blank=True, help_text="Of those, results that report an error."
-    )
-    quality_task = models.IntegerField(
-        null=True,
-        blank=True,
-        help_text="Which user task of the conversation this request serves (1: the first).",
+    quality_repeats_whole = measured_count("Repeats of an earlier call whose result it saw whole.")
+    quality_seen_compressed = measured_count("Tool results it saw compressed before that message.")
+    quality_seen_whole = measured_count("Tool results it saw whole before that message.")
+    quality_results = measured_count("Tool results answering its newest message.")
+    quality_errors = measured_count("Of those, results that report an error.")
+    quality_task = measured_count(
+        "Which user task of the conversation this request serves (1: the first)."
     )
     answer_tool_calls = models.BooleanField(
         null=True, blank=True, help_text="The answer asked for tool calls (NULL: not seen)."

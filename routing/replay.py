@@ -129,16 +129,18 @@ class TurnError:
     message: str
 
 
-# The Totals fields that add up across sessions.
-_SUMMED = (
-    "requests",
-    "errors",
+def add_fields(total, part, names) -> None:
+    """Add each named field of ``part`` to the field of the same name of ``total``."""
+    for name in names:
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+
+
+# The Totals fields that are the sum of the TurnRecord fields of the same name.
+_FROM_RECORD = (
     "original_tokens",
     "final_tokens",
     "pruned",
     "relevance_used",
-    "prefix_turns",
-    "prefix_share_sum",
     "cached_tokens",
     "uncached_tokens",
     "baseline_cached_tokens",
@@ -173,25 +175,13 @@ class Totals(_Priced):
 
     def add(self, record: TurnRecord) -> None:
         self.requests += 1
-        self.configured_cost_usd += record.configured_cost_usd
-        self.configured_baseline_cost_usd += record.configured_baseline_cost_usd
-        self.cached_tokens += record.cached_tokens
-        self.uncached_tokens += record.uncached_tokens
-        self.baseline_cached_tokens += record.baseline_cached_tokens
-        self.baseline_uncached_tokens += record.baseline_uncached_tokens
-        self.original_tokens += record.original_tokens
-        self.final_tokens += record.final_tokens
-        self.pruned += record.pruned
-        self.relevance_used += record.relevance_used
-        self.references += record.references
-        self.references_kept += record.references_kept
+        add_fields(self, record, _FROM_RECORD)
         if record.previous_len:
             self.prefix_turns += 1
             self.prefix_share_sum += record.prefix_match / record.previous_len
 
     def merge(self, other: Totals) -> None:
-        for name in _SUMMED:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        add_fields(self, other, _SUMMED)
 
     @property
     def saved_share(self) -> float:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from routing.corpus import Session
 from routing.quality import RequestSignals, newest_agent_message, request_signals, stopped_mid_loop
-from routing.replay import ReplayResult
+from routing.replay import ReplayResult, add_fields
 
 _SUMMED = (
     "sessions",
@@ -76,8 +76,7 @@ class FamilyQuality:
             self.errors_otherwise += pinched.errors
 
     def merge(self, other: FamilyQuality) -> None:
-        for name in _SUMMED:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        add_fields(self, other, _SUMMED)
         self.turns_per_task.extend(other.turns_per_task)
 
 

@@ -17,7 +17,6 @@ the last rows read are used (logged); a worker that never read them fails.
 
 import json
 import logging
-import threading
 import time
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from django.conf import settings
 from django.db import Error as DatabaseFailure
 from django.db import transaction
 
+from router_project.registry import Registry
 from routing import changes
 from routing.config.schema import ConfigError, RouterConfig, validate_config
 from routing.config.source import DEFAULT_CONFIG_PATH, ConfigSource, apply_overrides
@@ -36,8 +36,7 @@ log = logging.getLogger(__name__)
 # Config keys that decide where a provider key goes: the file's, never an override's.
 FILE_ONLY_KEYS = ("providers", "pinch.relevance.base_url", "pinch.relevance.api_key_env")
 
-_source_lock = threading.Lock()
-_sources: dict[Path, ConfigSource] = {}
+_sources: Registry[ConfigSource] = Registry()
 # (counter version, monotonic time read, overrides, models), or None
 _rows = None
 
@@ -48,11 +47,7 @@ def config_path() -> Path:
 
 def config_source() -> ConfigSource:
     path = config_path()
-    with _source_lock:
-        source = _sources.get(path)
-        if source is None:
-            source = _sources[path] = ConfigSource(path)
-        return source
+    return _sources.get(path, lambda: ConfigSource(path))
 
 
 def check_config_file() -> RouterConfig:

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from router_project.redis import RedisUnavailable, shared_redis
+from router_project.registry import Registry
 
 log = logging.getLogger("router.limits")
 
@@ -148,22 +149,19 @@ class RedisBuckets:
         return Taken(bool(taken), int(wait), short.decode() if isinstance(short, bytes) else short)
 
 
-_lock = threading.Lock()
-_stores: dict[str, MemoryBuckets | RedisBuckets] = {}
+_stores: Registry[MemoryBuckets | RedisBuckets] = Registry()
 
 
 def buckets(redis_url: str | None) -> MemoryBuckets | RedisBuckets:
     """The process's buckets: in Redis when a URL is configured, else in memory."""
-    name = redis_url or ""
-    with _lock:
-        store = _stores.get(name)
-        if store is None:
-            memory = MemoryBuckets()
-            store = _stores[name] = RedisBuckets(redis_url, memory) if redis_url else memory
-        return store
+
+    def make():
+        memory = MemoryBuckets()
+        return RedisBuckets(redis_url, memory) if redis_url else memory
+
+    return _stores.get(redis_url or "", make)
 
 
 def forget_buckets() -> None:
     """Drop this process's buckets (tests; a key's next request finds its buckets full)."""
-    with _lock:
-        _stores.clear()
+    _stores.clear()

@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from bench.check_claude_code import CACHE, ROUTING_CASES, check, claude_binary
+from bench.check_claude_code import ROUTING_CASES, check
+from bench.claude_harness import CACHE, claude_binary
 
 
 @pytest.fixture(scope="module")

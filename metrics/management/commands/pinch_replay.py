@@ -19,6 +19,13 @@ from routing.replay_quality import replay_quality
 BAR_WIDTH = 40
 
 
+def _add_switch(parser, name: str, on: str, off: str) -> None:
+    """``--name`` / ``--no-name``, not both; neither leaves ``name`` None (the config decides)."""
+    group = parser.add_mutually_exclusive_group()
+    for flag, value, text in ((f"--{name}", True, on), (f"--no-{name}", False, off)):
+        group.add_argument(flag, dest=name, action="store_const", const=value, help=text)
+
+
 class Command(BaseCommand):
     help = (
         "Replay agent sessions (corpus-format JSON files, or directories of them) turn by turn "
@@ -53,35 +60,17 @@ class Command(BaseCommand):
             help="pinch.window_step; the protected window advances N tool results at once "
             "(none = one at a time)",
         )
-        relevance = parser.add_mutually_exclusive_group()
-        relevance.add_argument(
-            "--relevance",
-            dest="relevance",
-            action="store_const",
-            const=True,
-            help="pinch.relevance.enabled = true (least relevant first)",
+        _add_switch(
+            parser,
+            "relevance",
+            on="pinch.relevance.enabled = true (least relevant first)",
+            off="pinch.relevance.enabled = false (uniform pruning)",
         )
-        relevance.add_argument(
-            "--no-relevance",
-            dest="relevance",
-            action="store_const",
-            const=False,
-            help="pinch.relevance.enabled = false (uniform pruning)",
-        )
-        payback = parser.add_mutually_exclusive_group()
-        payback.add_argument(
-            "--payback",
-            dest="payback",
-            action="store_const",
-            const=True,
-            help="pinch.payback.enabled = true (prune in steps that pay back under the cache)",
-        )
-        payback.add_argument(
-            "--no-payback",
-            dest="payback",
-            action="store_const",
-            const=False,
-            help="pinch.payback.enabled = false (prune to the budget on every request)",
+        _add_switch(
+            parser,
+            "payback",
+            on="pinch.payback.enabled = true (prune in steps that pay back under the cache)",
+            off="pinch.payback.enabled = false (prune to the budget on every request)",
         )
         parser.add_argument("--no-pinch", action="store_true", help="pinch.enabled = false")
         parser.add_argument(
