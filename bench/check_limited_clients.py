@@ -34,15 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import claude_harness as harness  # noqa: E402
 from bench.bench_proxy import PYTHON  # noqa: E402
-from bench.claude_harness import (  # noqa: E402
-    CASES,
-    claude_binary,
-    claude_version,
-    prepare_task,
-    run_claude,
-    serving,
-)
 
 SCENARIOS = {"budget": ["--budget-usd", "0"], "rpm": ["--rpm", "3"]}
 # What Claude Code does against the real API, measured with 2.1.197: a spent budget
@@ -69,7 +62,7 @@ def refusals(database: Path) -> dict:
 def run(scenario: str, binary: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"limited-claude-{scenario}-") as name:
         tmp = Path(name)
-        task = prepare_task(tmp, "anthropic")
+        task = harness.prepare_task(tmp, "anthropic")
         repo, home, upstream, router = task
         subprocess.run(
             [PYTHON, str(ROOT / "manage.py"), "updateapikey", "bench", *SCENARIOS[scenario]],
@@ -78,8 +71,10 @@ def run(scenario: str, binary: Path) -> dict:
             check=True,
             capture_output=True,
         )
-        with serving(task):
-            done, seconds = run_claude(binary, repo, home, router, None, True, CASES["alias"])
+        with harness.serving(task):
+            done, seconds = harness.run_claude(
+                binary, repo, home, router, None, True, harness.CASES["alias"]
+            )
         try:
             result = json.loads(done.stdout)
         except ValueError:
@@ -100,8 +95,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=[*SCENARIOS, "both"], default="both")
     args = parser.parse_args()
-    binary = claude_binary()
-    print(f"Claude Code {claude_version(binary)}")
+    binary = harness.claude_binary()
+    print(f"Claude Code {harness.claude_version(binary)}")
     failed = []
     for scenario in SCENARIOS if args.scenario == "both" else [args.scenario]:
         print(f"\n== {scenario} ({' '.join(SCENARIOS[scenario])})")
