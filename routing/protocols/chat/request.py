@@ -30,7 +30,7 @@ from routing.errors import RouterError
 from routing.protocols.base import json_body, param_path
 from routing.protocols.canonical import ChatRequest
 from routing.protocols.chat.inbound import to_request
-from routing.validation import describe, error_place
+from routing.validation import describe, readable_errors
 
 # Far above any agent session seen (the longest corpus session sends ~1,000);
 # a bound keeps one request from holding a thread for seconds of validation.
@@ -139,17 +139,28 @@ def parse_chat_request(body) -> ChatRequest:
     """Check a parsed JSON body against the schema; raise RouterError(400) naming the problems."""
     if not isinstance(body, dict):
         raise RouterError(400, "The body must be a JSON object", "invalid_request")
-    _check_part_count(body.get("messages"))
+    check_part_count(body.get("messages"))
     try:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
-        first = error.errors()[0]
-        param = param_path(error_place(body, first)) or None
-        raise RouterError(400, describe(error, body, param_path), _code(error), param) from None
+        message, param = schema_error(error, body)
+        raise RouterError(400, message, _code(error), param) from None
     return to_request(body, checked)
 
 
-def _check_part_count(messages) -> None:
+def schema_error(error: ValidationError, body) -> tuple[str, str | None]:
+    """A body's schema errors as (one line naming each place, the first place named).
+
+    Every protocol's request schema reads its errors here, so a parameter
+    path is ``messages[3].role`` on all three, and ``param`` is the first
+    place the message names (the deepest where a value had the right shape).
+    """
+    places = readable_errors(error, body)
+    param = param_path(places[0][0]) if places else ""
+    return describe(error, body, param_path), param or None
+
+
+def check_part_count(messages) -> None:
     """RouterError(400) past MAX_PARTS content parts, before the schema builds a model of each."""
     if not isinstance(messages, list):
         return
