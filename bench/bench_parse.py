@@ -14,7 +14,8 @@ prints, per protocol, the median over rounds of the per-call time of the
 schema check (JSON parse + check) and of the whole parse (check, translation,
 the chat schema), ``json.loads`` alone as the floor and, with ``--baseline``,
 the same functions of each protocol's request.py as it was at git revision
-REV, measured in the same rounds, interleaved, so a noisy moment hits both.
+REV, measured in the same rounds, interleaved (every other round in reverse
+order), so a noisy moment, or the garbage one run leaves, hits both.
 For chat completions before the protocol packages (``--baseline ae267c8``,
 the hand-written checks its schema replaced) it is routing/chat_request.py's
 ``parse_chat_request`` after ``json.loads``.
@@ -41,7 +42,7 @@ import django
 django.setup()
 
 from bench.bench_responses import as_items
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from routing.protocols.base import json_body
 from routing.protocols.chat import request as chat
@@ -55,8 +56,8 @@ PROTOCOLS = ("chat", "messages", "responses")
 def agent_bodies() -> dict[str, bytes]:
     """Session 026's last request as each protocol's client sends it."""
     _, conversations = bench_conversations()
-    session = next(c for c in conversations if c.name == "026")
-    turns = list(requests_of(session.messages))[-1]
+    session = next(c for c in conversations if c.name == "026.json")
+    turns = list(session.requests())[-1]
     as_messages = to_messages_request({"model": "auto", "messages": turns, "max_tokens": 4096})
     bodies = {
         "chat": {"model": "auto", "messages": turns},
@@ -133,9 +134,12 @@ def main():
         for fn in runs.values():
             fn(raw)  # warm up (imports, schema build)
         times = {name: [] for name in ["json.loads", *runs]}
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
             times["json.loads"].append(per_call_ms(json.loads, raw, args.calls))
-            for name, fn in runs.items():
+            # Every other round backwards: what one run leaves (garbage to collect)
+            # is paid by the next, so no function always follows the same one.
+            order = list(runs.items())
+            for name, fn in order if round_ % 2 else reversed(order):
                 times[name].append(per_call_ms(fn, raw, args.calls))
         median = statistics.median
         print(f"\n{protocol}: body {len(raw) / 1024:.0f} KB")

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_prune import PER, median_ns, per_100k_us
-from bench.corpus import bench_conversations, requests_of
+from bench.corpus import bench_conversations
 from bench.machine import describe_machine
 from pinch import extract_text
 from pinch.tokens import estimate_tokens
@@ -82,7 +82,7 @@ def main() -> None:
     folder, conversations = bench_conversations()
     translate, floor = [], []
     for conversation in conversations:
-        for request in requests_of(conversation.messages):
+        for request in conversation.requests():
             body = {"model": "auto", "input": as_items(request), "stream": True}
             if not body["input"]:
                 continue

@@ -22,9 +22,9 @@ schema's checks run in Rust.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from routing.errors import RouterError
 from routing.protocols.base import json_body, param_path
@@ -46,6 +46,31 @@ class Open(BaseModel):
     """Strict types for the keys named; every other key is ignored here and passes through."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+def by_type(read: dict, other, what: str):
+    """A union of objects told apart by their ``type``, open to types still to come.
+
+    A type in ``read`` is checked against its schema, any other type against
+    ``other`` (the client's, passed as sent); an object without a string
+    ``type`` (or no object) is refused as "a <what> must be an object with a type".
+    """
+
+    def kind(value) -> str | None:
+        name = value.get("type") if isinstance(value, dict) else None
+        if not isinstance(name, str):
+            return None
+        return name if name in read else "other"
+
+    members = [Annotated[schema, Tag(name)] for name, schema in read.items()]
+    return Annotated[
+        Union[(*members, Annotated[other, Tag("other")])],  # noqa: UP007 (built, not written)
+        Discriminator(
+            kind,
+            custom_error_type=f"invalid_{what}",
+            custom_error_message=f"a {what} must be an object with a type",
+        ),
+    ]
 
 
 class ContentPart(Open):

@@ -22,10 +22,17 @@ riding along as the request's ``source``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
-from pydantic import Discriminator, Field, Tag, ValidationError, field_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    with_config,
+)
 from pydantic_core import PydanticCustomError
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from routing.errors import RouterError
 from routing.protocols.base import TranslationError, json_body
@@ -33,85 +40,88 @@ from routing.protocols.canonical import ChatRequest
 from routing.protocols.chat.request import (
     MAX_MESSAGES,
     Open,
+    by_type,
     check_part_count,
     parse_chat_request,
     schema_error,
 )
 from routing.protocols.messages.inbound import from_messages_request
 
-# The block types whose fields the router reads; any other is passed as sent.
-_READ_BLOCKS = frozenset({"text", "image", "tool_use", "tool_result"})
+# A block or a turn is a TypedDict, not a model: the same strict checks, a third
+# of the time (a model instance per block cost 0.58 ms on session 026's 368 KB
+# body, TypedDicts 0.20 ms).
+_BLOCK = ConfigDict(strict=True, extra="ignore")
 
 
-def _block_kind(block) -> str | None:
-    """The union member a block is checked as: its type if read, "other" if not; None: no type."""
-    kind = block.get("type") if isinstance(block, dict) else None
-    if not isinstance(kind, str):
-        return None
-    return kind if kind in _READ_BLOCKS else "other"
-
-
-class TextBlock(Open):
+@with_config(_BLOCK)
+class TextBlock(TypedDict):
     text: str
 
 
-class ImageBlock(Open):
+@with_config(_BLOCK)
+class ImageBlock(TypedDict):
     source: dict
 
 
-class ToolUseBlock(Open):
+@with_config(_BLOCK)
+class ToolUseBlock(TypedDict):
     id: str
     name: str
     input: dict
 
 
-class ToolResultBlock(Open):
+@with_config(_BLOCK)
+class ToolResultBlock(TypedDict):
     tool_use_id: str
-    content: str | list[Block] | None = None
+    content: NotRequired[str | list[Block] | None]
 
 
-class OtherBlock(Open):
+@with_config(_BLOCK)
+class OtherBlock(TypedDict):
     """Thinking, documents, server-tool blocks, types still to come: an object with a type."""
 
 
-Block = Annotated[
-    Annotated[TextBlock, Tag("text")]
-    | Annotated[ImageBlock, Tag("image")]
-    | Annotated[ToolUseBlock, Tag("tool_use")]
-    | Annotated[ToolResultBlock, Tag("tool_result")]
-    | Annotated[OtherBlock, Tag("other")],
-    Discriminator(
-        _block_kind,
-        custom_error_type="invalid_block",
-        custom_error_message="a block must be an object with a type",
-    ),
-]
+# The block types whose fields the router reads; any other passes as sent.
+Block = by_type(
+    {
+        "text": TextBlock,
+        "image": ImageBlock,
+        "tool_use": ToolUseBlock,
+        "tool_result": ToolResultBlock,
+    },
+    OtherBlock,
+    "block",
+)
 Content = str | list[Block]
-ToolResultBlock.model_rebuild()
 
 
-class UserTurn(Open):
+def _text_only(content):
+    """A system turn's content as sent, refused if it holds a block that is not text."""
+    if isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") != "text" for block in content
+    ):
+        raise PydanticCustomError("system_blocks", "a system message holds text blocks only")
+    return content
+
+
+@with_config(_BLOCK)
+class UserTurn(TypedDict):
     role: Literal["user"]
     content: Content
 
 
-class AssistantTurn(Open):
+@with_config(_BLOCK)
+class AssistantTurn(TypedDict):
     role: Literal["assistant"]
     content: Content
 
 
-class SystemTurn(Open):
+@with_config(_BLOCK)
+class SystemTurn(TypedDict):
     # Claude Code sends one (beta mid-conversation-system-2026-04-07) when its
     # model name is not a Claude one; it is text only.
     role: Literal["system"]
-    content: Content
-
-    @field_validator("content")
-    @classmethod
-    def _text_only(cls, content):
-        if not isinstance(content, str) and not all(isinstance(b, TextBlock) for b in content):
-            raise PydanticCustomError("system_blocks", "a system message holds text blocks only")
-        return content
+    content: Annotated[Content, BeforeValidator(_text_only)]
 
 
 Turn = Annotated[UserTurn | AssistantTurn | SystemTurn, Field(discriminator="role")]

@@ -18,26 +18,16 @@ when the client sends one, is the conversation's key for the prefix probe.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated
 
-from pydantic import Discriminator, Field, Tag, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from routing.errors import RouterError
 from routing.protocols.base import TranslationError, json_body
 from routing.protocols.canonical import ChatRequest
-from routing.protocols.chat.request import Open, parse_chat_request, schema_error
+from routing.protocols.chat.request import Open, by_type, parse_chat_request, schema_error
 from routing.protocols.responses.inbound import from_responses_request
 from routing.protocols.responses.store import conversation_items
-
-
-def _tool_kind(tool) -> str | None:
-    """The union member a tool is checked as: by its type; None for a tool with no type."""
-    kind = tool.get("type") if isinstance(tool, dict) else None
-    if not isinstance(kind, str):
-        return None
-    if kind in ("function", "custom"):
-        return "named"
-    return "namespace" if kind == "namespace" else "other"
 
 
 class NamedTool(Open):
@@ -53,16 +43,19 @@ class BuiltinTool(Open):
     """web_search, file_search, local_shell, types still to come: an object with a type."""
 
 
-Tool = Annotated[
-    Annotated[NamedTool, Tag("named")]
-    | Annotated[NamespaceTool, Tag("namespace")]
-    | Annotated[BuiltinTool, Tag("other")],
-    Discriminator(
-        _tool_kind,
-        custom_error_type="invalid_tool",
-        custom_error_message="a tool must be an object with a type",
-    ),
-]
+# Function, custom and namespace tools need a name; built-in ones of any type pass.
+Tool = by_type(
+    {"function": NamedTool, "custom": NamedTool, "namespace": NamespaceTool}, BuiltinTool, "tool"
+)
+
+
+@with_config(ConfigDict(strict=True, extra="ignore"))
+class Item(TypedDict):
+    """An input item: an object (read, and refused by name, where it is translated).
+
+    A TypedDict with no fields, not ``dict``: pydantic copies a ``dict`` key by
+    key, five times the cost on Codex's bodies (0.05 ms for 201 items).
+    """
 
 
 class TextConfig(Open):
@@ -71,9 +64,8 @@ class TextConfig(Open):
 
 class ResponsesBody(Open):
     model: str = Field(min_length=1)
-    # The items themselves are read (and refused by name) where they are translated,
-    # with the stored history they follow.
-    input: str | list[dict] = ""
+    # The items are read where they are translated, with the stored history they follow.
+    input: str | list[Item] = ""
     instructions: str | None = None
     previous_response_id: str | None = Field(None, min_length=1)
     stream: bool | None = None
