@@ -48,6 +48,11 @@ class Open(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
+# The same for a TypedDict (``with_config(STRICT)``): where a model per item would cost
+# too much (the Messages blocks, see routing.protocols.messages.request).
+STRICT = ConfigDict(extra="ignore", strict=True)
+
+
 def by_type(read: dict, other, what: str):
     """A union of objects told apart by their ``type``, open to types still to come.
 

@@ -19,27 +19,39 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic import ConfigDict, Field, ValidationError, with_config
+from pydantic import Field, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from routing.errors import RouterError
 from routing.protocols.base import TranslationError, json_body
 from routing.protocols.canonical import ChatRequest
-from routing.protocols.chat.request import Open, by_type, parse_chat_request, schema_error
+from routing.protocols.chat.request import (
+    STRICT,
+    Open,
+    by_type,
+    parse_chat_request,
+    schema_error,
+)
 from routing.protocols.responses.inbound import from_responses_request
 from routing.protocols.responses.store import conversation_items
 
+# Tools and items are TypedDicts, not models: the same strict checks, a third of the
+# time (see routing.protocols.messages.request).
 
-class NamedTool(Open):
+
+@with_config(STRICT)
+class NamedTool(TypedDict):
     name: str
 
 
-class NamespaceTool(Open):
+@with_config(STRICT)
+class NamespaceTool(TypedDict):
     name: str
     tools: list
 
 
-class BuiltinTool(Open):
+@with_config(STRICT)
+class BuiltinTool(TypedDict):
     """web_search, file_search, local_shell, types still to come: an object with a type."""
 
 
@@ -49,7 +61,7 @@ Tool = by_type(
 )
 
 
-@with_config(ConfigDict(strict=True, extra="ignore"))
+@with_config(STRICT)
 class Item(TypedDict):
     """An input item: an object (read, and refused by name, where it is translated).
 
