@@ -15,9 +15,23 @@ PACKAGES = ("routing", "pinch", "metrics", "router_project")
 PROTOCOLS = ROOT / "routing" / "protocols"
 # What each client protocol package holds (routing/protocols/__init__.py says what each is for).
 PROTOCOL_MODULES = {"__init__", "request", "inbound", "reply", "wire", "errors"}
-# And what one of them holds besides: the shapes both directions of the Messages
-# translation share, the Responses store.
-PROTOCOL_EXTRAS = {"chat": set(), "messages": {"shapes"}, "responses": {"store"}}
+# And what one of them holds besides: the shapes both directions share, the Responses
+# store, and, for the two served natively or translated, each path's module.
+PROTOCOL_EXTRAS = {
+    "chat": set(),
+    "messages": {"shapes", "native", "translated"},
+    "responses": {"shapes", "store", "native", "translated"},
+}
+# The native paths (a client and an upstream of the same protocol) translate nothing,
+# and the modules that turn a chat answer into another protocol's are not theirs to import.
+NATIVE_PATHS = ("routing.protocols.messages.native", "routing.protocols.responses.native")
+TRANSLATORS = {
+    "routing.protocols.chunks",
+    "routing.protocols.messages.reply",
+    "routing.protocols.messages.translated",
+    "routing.protocols.responses.reply",
+    "routing.protocols.responses.translated",
+}
 MAX_LINES = 450
 
 
@@ -88,6 +102,32 @@ def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     for module, targets in graph.items():
         packages[unit(module)] |= {unit(t) for t in targets} - {unit(module)}
     return packages
+
+
+def _reached(graph: dict[str, set[str]], start: str, within: str) -> set[str]:
+    """The modules under ``within`` that ``start`` imports, directly or through others there."""
+    seen, todo = set(), [start]
+    while todo:
+        for other in graph.get(todo.pop(), ()):
+            if other.startswith(within) and other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+@pytest.mark.parametrize("module", NATIVE_PATHS)
+def test_a_native_path_imports_no_translator(module):
+    graph = _imports(_modules())
+    assert _reached(graph, module, "routing.protocols") & TRANSLATORS == set()
+
+
+@pytest.mark.parametrize("protocol", ["messages", "responses"])
+def test_the_wire_that_picks_a_path_reaches_both(protocol):
+    # The reading above sees an import two steps away: the wire reaches the
+    # translators through its translated path, and the native path too.
+    reached = _reached(_imports(_modules()), f"routing.protocols.{protocol}.wire", "routing")
+    assert f"routing.protocols.{protocol}.native" in reached
+    assert f"routing.protocols.{protocol}.reply" in reached
 
 
 def test_no_module_imports_another_in_a_circle():

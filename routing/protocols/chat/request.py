@@ -22,15 +22,15 @@ schema's checks run in Rust.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from routing.errors import RouterError
 from routing.protocols.base import json_body, param_path
 from routing.protocols.canonical import ChatRequest
 from routing.protocols.chat.inbound import to_request
-from routing.validation import describe, error_place
+from routing.validation import describe, readable_errors
 
 # Far above any agent session seen (the longest corpus session sends ~1,000);
 # a bound keeps one request from holding a thread for seconds of validation.
@@ -46,6 +46,36 @@ class Open(BaseModel):
     """Strict types for the keys named; every other key is ignored here and passes through."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+# The same for a TypedDict (``with_config(STRICT)``): where a model per item would cost
+# too much (the Messages blocks, see routing.protocols.messages.request).
+STRICT = ConfigDict(extra="ignore", strict=True)
+
+
+def by_type(read: dict, other, what: str):
+    """A union of objects told apart by their ``type``, open to types still to come.
+
+    A type in ``read`` is checked against its schema, any other type against
+    ``other`` (the client's, passed as sent); an object without a string
+    ``type`` (or no object) is refused as "a <what> must be an object with a type".
+    """
+
+    def kind(value) -> str | None:
+        name = value.get("type") if isinstance(value, dict) else None
+        if not isinstance(name, str):
+            return None
+        return name if name in read else "other"
+
+    members = [Annotated[schema, Tag(name)] for name, schema in read.items()]
+    return Annotated[
+        Union[(*members, Annotated[other, Tag("other")])],  # noqa: UP007 (built, not written)
+        Discriminator(
+            kind,
+            custom_error_type=f"invalid_{what}",
+            custom_error_message=f"a {what} must be an object with a type",
+        ),
+    ]
 
 
 class ContentPart(Open):
@@ -139,17 +169,28 @@ def parse_chat_request(body) -> ChatRequest:
     """Check a parsed JSON body against the schema; raise RouterError(400) naming the problems."""
     if not isinstance(body, dict):
         raise RouterError(400, "The body must be a JSON object", "invalid_request")
-    _check_part_count(body.get("messages"))
+    check_part_count(body.get("messages"))
     try:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
-        first = error.errors()[0]
-        param = param_path(error_place(body, first)) or None
-        raise RouterError(400, describe(error, body, param_path), _code(error), param) from None
+        message, param = schema_error(error, body)
+        raise RouterError(400, message, _code(error), param) from None
     return to_request(body, checked)
 
 
-def _check_part_count(messages) -> None:
+def schema_error(error: ValidationError, body) -> tuple[str, str | None]:
+    """A body's schema errors as (one line naming each place, the first place named).
+
+    Every protocol's request schema reads its errors here, so a parameter
+    path is ``messages[3].role`` on all three, and ``param`` is the first
+    place the message names (the deepest where a value had the right shape).
+    """
+    places = readable_errors(error, body)
+    param = param_path(places[0][0]) if places else ""
+    return describe(error, body, param_path), param or None
+
+
+def check_part_count(messages) -> None:
     """RouterError(400) past MAX_PARTS content parts, before the schema builds a model of each."""
     if not isinstance(messages, list):
         return

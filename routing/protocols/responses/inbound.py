@@ -124,7 +124,7 @@ def from_responses_request(
         builder.add(i, item)
     builder.flush_images()
     if not builder.messages:
-        raise _bad("'input' has no message the model could answer", "input")
+        raise _bad("input: has no message the model could answer", "input")
 
     chat: dict = {"model": body["model"], "messages": builder.messages}
     if body.get("max_output_tokens"):
@@ -274,7 +274,9 @@ class _ChatMessages:
     def _output(self, i: int, item: dict, where: str) -> None:
         call_id = item.get("call_id")
         if not isinstance(call_id, str):
-            raise _bad(f"{where}: a tool output needs the call_id it answers", f"{where}.call_id")
+            raise _bad(
+                f"{where}.call_id: required (the call the output answers)", f"{where}.call_id"
+            )
         text, images = _output_content(item.get("output"), where, self.untranslatable)
         self.pending_images += images
         self.results[len(self.messages)] = i

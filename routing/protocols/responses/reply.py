@@ -25,10 +25,10 @@ from __future__ import annotations
 import copy
 import json
 import time
-import uuid
 
 from routing.protocols.chunks import ChunkEvents
 from routing.protocols.responses.inbound import ResponsesSource, encode_thinking
+from routing.protocols.responses.shapes import new_id, responses_usage
 
 # Fields of the request a response object repeats back, with their defaults.
 _ECHOED = {
@@ -45,10 +45,6 @@ _ECHOED = {
     "user": None,
     "store": True,
 }
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
 
 
 def response_shell(source: ResponsesSource, response_id: str, model_name: str) -> dict:
@@ -72,41 +68,6 @@ def response_shell(source: ResponsesSource, response_id: str, model_name: str) -
         value = body.get(name)
         shell[name] = default if value is None else value
     return shell
-
-
-def responses_usage(usage) -> dict:
-    """Chat-completions usage -> Responses usage."""
-    usage = usage if isinstance(usage, dict) else {}
-    prompt = usage.get("prompt_tokens") or 0
-    completion = usage.get("completion_tokens") or 0
-    prompt_details = usage.get("prompt_tokens_details")
-    completion_details = usage.get("completion_tokens_details")
-    cached = (prompt_details or {}).get("cached_tokens") if isinstance(prompt_details, dict) else 0
-    reasoning = (
-        (completion_details or {}).get("reasoning_tokens")
-        if isinstance(completion_details, dict)
-        else 0
-    )
-    return {
-        "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": cached or 0},
-        "output_tokens": completion,
-        "output_tokens_details": {"reasoning_tokens": reasoning or 0},
-        "total_tokens": usage.get("total_tokens") or prompt + completion,
-    }
-
-
-def chat_usage(usage) -> dict | None:
-    """Responses usage -> chat-completions usage (what a decision records)."""
-    if not isinstance(usage, dict):
-        return None
-    details = usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return {
-        "prompt_tokens": usage.get("input_tokens"),
-        "completion_tokens": usage.get("output_tokens"),
-        "prompt_tokens_details": {"cached_tokens": cached},
-    }
 
 
 def _part(kind: str, text: str) -> dict:
@@ -239,22 +200,25 @@ class ResponseEvents(ChunkEvents):
         self.response["output"].append(item)
         return index, self._event("response.output_item.added", output_index=index, item=dict(item))
 
+    def _open(self, item: dict, part_event: str, where: str, part: dict) -> tuple[int, list]:
+        """An item added with its first part: (its output index, the two events that say so)."""
+        index, added = self._add(item)
+        opened = self._event(
+            f"response.{part_event}.added",
+            item_id=item["id"],
+            output_index=index,
+            **{f"{where}_index": 0},
+            part=part,
+        )
+        return index, [added, opened]
+
     def reasoning(self, text: str) -> list[dict]:
         events = []
         if self.reasoning_index is None:
-            index, added = self._add(reasoning_item("", [], status="in_progress"))
-            self.reasoning_index = index
-            item_id = self.response["output"][index]["id"]
-            events += [
-                added,
-                self._event(
-                    "response.reasoning_summary_part.added",
-                    item_id=item_id,
-                    output_index=index,
-                    summary_index=0,
-                    part={"type": "summary_text", "text": ""},
-                ),
-            ]
+            item = reasoning_item("", [], status="in_progress")
+            part = {"type": "summary_text", "text": ""}
+            opened = self._open(item, "reasoning_summary_part", "summary", part)
+            self.reasoning_index, events = opened
         self.reasoning_text += text
         events.append(
             self._event(
@@ -310,19 +274,10 @@ class ResponseEvents(ChunkEvents):
             events += self._close_text()
         if self.text_index is None:
             events += self._close_reasoning()
-            index, added = self._add(message_item("", status="in_progress"))
-            self.text_index, self.part_kind = index, kind
-            item_id = self.response["output"][index]["id"]
-            events += [
-                added,
-                self._event(
-                    "response.content_part.added",
-                    item_id=item_id,
-                    output_index=index,
-                    content_index=0,
-                    part=_part(kind, ""),
-                ),
-            ]
+            item = message_item("", status="in_progress")
+            self.text_index, opened = self._open(item, "content_part", "content", _part(kind, ""))
+            self.part_kind = kind
+            events += opened
         self.answer += text
         fields = {"logprobs": []} if kind == "output_text" else {}
         events.append(

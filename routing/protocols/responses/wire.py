@@ -1,18 +1,17 @@
 """The Responses API's side of the upstream call: native where it is spoken, translated elsewhere.
 
 A /v1/responses request was planned like any other (routing.pipeline); here
-the dispatcher's ``Wire`` is told how to reach the model it chose:
+the dispatcher's ``Wire`` is told how to reach the model it chose, by the
+provider's capabilities, on every attempt (a fallback may cross from one
+kind to the other):
 
-* a provider with ``responses_api: true`` (OpenAI) gets the client's own
-  body, its items as sent except the ``function_call_output`` items pinch
-  rewrote (``inbound.native_body``), history from a stored response inlined;
-  its answer and events are relayed as they come, only ``model`` set back to
-  the name the client asked for;
+* a provider with ``responses_api: true`` (OpenAI) is served natively
+  (``native``): the client's own body out, the answer relayed as it comes;
 * any other provider (OpenAI-compatible chat, or Claude through the Anthropic
   provider's translation) gets the chat-completions translation, and its
   answer and chunks become a ``response`` and the Responses event stream
-  (``protocols.responses.reply``). Built-in tools it cannot run are left
-  out (``responses.hosted_tools: omit``, the default; named in the
+  (``translated``). Built-in tools it cannot run are left out
+  (``responses.hosted_tools: omit``, the default; named in the
   ``X-Router-Omitted-Tools`` header and on the decision row), or, under
   ``refuse``, a 400 naming them unless the client listed them in
   ``X-Router-Optional-Tools``. Reasoning items are left out with a log line.
@@ -26,21 +25,16 @@ OpenAI error shape before the stream has started, and as ``response.failed``
 import logging
 
 from routing.config.store import api_config
-from routing.errors import ProviderError, RouterError
-from routing.protocols.base import ClientProtocol, Event, StreamReply, Wire, named_sse
+from routing.errors import RouterError
+from routing.protocols.base import ClientProtocol, named_sse
 from routing.protocols.chat import errors as chat_errors
-from routing.protocols.chunks import translate
-from routing.protocols.responses import errors
-from routing.protocols.responses.inbound import input_items, native_body
-from routing.protocols.responses.reply import ResponseEvents, chat_usage, new_id, to_response
+from routing.protocols.responses import errors, translated
+from routing.protocols.responses.native import NativeResponsesWire
 from routing.protocols.responses.request import parse_responses_body
-from routing.protocols.responses.store import keep_response
 
 log = logging.getLogger(__name__)
 
 OPTIONAL_TOOLS_HEADER = "HTTP_X_ROUTER_OPTIONAL_TOOLS"
-# Events that end a Responses stream.
-FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "error")
 
 
 def optional_tools(request, config) -> frozenset:
@@ -54,15 +48,12 @@ def optional_tools(request, config) -> frozenset:
     return frozenset(name.strip() for name in value.split(",") if name.strip())
 
 
-class ResponsesWire(Wire):
+class ResponsesWire(NativeResponsesWire):
+    """Native where the provider speaks Responses; translated (``translated``) elsewhere."""
+
     def __init__(self, request, api_key_id, store_ttl_hours: float):
-        self.source = request.source
-        self.model_name = self.source.model  # what the client asked for, and is answered as
-        self.api_key_id = api_key_id
-        self.store_ttl_hours = store_ttl_hours
-        self.response_id = new_id("resp")
+        super().__init__(request, api_key_id, store_ttl_hours)
         self.events = None  # the translator of a translated stream
-        self.last_sequence = -1
 
     # What a chat upstream cannot be sent.
 
@@ -113,126 +104,28 @@ class ResponsesWire(Wire):
             ]
         return body
 
-    def _native_body(self, plan, model) -> dict:
-        return native_body(self.source, plan.request.messages, plan.send_messages, model.send_as)
-
-    # The Wire.
+    # The Wire: the native branch, or the translated one.
 
     def answer(self, plan, provider, model, context) -> dict:
         if provider.capabilities.responses:
-            # The router's own id: an upstream's may be missing, too long, or reused
-            # (and another key's row must never be found, or overwritten, by it).
-            response = {
-                **provider.responses(self._native_body(plan, model)),
-                "id": self.response_id,
-                "model": self.model_name,
-            }
-        else:
-            completion = provider.chat(self._chat_body(plan, provider, model), context=context)
-            response = to_response(completion, self.source, self.response_id, self.model_name)
+            return super().answer(plan, provider, model, context)
+        body = self._chat_body(plan, provider, model)
+        response = translated.answer(self, provider, body, context)
         self.keep(response)
         return response
 
     def open_stream(self, plan, provider, model, context):
         if provider.capabilities.responses:
-            reply = provider.responses_stream(self._native_body(plan, model))
-            return StreamReply(reply.response, self._native_events(reply.events, provider))
-        reply = provider.chat_stream(self._chat_body(plan, provider, model), context=context)
-        self.events = ResponseEvents(self.source, self.response_id, self.model_name)
-        events = translate(reply.events, self.events, provider.name)
-        return StreamReply(reply.response, events)
-
-    def _native_events(self, events, provider):
-        """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
-        for event in events:
-            data = event.data
-            kind = data.get("type") if data else None
-            if data and isinstance(data.get("response"), dict):
-                data["response"]["model"] = self.model_name
-                data["response"]["id"] = self.response_id  # the router's own, as above
-                event.changed()
-            yield event
-            if kind in FINAL_EVENTS:
-                return
-        raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
-
-    def usage(self, data: dict):
-        return chat_usage(data.get("usage"))
-
-    def answer_chars(self, data: dict) -> int:
-        return sum(_item_chars(item) for item in data.get("output") or ())
-
-    def asks_tools(self, data: dict) -> bool:
-        return any(_is_call(item) for item in data.get("output") or ())
-
-    def watcher(self, plan, outcome):
-        return ResponsesWatcher(self, outcome)
+            return super().open_stream(plan, provider, model, context)
+        body = self._chat_body(plan, provider, model)
+        reply, self.events = translated.open_stream(self, provider, body, context)
+        return reply
 
     def stream_error_event(self, status: int, message: str) -> bytes:
         if self.events is not None:
             failed = self.events.failed(errors.stream_code(status), message)
             return named_sse(failed) + b"\n\n"
-        return errors.error_event(self.last_sequence + 1, status, message)
-
-    def failure_response(self, failure):
-        return chat_errors.failure_response(failure)
-
-    def keep(self, response: dict) -> None:
-        """Store a finished response unless the client said ``store: false``."""
-        if self.source.body.get("store") is False:
-            return
-        if response.get("status") not in ("completed", "incomplete"):
-            return
-        body = self.source.body
-        previous = body.get("previous_response_id") or ""
-        keep_response(self.api_key_id, input_items(body), response, self.store_ttl_hours, previous)
-
-
-def _is_call(item) -> bool:
-    # function_call, custom_tool_call, local_shell_call...: anything the client must run.
-    return isinstance(item, dict) and str(item.get("type", "")).endswith("_call")
-
-
-def _item_chars(item) -> int:
-    if not isinstance(item, dict):
-        return 0
-    if item.get("type") == "message":
-        return sum(len(part.get("text") or "") for part in item.get("content") or ())
-    return len(item.get("arguments") or item.get("input") or "")
-
-
-class ResponsesWatcher:
-    """Reads a Responses event stream as it is relayed: usage, errors, answer size, the end."""
-
-    def __init__(self, wire: ResponsesWire, outcome):
-        self.wire = wire
-        self.outcome = outcome
-        self.answer_chars = 0
-        self.completed = False  # a final event: the upstream said it was done
-
-    def see(self, sent: Event) -> tuple[Event | None, bool]:
-        event = sent.data
-        if event is None:
-            return sent, False
-        kind = event.get("type")
-        if isinstance(event.get("sequence_number"), int):
-            self.wire.last_sequence = event["sequence_number"]
-        delta = event.get("delta")
-        if kind in ("response.output_text.delta", "response.function_call_arguments.delta"):
-            self.answer_chars += len(delta) if isinstance(delta, str) else 0
-        if kind in FINAL_EVENTS:
-            self.completed = True
-            response = event.get("response") if isinstance(event.get("response"), dict) else {}
-            self.outcome.take_usage(chat_usage(response.get("usage")))
-            self.outcome.answer_tool_calls = self.wire.asks_tools(response)
-            if kind in ("error", "response.failed"):
-                error = event if kind == "error" else response.get("error") or {}
-                error = error if isinstance(error, dict) else {}
-                self.outcome.upstream_error(f"{error.get('code')}: {error.get('message')}")
-            else:
-                self.wire.keep(response)
-            return sent, True
-        return sent, False
+        return super().stream_error_event(status, message)
 
 
 class ResponsesProtocol(ClientProtocol):
