@@ -100,12 +100,12 @@ def baseline_model(config: RouterConfig, path: str, chosen: ModelConfig, measure
         return config.model(config.routing.baseline_model)
     rate = config.objective.assumed_cache_rate
     window = measured_tokens + request.max_tokens
+    # Once, not per model: finding images walks every message.
+    needed = request.needed_capabilities
     usable = [
         m
         for m in config.models
-        if m.routable
-        and m.context_window >= window
-        and request.needed_capabilities.issubset(m.capabilities)
+        if m.routable and m.context_window >= window and needed.issubset(m.capabilities)
     ]
     return max(
         usable or [chosen], key=lambda m: (blended_prompt_price(m, rate), m.completion_price)
