@@ -59,9 +59,9 @@ def test_a_step_pays_when_cheaper_at_once_or_repaid_by_the_margin(
         (1000, 2000, 5000.0, True),
         # ... but not on top of an unrepaid step, however small the hole.
         (1000, 2000, -0.5, False),
-        (1000, 2000, -10**6, False),
+        (1000, 2000, -(10**6), False),
         # Cheaper at once (0.9 * 15100 - 15200 < 0 without a write premium): taken in the red too.
-        (15200, 15100, -10**6, True),
+        (15200, 15100, -(10**6), True),
     ],
 )
 def test_a_step_to_be_repaid_is_not_stacked_on_an_unrepaid_one(saved, rewritten, banked, pays):
