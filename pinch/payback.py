@@ -7,9 +7,11 @@ changed message on is written again at ``write`` (1.25 there). So
 compressing old tool results is an investment, priced by ``pinch.steps``: a
 step cheaper on its own request than sending the payload as it was is always
 taken; otherwise the later turns must repay its net cost ``min_payback``
-times over. After a gap longer than the cache's lifetime (``cold``), nothing
-is read from the cache and a step that saves is always taken. Below the
-model's minimum cacheable prompt nothing is cached, and a step only saves.
+times over, and not while an earlier step is still unrepaid (the ledger
+keeps what pinch has saved the conversation so far). After a gap longer
+than the cache's lifetime (``cold``), nothing is read from the cache and a
+step that saves is always taken. Below the model's minimum cacheable
+prompt nothing is cached, and a step only saves.
 
 Each tool result's fate is decided once, at the step that takes it out of
 the protected window: compressed (pinch.lines, content-only and
@@ -44,7 +46,7 @@ from pinch.lines import (
     mentioned_tokens,
     named_tokens,
 )
-from pinch.steps import CacheModel, step_pays
+from pinch.steps import CacheModel, net_cost_now, step_pays
 from pinch.tokens import estimate_tokens, extract_text
 
 __all__ = ["CacheModel", "Ledger", "PaybackKnobs", "plan"]
@@ -95,6 +97,7 @@ class _Session:
         self.hashes = [_message_hash(m) for m in self.messages]
         self.users = [t for t, m in enumerate(self.messages) if _role(m) == "user"]
         self._mentions: dict[int, set[str]] = {}
+        self._savings: dict[int, int] = {}
         self.assistants = [
             t for t in range(1, len(self.messages)) if _role(self.messages[t]) == "assistant"
         ]
@@ -105,6 +108,13 @@ class _Session:
         if found is None:
             found = self._mentions[i] = mentioned_tokens(self.messages[i])
         return found
+
+    def saving(self, i: int) -> int:
+        """Tokens compressing result ``i`` takes out (0 when its compressed form is no shorter)."""
+        if i not in self._savings:
+            text, shorter = extract_text(self.messages[i]), self.compress(i)
+            self._savings[i] = max(estimate_tokens(text) - estimate_tokens(shorter), 0)
+        return self._savings[i]
 
     def total(self, length: int) -> int:
         return self.leading[length] + self.extra_fixed_tokens
@@ -216,24 +226,61 @@ def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
 
 
 def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
-    """The ledger after the request ``messages[:length]``: a step, or nothing."""
+    """The ledger after the request ``messages[:length]``: a step or nothing, and what it earned."""
+    previous = _read_from(session, ledger, length)
+    removed = _removed(session, ledger)
+    after, net = _decide(session, ledger, length, previous, removed)
+    cache = session.cache
+    if previous:
+        # The prefix read costs ``read`` per token: what earlier steps removed
+        # is saved again, and a step taken now costs its net on top.
+        earned = cache.read_multiplier * removed - net
+    else:
+        # Nothing read from the cache: every token sent is written, the ones
+        # removed are saved at the write price.
+        earned = cache.write_multiplier * _removed(session, after)
+    return replace(after, earned=ledger.earned + earned)
+
+
+def _read_from(session: _Session, ledger: Ledger, length: int) -> int:
+    """The previous request's length if this one reads its prefix from the cache, else 0.
+
+    Nothing is read on the first request, below the model's minimum cached
+    prompt, or after a cold gap.
+    """
+    earlier = bisect_left(session.assistants, length)
+    previous = session.assistants[earlier - 1] if earlier else 0
+    if session.total(length) < session.cache.min_cacheable_tokens or length in ledger.cold:
+        return 0
+    return previous
+
+
+def _removed(session: _Session, ledger: Ledger) -> int:
+    """Tokens the ledger's compressions take out of the payload."""
+    kept = set(ledger.kept)
+    return sum(session.saving(i) for i in session.results[: ledger.decided] if i not in kept)
+
+
+def _decide(
+    session: _Session, ledger: Ledger, length: int, previous: int, removed: int
+) -> tuple[Ledger, float]:
+    """The ledger after deciding at ``length``, and the net cost now of the step taken (or 0)."""
     knobs = session.knobs
     total = session.total(length)
     if total <= knobs.budget_tokens:
-        return replace(ledger, length=length)
+        return replace(ledger, length=length), 0.0
     window = _protected_start(
         session.messages[:length], knobs.keep_last_turns, knobs.keep_last_tool_results
     )
     undecided = [i for i in session.results[ledger.decided :] if i < window]
     if not undecided:
-        return replace(ledger, length=length)
+        return replace(ledger, length=length), 0.0
 
     users = session.users[: bisect_left(session.users, length)]
     last_user = users[-1] if users else None
     kept, compressed, saved = [], [], 0
     for i in undecided:
-        text = extract_text(session.messages[i])
-        size = len(text)
+        size = len(extract_text(session.messages[i]))
         if keeps(
             size,
             session.mentions(i),
@@ -245,10 +292,9 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
         ):
             kept.append(i)
             continue
-        shorter = session.compress(i)
-        if len(shorter) < len(text):
+        if len(session.compress(i)) < size:
             compressed.append(i)
-            saved += estimate_tokens(text) - estimate_tokens(shorter)
+            saved += session.saving(i)
         else:
             kept.append(i)
     decided = replace(
@@ -259,26 +305,23 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     )
     if not compressed:
         # Nothing to rewrite: keeping is free, and final.
-        return decided
-    if not _pays(session, ledger, length, min(compressed), saved, total):
-        return replace(ledger, length=length)
-    return replace(decided, steps=ledger.steps + (length,))
-
-
-def _pays(
-    session: _Session, ledger: Ledger, length: int, first: int, saved: int, total: int
-) -> bool:
-    earlier = bisect_left(session.assistants, length)
-    previous = session.assistants[earlier - 1] if earlier else 0
-    cache, knobs = session.cache, session.knobs
-    if previous == 0 or total < cache.min_cacheable_tokens or length in ledger.cold:
-        # The first request, a prompt too short to cache, or a cold cache:
-        # nothing is read from the cache, so a step rewrites nothing paid for.
-        return saved > 0
-    rewritten = _payload_tokens(session, ledger, first, previous)
+        return decided, 0.0
+    if not previous:
+        # Nothing is read from the cache, so a step rewrites nothing paid for.
+        if saved <= 0:
+            return replace(ledger, length=length), 0.0
+        return replace(decided, steps=ledger.steps + (length,)), 0.0
+    cache = session.cache
+    rewritten = _payload_tokens(session, ledger, min(compressed), previous)
     # This request and the ones before it: one per earlier assistant message.
-    turns = earlier + 1
-    return step_pays(saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback)
+    turns = bisect_left(session.assistants, length) + 1
+    # What a step may risk: what pinch saved the conversation before, and on
+    # this request's prefix read (certain, whatever the step costs).
+    banked = ledger.earned + cache.read_multiplier * removed
+    if not step_pays(saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback, banked):
+        return replace(ledger, length=length), 0.0
+    net = net_cost_now(saved, rewritten, cache)
+    return replace(decided, steps=ledger.steps + (length,)), net
 
 
 def _payload_tokens(session: _Session, ledger: Ledger, start: int, stop: int) -> int:
@@ -287,7 +330,7 @@ def _payload_tokens(session: _Session, ledger: Ledger, start: int, stop: int) ->
     kept = set(ledger.kept)
     for i in session.results[: ledger.decided]:
         if start <= i < stop and i not in kept:
-            total -= session.tokens[i] - estimate_tokens(session.compress(i))
+            total -= session.saving(i)
     return max(total, 0)
 
 

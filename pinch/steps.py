@@ -12,7 +12,19 @@ before, written now) and removes ``saved`` tokens:
   ``turns_ahead * turns_so_far`` turns a session is expected still to run
   (measured on the corpus, docs/pinch.md), and the step is taken when that
   repayment is ``min_payback`` times the net cost. The margin guards only
-  what must be repaid, never the part the step earns at once.
+  what must be repaid, never the part the step earns at once;
+* one unrepaid step at a time: while what pinch has saved the conversation
+  so far (``banked``: its earlier requests and this one's prefix read,
+  against sending each whole) is below zero, an earlier step has not yet
+  been repaid, and a step that must be repaid too is not taken.
+
+Why the last clause: whatever the margin, a step staked on later turns
+loses when the conversation ends before they come, and no horizon
+estimate sees the end coming (issue 22: 019 ended two turns after a step
+that would have broken even in three). A long conversation absorbs such a
+loss; stacking a second one on the first is what a short one cannot. The
+clause caps the stake at one step, and costs nothing measurable on the
+corpus (docs/pinch.md, "One unrepaid step at a time").
 
 A cold cache (the conversation's previous request further back than the
 model's cache lifetime) has nothing to rewrite: every token is written
@@ -65,17 +77,22 @@ def step_pays(
     cache: CacheModel,
     turns_ahead: float,
     min_payback: float,
+    banked: float = 0.0,
 ) -> bool:
     """Whether a step that removes ``saved`` tokens and rewrites ``rewritten`` cached ones pays.
 
     Cheaper at once (``net_cost_now <= 0``) with something saved: taken.
-    Otherwise taken when the later turns' repayment, ``read * saved`` on each
-    of ``turns_ahead * turns_so_far`` turns, is ``min_payback`` times the net cost.
+    Otherwise taken when the conversation is not in the red on pinch
+    (``banked >= 0``: what pinch saved it so far, input-price tokens) and the
+    later turns' repayment, ``read * saved`` on each of ``turns_ahead *
+    turns_so_far`` turns, is ``min_payback`` times the net cost.
     """
     if saved <= 0:
         return False
     cost = net_cost_now(saved, rewritten, cache)
     if cost <= 0:
         return True
+    if banked < 0:
+        return False
     repaid = saved * cache.read_multiplier * turns_ahead * turns_so_far
     return repaid >= min_payback * cost

@@ -109,6 +109,10 @@ def test_a_ledger_that_does_not_match_the_messages_is_rebuilt():
         "[1,2,[x],[],1]",
         # Round two's form (no cold requests, no time): rebuilt, to the same decisions.
         '[40,7,[3,9],[20,33],"abab"]',
+        # Before the bank (no ``earned``): rebuilt too.
+        '[40,7,[3,9],[20,33],"abab",[33],1700000000.5]',
+        # A bank no replay could reach.
+        '[40,7,[3,9],[20,33],"abab",[33],1700000000.5,Infinity]',
     ],
 )
 def test_an_unreadable_stored_ledger_reads_as_absent(raw):
@@ -116,7 +120,9 @@ def test_an_unreadable_stored_ledger_reads_as_absent(raw):
 
 
 def test_a_ledger_survives_its_json_form():
-    ledger = Ledger(40, 7, (3, 9), (20, 33), "ab" * 16, cold=(33,), at=1_700_000_000.5)
+    ledger = Ledger(
+        40, 7, (3, 9), (20, 33), "ab" * 16, cold=(33,), at=1_700_000_000.5, earned=-1234.56789
+    )
     assert Ledger.from_json(ledger.as_json()) == ledger
 
 
@@ -249,3 +255,64 @@ def test_a_cold_step_never_revisits_a_decision_and_rebuilds_alike(messages, cold
         rebuilt = plan(request, Ledger(cold=ledger.cold), knobs, ANTHROPIC)
         assert rebuilt[0] == payload
         assert rebuilt[1] == ledger
+
+
+def priced(turns, cache, cold_at=frozenset()):
+    """Per request: (with pinch, whole, with pinch had this request taken no step), in input tokens.
+
+    As a provider bills a prefix cache: what the previous payload shares at its
+    start is read, the rest written; a cold request (``cold_at``: positions)
+    is written in full. The whole conversation shares all its previous request.
+    """
+    read, write = cache.read_multiplier, cache.write_multiplier
+    out, before = [], None
+    for k, (request, payload, _, stats) in enumerate(turns):
+        sent = [estimate_tokens(extract_text(m)) for m in payload]
+        whole = [estimate_tokens(extract_text(m)) for m in request]
+        if before is None or k in cold_at:
+            out.append((write * sum(sent), write * sum(whole), write * sum(sent)))
+        else:
+            old_request, old_payload = before
+            shared = common_prefix_length(old_payload, payload)
+            old = [estimate_tokens(extract_text(m)) for m in old_payload]
+            with_pinch = read * sum(sent[:shared]) + write * sum(sent[shared:])
+            whole_cost = read * sum(whole[: len(old_request)]) + write * sum(
+                whole[len(old_request) :]
+            )
+            no_step = read * sum(old) + write * sum(whole[len(old_request) :])
+            out.append((with_pinch, whole_cost, no_step if stats["step"] else with_pinch))
+        before = (request, payload)
+    return out
+
+
+BANK_CACHES = st.sampled_from(
+    [
+        CacheModel(read_multiplier=0.1, write_multiplier=1.25, min_cacheable_tokens=0),
+        CacheModel(read_multiplier=0.1, write_multiplier=1.0, min_cacheable_tokens=0),
+        CacheModel(read_multiplier=0.25, write_multiplier=1.0, min_cacheable_tokens=0),
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(agent_sessions(), BANK_CACHES, st.sets(st.integers(1, 40), max_size=4))
+def test_the_bank_is_what_pinch_saved_and_no_unrepaid_step_is_stacked(messages, cache, cold_at):
+    # No cap: a capped result differs from the whole one from the request it
+    # arrives in, which the bank (steps only) does not count.
+    knobs = PaybackKnobs(
+        budget_tokens=1500, max_summarize_chars=3000, protected_max_chars=None, min_payback=1.0
+    )
+    turns = replay_with_gaps(messages, knobs, cache, cold_at)
+    earned = 0.0
+    for (_, _, ledger, stats), (cost, whole, no_step) in zip(turns, priced(turns, cache, cold_at)):
+        if stats["step"] and cost > no_step + 1e-6:
+            # A step that costs more on its own request than none: only when
+            # pinch was not in the red on the conversation before it.
+            assert earned + (whole - no_step) >= -1e-6
+        earned += whole - cost
+        assert ledger.earned == pytest.approx(earned, abs=1e-6)
+    # Whenever the conversation ends, pinch's loss is at most one step's net cost:
+    # never two stacked (checked above); and a rebuild keeps the same bank.
+    if turns:
+        request, _, ledger, _ = turns[-1]
+        assert plan(request, Ledger(cold=ledger.cold), knobs, cache)[1] == ledger

@@ -49,6 +49,26 @@ def test_a_step_pays_when_cheaper_at_once_or_repaid_by_the_margin(
     assert step_pays(saved, rewritten, turns, cache, 1.0, min_payback) is pays
 
 
+# ``banked``: what pinch saved the conversation so far. Below zero an earlier
+# step is still unrepaid, and a step that must be repaid too waits.
+@pytest.mark.parametrize(
+    ("saved", "rewritten", "banked", "pays"),
+    [
+        # Net 1050, repaid 100 a turn over 32 turns at margin 3: pays ...
+        (1000, 2000, 0.0, True),
+        (1000, 2000, 5000.0, True),
+        # ... but not on top of an unrepaid step, however small the hole.
+        (1000, 2000, -0.5, False),
+        (1000, 2000, -(10**6), False),
+        # Cheaper at once (0.9 * 15100 - 15200 < 0 without a write premium): taken in the red too.
+        (15200, 15100, -(10**6), True),
+    ],
+)
+def test_a_step_to_be_repaid_is_not_stacked_on_an_unrepaid_one(saved, rewritten, banked, pays):
+    cache = NO_PREMIUM if saved == 15200 else ANTHROPIC
+    assert step_pays(saved, rewritten, 32, cache, 1.0, 3.0, banked) is pays
+
+
 def test_a_session_expected_to_run_longer_pays_for_a_larger_rewrite():
     assert not step_pays(1000, 4000, 20, ANTHROPIC, 0.5, 1.0)
     assert step_pays(1000, 4000, 20, ANTHROPIC, 2.0, 1.0)
@@ -68,12 +88,28 @@ caches = st.builds(
     caches,
     st.floats(0.01, 10.0),
     st.floats(0.01, 1000.0),
+    st.floats(-(10.0**9), 10.0**9),
 )
 def test_a_step_cheaper_at_once_is_never_refused(
-    saved, rewritten, turns, cache, turns_ahead, margin
+    saved, rewritten, turns, cache, turns_ahead, margin, banked
 ):
     if net_cost_now(saved, rewritten, cache) <= 0:
-        assert step_pays(saved, rewritten, turns, cache, turns_ahead, margin)
+        assert step_pays(saved, rewritten, turns, cache, turns_ahead, margin, banked)
+
+
+@given(
+    st.integers(1, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    caches,
+    st.floats(0.01, 1000.0),
+    st.floats(-(10.0**9), -(10.0**-6)),
+)
+def test_in_the_red_only_a_step_cheaper_at_once_is_taken(
+    saved, rewritten, turns, cache, margin, banked
+):
+    if step_pays(saved, rewritten, turns, cache, 1.0, margin, banked):
+        assert net_cost_now(saved, rewritten, cache) <= 0
 
 
 @given(st.integers(1, 10**6), caches, st.floats(0.01, 1000.0))
