@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from django.conf import settings
 
@@ -112,19 +112,15 @@ class LedgerSlot:
 
 
 def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
+    """Each knob is the ``pinch.payback`` key of its name, else the ``pinch`` key of its name."""
     payback = pinch_config.payback
     return PaybackKnobs(
-        budget_tokens=pinch_config.budget_tokens,
-        keep_last_turns=pinch_config.keep_last_turns,
-        keep_last_tool_results=pinch_config.keep_last_tool_results,
-        max_summarize_chars=pinch_config.max_summarize_chars,
-        protected_max_chars=pinch_config.protected_max_chars,
-        turns_ahead=payback.turns_ahead,
-        min_payback=payback.min_payback,
-        keep_min_shared=payback.keep_min_shared,
-        keep_max_chars=payback.keep_max_chars,
-        names_max_chars=payback.names_max_chars,
-        lines_max_chars=payback.lines_max_chars,
+        **{
+            knob.name: getattr(
+                payback if knob.name in type(payback).model_fields else pinch_config, knob.name
+            )
+            for knob in fields(PaybackKnobs)
+        }
     )
 
 
