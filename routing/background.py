@@ -57,6 +57,14 @@ _PROMPTS = (
         ),
     ),
 )
+# Nearly every request is none of them: one search for any of the prompts
+# first, which the lookahead makes cheap (each prompt starts with one of these
+# characters; measured on a 2 KB task, 94 us against 251 us for the three
+# searches that then tell them apart).
+_ANY_PROMPT = re.compile(
+    r"(?=[cwges\d])(?:" + "|".join(pattern.pattern for _, pattern in _PROMPTS) + ")",
+    re.IGNORECASE,
+)
 # Only the head of a message is read: the prompts state their job first, and
 # a compaction request's conversation can be megabytes long.
 _HEAD_CHARS = 2000
@@ -75,6 +83,7 @@ def background_kind(
     last_user = next((m for m in reversed(messages) if _role(m) == "user"), None)
     if last_user is not None:
         heads.append(typed_text(last_user)[:_HEAD_CHARS])
+    heads = [head for head in heads if _ANY_PROMPT.search(head)]
     for kind, pattern in _PROMPTS:
         if any(pattern.search(head) for head in heads):
             return kind
