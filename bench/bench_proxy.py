@@ -93,12 +93,12 @@ def wait_for(port: int, process: subprocess.Popen, what: str, timeout: float = 3
     sys.exit(f"{what} did not listen on port {port} within {timeout:g}s")
 
 
-def start(args: list[str], env: dict | None = None) -> subprocess.Popen:
+def start(args: list[str], env: dict | None = None, root: Path = ROOT) -> subprocess.Popen:
     # A session of its own, so stopping it also stops the workers it forked.
     return subprocess.Popen(
         args,
         env=env,
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -115,9 +115,9 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def router_config(upstream_url: str) -> dict:
+def router_config(upstream_url: str, root: Path = ROOT) -> dict:
     """The shipped config (pinch, classifier, objective) with every model on the bench upstream."""
-    data = yaml.safe_load((ROOT / "routing" / "config" / "default_config.yaml").read_text())
+    data = yaml.safe_load((root / "routing" / "config" / "default_config.yaml").read_text())
     data["providers"] = {"fast": {"kind": "openai", "base_url": upstream_url}}
     data["models"] = [
         {"id": f"fast-{tier}", "provider": "fast", "tier": tier, "context_window": 1_000_000}
@@ -133,11 +133,14 @@ class Router:
     key: str
     env: dict
     process: subprocess.Popen | None = None
+    root: Path = ROOT  # the checkout it serves
 
 
-def prepare_router(tmp: Path, upstream_url: str, database_url: str = "") -> Router:
+def prepare_router(
+    tmp: Path, upstream_url: str, database_url: str = "", root: Path = ROOT
+) -> Router:
     config = tmp / "router.yaml"
-    config.write_text(yaml.safe_dump(router_config(upstream_url)))
+    config.write_text(yaml.safe_dump(router_config(upstream_url, root)))
     port = free_port()
     env = {
         **os.environ,
@@ -150,24 +153,24 @@ def prepare_router(tmp: Path, upstream_url: str, database_url: str = "") -> Rout
         "ROUTER_ACCESS_LOG": "",
         "REDIS_URL": "",
     }
-    manage = [PYTHON, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+    manage = [PYTHON, str(root / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=root, check=True)
     created = subprocess.run(
         [*manage, "createapikey", "bench"],
         env=env,
-        cwd=ROOT,
+        cwd=root,
         check=True,
         capture_output=True,
         text=True,
     )
     key = created.stdout.strip().splitlines()[-1]
-    return Router(f"http://127.0.0.1:{port}", port, key, env)
+    return Router(f"http://127.0.0.1:{port}", port, key, env, root=root)
 
 
 def serve_router(router: Router) -> None:
+    conf = router.root / "router_project" / "gunicorn.conf.py"
     router.process = start(
-        [PYTHON, "-m", "gunicorn", "-c", str(ROOT / "router_project" / "gunicorn.conf.py")],
-        env=router.env,
+        [PYTHON, "-m", "gunicorn", "-c", str(conf)], env=router.env, root=router.root
     )
     wait_for(router.port, router.process, "gunicorn")
 
