@@ -15,7 +15,10 @@ The earlier revision is checked out with ``git worktree`` into a temp folder
 (removed at exit) and run with this virtual environment: a revision that
 needs other dependencies fails at its migrate, naming them.
 
-Run: ``.venv/bin/python bench/bench_ab.py --baseline REV [--requests 600]``
+``--candidate REV`` serves that revision instead of this checkout (to measure
+one change between two commits).
+
+Run: ``.venv/bin/python bench/bench_ab.py --baseline REV [--candidate REV] [--requests 600]``
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,12 +89,18 @@ def alternate(routers: dict, data: bytes, stream: bool, requests: int, skip: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="the git revision to compare with")
+    parser.add_argument("--candidate", help="a git revision to serve instead of this checkout")
     parser.add_argument("--requests", type=int, default=600, help="per router, body and mode")
     parser.add_argument("--skip", type=int, default=50, help="first requests left out (warm-up)")
     args = parser.parse_args()
     print(describe_machine())
     bodies = proxy.corpus_bodies()
-    with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp, checkout(args.baseline) as old:
+    name = args.candidate or "this checkout"
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp,
+        checkout(args.baseline) as old,
+        checkout(args.candidate) if args.candidate else nullcontext(ROOT) as new_root,
+    ):
         upstream_port = proxy.free_port()
         upstream = proxy.start(
             [proxy.PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)]
@@ -100,18 +109,18 @@ def main() -> None:
         try:
             proxy.wait_for(upstream_port, upstream, "fast_upstream")
             upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
-            for name, root in (("this checkout", ROOT), (args.baseline, old)):
+            for served, root in ((name, new_root), (args.baseline, old)):
                 folder = Path(tmp) / str(len(routers))
                 folder.mkdir()
-                routers[name] = proxy.prepare_router(folder, upstream_url, root=root)
-                proxy.serve_router(routers[name])
-                proxy.wait_for(routers[name].port, routers[name].process, f"router at {name}")
+                routers[served] = proxy.prepare_router(folder, upstream_url, root=root)
+                proxy.serve_router(routers[served])
+                proxy.wait_for(routers[served].port, routers[served].process, f"router at {served}")
             rows = []
             for body in bodies:
                 for stream, what in ((False, "answer"), (True, "first SSE event")):
                     data = body.stream_data if stream else body.data
                     medians = alternate(routers, data, stream, args.requests, args.skip)
-                    new, then = medians["this checkout"], medians[args.baseline]
+                    new, then = medians[name], medians[args.baseline]
                     rows.append(
                         [
                             body.label,
@@ -130,11 +139,7 @@ def main() -> None:
     print(
         f"{args.requests} requests to each router a row, alternating; medians after {args.skip}, ms"
     )
-    print(
-        proxy.table(
-            ["body", "time to", "this checkout", args.baseline, "difference", "ratio"], rows
-        )
-    )
+    print(proxy.table(["body", "time to", name, args.baseline, "difference", "ratio"], rows))
 
 
 if __name__ == "__main__":
