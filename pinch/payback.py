@@ -112,8 +112,8 @@ class _Session:
     def saving(self, i: int) -> int:
         """Tokens compressing result ``i`` takes out (0 when its compressed form is no shorter)."""
         if i not in self._savings:
-            text, shorter = extract_text(self.messages[i]), self.compress(i)
-            self._savings[i] = max(estimate_tokens(text) - estimate_tokens(shorter), 0)
+            # self.tokens[i] is the whole text's estimate, made once per session.
+            self._savings[i] = max(self.tokens[i] - estimate_tokens(self.compress(i)), 0)
         return self._savings[i]
 
     def total(self, length: int) -> int:
