@@ -16,6 +16,7 @@ import json
 from typing import IO, Any
 
 import yaml
+from django.db import DatabaseError
 
 from metrics.intervals import mean_interval, wilson
 from routing.config import ConfigError, RouterConfig
@@ -116,13 +117,20 @@ def _number(value: Any) -> Any:
 def replay_config(overrides: dict[str, Any]) -> RouterConfig:
     """The router's effective config (file + admin overrides) with ``overrides`` on top.
 
-    Raises ReplayError naming the offending key when the result is invalid.
+    Raises ReplayError naming the offending key when the result is invalid,
+    or when the database that holds the overrides cannot be read (a fresh
+    checkout has not run ``migrate`` yet).
     """
-    merged = {**stored_overrides(), **overrides, **FORCED_OVERRIDES}
     try:
+        merged = {**stored_overrides(), **overrides, **FORCED_OVERRIDES}
         return check_overrides(merged)
     except ConfigError as error:
         raise ReplayError(f"invalid setting: {error}") from None
+    except DatabaseError as error:
+        raise ReplayError(
+            f"cannot read the router's config overrides from the database ({error}); "
+            "run `python manage.py migrate` first"
+        ) from None
 
 
 # --- Output ---
@@ -226,7 +234,12 @@ def render_table(
         listed = f": {', '.join(names)}" if names else ""
         dearer.append(f"{model.label} {len(names)}{listed}")
     footer = f"sessions costlier than pinch off, of {len(result.sessions)}: " + "; ".join(dearer)
-    return "\n".join([line(rows[0]), rule, *body, rule, line(rows[-1]), footer])
+    ends = []
+    for model, run in priced.items():
+        cut, of, worst = run.dearer_ends(model)
+        ends.append(f"{model.label} {cut:,} of {of:,}, worst {worst:.3f}x")
+    risk = "had a session ended after any request, pinch would have cost more: " + "; ".join(ends)
+    return "\n".join([line(rows[0]), rule, *body, rule, line(rows[-1]), footer, risk])
 
 
 def describe_settings(config: RouterConfig, model: str | None) -> str:
@@ -250,7 +263,8 @@ def describe_settings(config: RouterConfig, model: str | None) -> str:
                 f"min_payback={payback.min_payback:g} keep_min_shared={payback.keep_min_shared} "
                 f"keep_max_chars={payback.keep_max_chars} "
                 f"names_max_chars={payback.names_max_chars} "
-                f"lines_max_chars={payback.lines_max_chars})"
+                f"lines_max_chars={payback.lines_max_chars} "
+                f"max_loss_share={payback.max_loss_share:g})"
             )
         else:
             knobs += " payback=off"

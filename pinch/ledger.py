@@ -1,11 +1,11 @@
 """What pinch has decided for one conversation, in a form a store can keep (pinch/payback.py).
 
-A few integers per conversation: which tool results are decided, which were
+A few numbers per conversation: which tool results are decided, which were
 kept, where the steps and the cold requests were, what pinch has saved the
-conversation so far, a digest of the messages it covers and when its last
-request was planned. The router keeps it beside
-the prefix probe's hashes (memory, or Redis); anything it cannot read is
-absent, and the decisions are rebuilt from the messages to the same result.
+conversation so far and what it would have cost without pinch, a digest of
+the messages it covers and when its last request was planned. The router keeps it beside the prefix probe's hashes (memory, or Redis); anything it
+cannot read is absent, and the decisions are rebuilt from the messages to
+the same result.
 
 Pure: no Django, no I/O, no module state.
 """
@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from hashlib import blake2b
+from typing import Any
+
+from pinch.tokens import extract_text
 
 
 @dataclass(frozen=True)
@@ -27,11 +32,13 @@ class Ledger:
     after a gap longer than the cache's lifetime (the one input to the
     decisions the messages do not hold). ``earned``: what pinch has saved
     this conversation on its requests so far, against sending each whole, in
-    input-price tokens under the cache prices it was planned by (the most a
-    step staked on later turns may risk: pinch/steps.py). ``digest`` covers the messages the
-    ledger was built on, so an edited history is not trusted. ``at``: when
-    the request at ``length`` was planned (the caller's clock, seconds), so
-    the next one knows its gap.
+    input-price tokens under the cache prices it was planned by (what a step
+    staked on later turns may risk: pinch/steps.py); ``baseline``: what the
+    same requests would have cost sent whole, in the same units (the share of
+    it a conversation may run over: ``max_loss_share``). ``digest`` covers the
+    messages the ledger was built on, so an edited history is not trusted.
+    ``at``: when the request at ``length`` was planned (the caller's clock,
+    seconds), so the next one knows its gap.
     """
 
     length: int = 0
@@ -42,6 +49,7 @@ class Ledger:
     cold: tuple[int, ...] = ()
     at: float = 0.0
     earned: float = 0.0
+    baseline: float = 0.0
 
     def as_json(self) -> str:
         return json.dumps(
@@ -54,6 +62,7 @@ class Ledger:
                 list(self.cold),
                 self.at,
                 self.earned,
+                self.baseline,
             ],
             separators=(",", ":"),
         )
@@ -64,11 +73,40 @@ class Ledger:
         if not raw:
             return None
         try:
-            length, decided, kept, steps, digest, cold, at, earned = json.loads(raw)
+            length, decided, kept, steps, digest, cold, at, earned, baseline = json.loads(raw)
             ledger = cls(int(length), int(decided), tuple(map(int, kept)), tuple(map(int, steps)))
-            cold, at, earned = tuple(map(int, cold)), float(at), float(earned)
-            if not math.isfinite(earned):
+            cold, at = tuple(map(int, cold)), float(at)
+            earned, baseline = float(earned), float(baseline)
+            if not (math.isfinite(earned) and math.isfinite(baseline)):
                 return None
-            return replace(ledger, digest=str(digest), cold=cold, at=at, earned=earned)
+            return replace(
+                ledger, digest=str(digest), cold=cold, at=at, earned=earned, baseline=baseline
+            )
         except (TypeError, ValueError):
             return None
+
+
+def messages_digest(fingerprints: Sequence[str]) -> str:
+    """The digest a ledger keeps of the messages it covers: their ``message_hash``es, in order."""
+    digest = blake2b(digest_size=16)
+    for fingerprint in fingerprints:
+        digest.update(fingerprint.encode())
+    return digest.hexdigest()
+
+
+def message_hash(message: Any) -> str:
+    """A short hash of a message's role, text and tool calls (ids, names, arguments)."""
+    digest = blake2b(digest_size=16)
+    digest.update(str(message.get("role") if isinstance(message, dict) else None).encode())
+    digest.update(b"\0")
+    digest.update(extract_text(message).encode("utf-8", "surrogatepass"))
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            for part in (call.get("id"), function.get("name"), function.get("arguments")):
+                digest.update(b"\0")
+                digest.update(str(part).encode("utf-8", "surrogatepass"))
+    if isinstance(message, dict) and message.get("tool_call_id") is not None:
+        digest.update(b"\0" + str(message["tool_call_id"]).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()

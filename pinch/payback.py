@@ -39,7 +39,7 @@ from typing import Any
 
 from pinch.core import _PLACEHOLDER, _elide, _protected_start, _tool_names, _tool_results
 from pinch.keep import keeps
-from pinch.ledger import Ledger
+from pinch.ledger import Ledger, message_hash, messages_digest
 from pinch.lines import (
     compress_lines,
     decoded_arguments,
@@ -66,6 +66,8 @@ class PaybackKnobs:
     names_max_chars: int = 250
     # What a long result keeps of its lines; None: half of max_summarize_chars.
     lines_max_chars: int | None = 400
+    # The most a conversation may cost over pinch off, as a share of its cost.
+    max_loss_share: float = 0.1
 
 
 @dataclass
@@ -94,7 +96,7 @@ class _Session:
         self._sizes = f"{self.knobs.names_max_chars}:{self.knobs.lines_max_chars}"
         # One hash per message (role and text), for the ledger's digest and
         # the memo's keys: one pass over the text, no JSON.
-        self.hashes = [_message_hash(m) for m in self.messages]
+        self.hashes = [message_hash(m) for m in self.messages]
         self.users = [t for t, m in enumerate(self.messages) if _role(m) == "user"]
         self._mentions: dict[int, set[str]] = {}
         self._savings: dict[int, int] = {}
@@ -188,7 +190,7 @@ def plan(
         if cold:
             ledger = replace(ledger, cold=(*ledger.cold, len(messages)))
         ledger = _advance(session, ledger, len(messages))
-    ledger = replace(ledger, length=len(messages), digest=_digest(fingerprints))
+    ledger = replace(ledger, length=len(messages), digest=messages_digest(fingerprints))
     payload, stats = _payload(session, ledger, len(messages))
     stats["step"] = bool(ledger.steps) and ledger.steps[-1] == len(messages)
     # Where a provider that caches at breakpoints should mark. Everything
@@ -220,7 +222,7 @@ def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
     fresh = Ledger(cold=ledger.cold)
     if not 0 < ledger.length <= len(fingerprints):
         return fresh
-    if ledger.digest != _digest(fingerprints[: ledger.length]):
+    if ledger.digest != messages_digest(fingerprints[: ledger.length]):
         return fresh
     return ledger
 
@@ -229,8 +231,15 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     """The ledger after the request ``messages[:length]``: a step or nothing, and what it earned."""
     previous = _read_from(session, ledger, length)
     removed = _removed(session, ledger)
-    after, net = _decide(session, ledger, length, previous, removed)
     cache = session.cache
+    # What this request costs sent whole: the previous request's prompt read,
+    # the rest written. Below the cacheable minimum that errs low (nothing is
+    # read there), as a bound on the loss should.
+    prior = _previous_request(session, length)
+    read = session.total(prior) if prior and length not in ledger.cold else 0
+    written = session.total(length) - read
+    baseline = ledger.baseline + cache.read_multiplier * read + cache.write_multiplier * written
+    after, net = _decide(session, replace(ledger, baseline=baseline), length, previous, removed)
     if previous:
         # The prefix read costs ``read`` per token: what earlier steps removed
         # is saved again, and a step taken now costs its net on top.
@@ -248,11 +257,15 @@ def _read_from(session: _Session, ledger: Ledger, length: int) -> int:
     Nothing is read on the first request, below the model's minimum cached
     prompt, or after a cold gap.
     """
-    earlier = bisect_left(session.assistants, length)
-    previous = session.assistants[earlier - 1] if earlier else 0
     if session.total(length) < session.cache.min_cacheable_tokens or length in ledger.cold:
         return 0
-    return previous
+    return _previous_request(session, length)
+
+
+def _previous_request(session: _Session, length: int) -> int:
+    """The length of the request before ``messages[:length]`` (0: none)."""
+    earlier = bisect_left(session.assistants, length)
+    return session.assistants[earlier - 1] if earlier else 0
 
 
 def _removed(session: _Session, ledger: Ledger) -> int:
@@ -318,7 +331,10 @@ def _decide(
     # What a step may risk: what pinch saved the conversation before, and on
     # this request's prefix read (certain, whatever the step costs).
     banked = ledger.earned + cache.read_multiplier * removed
-    if not step_pays(saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback, banked):
+    allowed_loss = knobs.max_loss_share * ledger.baseline
+    if not step_pays(
+        saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback, banked, allowed_loss
+    ):
         return replace(ledger, length=length), 0.0
     net = net_cost_now(saved, rewritten, cache)
     return replace(decided, steps=ledger.steps + (length,)), net
@@ -416,34 +432,9 @@ def _role(message: Any) -> Any:
     return message.get("role") if isinstance(message, dict) else None
 
 
-def _digest(fingerprints: Sequence[str]) -> str:
-    digest = blake2b(digest_size=16)
-    for fingerprint in fingerprints:
-        digest.update(fingerprint.encode())
-    return digest.hexdigest()
-
-
 def _memo_key(text_hash: str, raw_call: str, name: str, limit: int, sizes: str) -> str:
     digest = blake2b(digest_size=16)
     for part in (text_hash, raw_call, name, str(limit), sizes):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def _message_hash(message: Any) -> str:
-    """A short hash of a message's role, text and tool calls (ids, names, arguments)."""
-    digest = blake2b(digest_size=16)
-    digest.update(str(_role(message)).encode())
-    digest.update(b"\0")
-    digest.update(extract_text(message).encode("utf-8", "surrogatepass"))
-    calls = message.get("tool_calls") if isinstance(message, dict) else None
-    for call in calls if isinstance(calls, list) else ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            for part in (call.get("id"), function.get("name"), function.get("arguments")):
-                digest.update(b"\0")
-                digest.update(str(part).encode("utf-8", "surrogatepass"))
-    if isinstance(message, dict) and message.get("tool_call_id") is not None:
-        digest.update(b"\0" + str(message["tool_call_id"]).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()

@@ -16,7 +16,11 @@ before, written now) and removes ``saved`` tokens:
 * one unrepaid step at a time: while what pinch has saved the conversation
   so far (``banked``: its earlier requests and this one's prefix read,
   against sending each whole) is below zero, an earlier step has not yet
-  been repaid, and a step that must be repaid too is not taken.
+  been repaid, and a step that must be repaid too is not taken;
+* a bounded loss: a step staked on later turns may cost at most what pinch
+  has saved so far plus ``allowed_loss`` (the caller's share of what the
+  conversation would have cost sent whole), so that, whenever the
+  conversation ends, it costs at most that share more than with pinch off.
 
 Why the last clause: whatever the margin, a step staked on later turns
 loses when the conversation ends before they come, and no horizon
@@ -24,7 +28,11 @@ estimate sees the end coming (issue 22: 019 ended two turns after a step
 that would have broken even in three). A long conversation absorbs such a
 loss; stacking a second one on the first is what a short one cannot. The
 clause caps the stake at one step, and costs nothing measurable on the
-corpus (docs/pinch.md, "One unrepaid step at a time").
+corpus (docs/pinch.md, "One unrepaid step at a time"). The bound turns that
+into a guarantee a user can read: a step that could leave the conversation
+more than ``max_loss_share`` dearer, were it to end at once, waits until the
+conversation is big enough (or pinch has saved enough) to carry it
+(docs/pinch.md, "What a step risks").
 
 A cold cache (the conversation's previous request further back than the
 model's cache lifetime) has nothing to rewrite: every token is written
@@ -39,6 +47,7 @@ Pure: no Django, no I/O, no module state.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -78,6 +87,7 @@ def step_pays(
     turns_ahead: float,
     min_payback: float,
     banked: float = 0.0,
+    allowed_loss: float = math.inf,
 ) -> bool:
     """Whether a step that removes ``saved`` tokens and rewrites ``rewritten`` cached ones pays.
 
@@ -85,14 +95,16 @@ def step_pays(
     Otherwise taken when the conversation is not in the red on pinch
     (``banked >= 0``: what pinch saved it so far, input-price tokens) and the
     later turns' repayment, ``read * saved`` on each of ``turns_ahead *
-    turns_so_far`` turns, is ``min_payback`` times the net cost.
+    turns_so_far`` turns, is ``min_payback`` times the net cost, and the net
+    cost is at most ``banked + allowed_loss`` (what the conversation may be
+    out of pocket on pinch if it ends right after this step).
     """
     if saved <= 0:
         return False
     cost = net_cost_now(saved, rewritten, cache)
     if cost <= 0:
         return True
-    if banked < 0:
+    if banked < 0 or cost > banked + allowed_loss:
         return False
     repaid = saved * cache.read_multiplier * turns_ahead * turns_so_far
     return repaid >= min_payback * cost

@@ -249,6 +249,21 @@ class ReplayResult:
     def costlier_sessions(self, prices: Prices) -> list[str]:
         return [s.name for s in self.sessions if s.costlier(prices)]
 
+    def dearer_ends(self, prices: Prices) -> tuple[int, int, float]:
+        """(Of the ends after each request, how many pinch made dearer, of how many, the
+        worst ratio): pinch plans from earlier requests only, so a session cut short
+        is its replay cut short (docs/pinch.md, "What a step risks")."""
+        dearer, worst = 0, 1.0
+        totals: dict[str, list[float]] = {}
+        for record in self.records:
+            spent = totals.setdefault(record.conversation, [0.0, 0.0])
+            spent[0] += record.cost(prices)
+            spent[1] += record.baseline_cost(prices)
+            if spent[0] > spent[1] * (1 + 1e-9):
+                dearer += 1
+                worst = max(worst, spent[0] / spent[1])
+        return dearer, len(self.records), worst
+
 
 def replay_model(config: RouterConfig, model: str | None) -> str:
     """The model every request asks for: ``model``, or the auto model; ReplayError if unknown."""

@@ -222,6 +222,9 @@ class PaybackConfig(Strict):
     # What a result longer than max_summarize_chars keeps of its lines (null:
     # half of max_summarize_chars).
     lines_max_chars: int | None = Field(400, ge=200)
+    # The most a conversation may cost over pinch off, as a share of what it
+    # would have cost, had it ended after any request (0: never dearer).
+    max_loss_share: float = Field(0.1, ge=0)
 
 
 class PinchConfig(Strict):

@@ -6,11 +6,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import OperationalError
 
 from metrics.replay import REPLAY_KEYS, cli_overrides, render_table, replay_config
 from routing.corpus import Session, load_sessions
 from routing.models import RouteDecision
-from routing.replay import PRICE_MODELS, CachePrices, replay
+from routing.replay import PRICE_MODELS, CachePrices, ReplayResult, TurnRecord, replay
 from routing.replay_quality import replay_quality
 
 pytestmark = pytest.mark.django_db
@@ -215,6 +216,15 @@ def test_bad_paths_and_unknown_models_are_command_errors(run, tmp_path, paths):
         run(files=[str(tmp_path / "odd.json")])
     with pytest.raises(CommandError, match="unknown model 'gpt-9'"):
         run("--model", "gpt-9")
+
+
+def test_a_database_not_yet_migrated_is_a_command_error_saying_to_migrate(run, monkeypatch):
+    def no_table():
+        raise OperationalError("no such table: routing_configoverride")
+
+    monkeypatch.setattr("metrics.replay.stored_overrides", no_table)
+    with pytest.raises(CommandError, match=r"no such table.*run `python manage.py migrate` first"):
+        run()
 
 
 def test_a_pinned_model_replays_the_passthrough_path(run):
@@ -548,6 +558,7 @@ def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_
     config = replay_config(cli_overrides(budget_tokens="3000", payback=True))
     # The savings table's footer (the quality table follows it).
     footer = next(line for line in stdout.splitlines() if line.startswith("sessions costlier"))
+    risk = next(line for line in stdout.splitlines() if line.startswith("had a session ended"))
     for k, prices in enumerate(PRICE_MODELS):
         result = replay(sessions, config, prices=prices)
         for totals in (*result.sessions, result.total):
@@ -558,6 +569,32 @@ def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_
         dearer = result.costlier_sessions(prices)
         listed = f": {', '.join(dearer)}" if dearer else ""
         assert f"{prices.label} {len(dearer)}{listed}" in footer
+        cut, of, worst = result.dearer_ends(prices)
+        assert f"{prices.label} {cut:,} of {of:,}, worst {worst:.3f}x" in risk
+
+
+def test_the_risk_line_counts_the_ends_at_which_a_session_would_have_cost_more():
+    # Written tokens only (read 0.1, write 1): cost with pinch and without, per request.
+    def request(conversation, turn, with_pinch, whole):
+        return TurnRecord(
+            conversation, turn, whole, with_pinch, [], [], False, 0, 0,
+            uncached_tokens=with_pinch, baseline_uncached_tokens=whole,
+        )  # fmt: skip
+
+    result = ReplayResult(
+        records=[
+            # a: 10 / 10, then a step: 40 / 25 (1.6x had it ended there), then 45 / 75.
+            request("a", 1, 10, 10),
+            request("a", 2, 30, 15),
+            request("a", 3, 5, 50),
+            # b: never dearer, though its second request alone costs more than a's whole.
+            request("b", 1, 100, 200),
+            request("b", 2, 120, 100),
+        ]
+    )
+    prices = CachePrices(price_per_1m=1_000_000, read_multiplier=0.1, write_multiplier=1.0)
+    assert result.dearer_ends(prices) == (1, 5, pytest.approx(1.6))
+    assert ReplayResult(records=result.records[3:]).dearer_ends(prices) == (0, 2, 1.0)
 
 
 def test_a_tools_block_rides_on_every_request_and_is_cached_after_the_first(run, paths):

@@ -111,8 +111,11 @@ def test_a_ledger_that_does_not_match_the_messages_is_rebuilt():
         '[40,7,[3,9],[20,33],"abab"]',
         # Before the bank (no ``earned``): rebuilt too.
         '[40,7,[3,9],[20,33],"abab",[33],1700000000.5]',
+        # Before the baseline (no ``baseline``, what the requests cost sent whole): rebuilt.
+        '[40,7,[3,9],[20,33],"abab",[33],1700000000.5,-12.5]',
         # A bank no replay could reach.
-        '[40,7,[3,9],[20,33],"abab",[33],1700000000.5,Infinity]',
+        '[40,7,[3,9],[20,33],"abab",[33],1700000000.5,Infinity,0]',
+        '[40,7,[3,9],[20,33],"abab",[33],1700000000.5,0,NaN]',
     ],
 )
 def test_an_unreadable_stored_ledger_reads_as_absent(raw):
@@ -121,7 +124,15 @@ def test_an_unreadable_stored_ledger_reads_as_absent(raw):
 
 def test_a_ledger_survives_its_json_form():
     ledger = Ledger(
-        40, 7, (3, 9), (20, 33), "ab" * 16, cold=(33,), at=1_700_000_000.5, earned=-1234.56789
+        40,
+        7,
+        (3, 9),
+        (20, 33),
+        "ab" * 16,
+        cold=(33,),
+        at=1_700_000_000.5,
+        earned=-1234.56789,
+        baseline=98765.4321,
     )
     assert Ledger.from_json(ledger.as_json()) == ledger
 
@@ -316,3 +327,31 @@ def test_the_bank_is_what_pinch_saved_and_no_unrepaid_step_is_stacked(messages, 
     if turns:
         request, _, ledger, _ = turns[-1]
         assert plan(request, Ledger(cold=ledger.cold), knobs, cache)[1] == ledger
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    agent_sessions(),
+    BANK_CACHES,
+    st.sets(st.integers(1, 40), max_size=4),
+    st.sampled_from([0.0, 0.02, 0.1]),
+)
+def test_a_conversation_never_costs_more_than_the_allowed_share_over_pinch_off(
+    messages, cache, cold_at, share
+):
+    # Had it ended after any request; at 0, never dearer at all. The cap is
+    # off as above (it only ever removes tokens; the bound holds with it too).
+    knobs = PaybackKnobs(
+        budget_tokens=1500,
+        max_summarize_chars=3000,
+        protected_max_chars=None,
+        min_payback=1.0,
+        max_loss_share=share,
+    )
+    turns = replay_with_gaps(messages, knobs, cache, cold_at)
+    spent = whole_so_far = 0.0
+    for (_, _, ledger, _), (cost, whole, _) in zip(turns, priced(turns, cache, cold_at)):
+        spent += cost
+        whole_so_far += whole
+        assert ledger.baseline == pytest.approx(whole_so_far, abs=1e-6)
+        assert spent <= (1 + share) * whole_so_far + 1e-6

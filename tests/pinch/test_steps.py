@@ -1,7 +1,8 @@
 """The payback rule on the net cost (pinch/steps.py), by hand-computed cases and as properties.
 
 A step cheaper on its own request than sending the payload as it was is
-always taken; the margin guards only what later turns must repay; a cold
+always taken; the margin guards only what later turns must repay; a step
+staked on them never costs more than the bank and the allowed loss; a cold
 cache has nothing to rewrite.
 """
 
@@ -69,6 +70,29 @@ def test_a_step_to_be_repaid_is_not_stacked_on_an_unrepaid_one(saved, rewritten,
     assert step_pays(saved, rewritten, 32, cache, 1.0, 3.0, banked) is pays
 
 
+# ``allowed_loss``: what the conversation may be out of pocket on pinch
+# beyond what pinch saved it, should it end right after this step.
+@pytest.mark.parametrize(
+    ("banked", "allowed_loss", "pays"),
+    [
+        # Net 1050 (repaid 100 a turn over 32 turns at margin 3): pays when
+        # the bank and the allowance together cover it ...
+        (0.0, 1050.0, True),
+        (50.0, 1000.0, True),
+        (1050.0, 0.0, True),
+        # ... and waits when they do not: a larger conversation, or a bank, carries it later.
+        (0.0, 1049.0, False),
+        (49.0, 1000.0, False),
+        (0.0, 0.0, False),
+        # Cheaper at once (0.9 * 15100 - 15200 < 0 without a write premium): nothing at stake.
+        (-(10**6), 0.0, True),
+    ],
+)
+def test_a_step_may_risk_only_what_pinch_saved_and_the_allowed_loss(banked, allowed_loss, pays):
+    saved, rewritten, cache = (15200, 15100, NO_PREMIUM) if banked < -1 else (1000, 2000, ANTHROPIC)
+    assert step_pays(saved, rewritten, 32, cache, 1.0, 3.0, banked, allowed_loss) is pays
+
+
 def test_a_session_expected_to_run_longer_pays_for_a_larger_rewrite():
     assert not step_pays(1000, 4000, 20, ANTHROPIC, 0.5, 1.0)
     assert step_pays(1000, 4000, 20, ANTHROPIC, 2.0, 1.0)
@@ -110,6 +134,21 @@ def test_in_the_red_only_a_step_cheaper_at_once_is_taken(
 ):
     if step_pays(saved, rewritten, turns, cache, 1.0, margin, banked):
         assert net_cost_now(saved, rewritten, cache) <= 0
+
+
+@given(
+    st.integers(1, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    caches,
+    st.floats(-(10.0**9), 10.0**9),
+    st.floats(0.0, 10.0**9),
+)
+def test_a_step_never_costs_more_than_the_bank_and_the_allowed_loss(
+    saved, rewritten, turns, cache, banked, allowed_loss
+):
+    if step_pays(saved, rewritten, turns, cache, 1.0, 1.0, banked, allowed_loss):
+        assert net_cost_now(saved, rewritten, cache) <= max(banked + allowed_loss, 0.0)
 
 
 @given(st.integers(1, 10**6), caches, st.floats(0.01, 1000.0))
