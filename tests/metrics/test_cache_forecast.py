@@ -4,6 +4,7 @@ Rows are seeded with the verdicts routing.cache_forecast gives (its own
 tests drive real requests); here the window's counts must agree everywhere.
 """
 
+import json
 from datetime import timedelta
 from io import StringIO
 
@@ -82,3 +83,14 @@ def test_pinch_summary_prints_them(default_config, forecast_rows):
     call_command("pinch_summary", stdout=out)
     assert "2 missed (predicted warm, billed as written), 1 unexpected hits, in 3" in out.getvalue()
     assert "provider's reasons: tools_changed 1" in out.getvalue()
+
+
+def test_pinch_summary_json_carries_the_same_figures_as_metrics(
+    client, default_config, forecast_rows
+):
+    out = StringIO()
+    call_command("pinch_summary", "--json", stdout=out)
+    assert (
+        json.loads(out.getvalue())["cache_forecast"]
+        == client.get("/metrics").json()["cache_forecast"]
+    )

@@ -71,12 +71,17 @@ class Command(BaseCommand):
             return
         quality = quality_summary(config, days=days)
         causes = savings_by_cause(config, days=days)
+        forecast = cache_forecast(summary_window(config, days=days))
         if as_json:
-            figures = {**summary, "quality": quality, "savings_by_cause": causes}
+            figures = {
+                **summary,
+                "quality": quality,
+                "savings_by_cause": causes,
+                "cache_forecast": forecast,
+            }
             self.stdout.write(json.dumps(figures, indent=2))
         else:
             self.stdout.write(self._text(summary, days, config.objective.assumed_cache_rate))
-            forecast = cache_forecast(summary_window(config, days=days))
             self.stdout.write(forecast_text(forecast))
             self.stdout.write("\n".join(quality_lines(quality)))
             self.stdout.write(self._causes(causes))
