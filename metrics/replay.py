@@ -262,7 +262,7 @@ def describe_settings(config: RouterConfig, model: str | None) -> str:
                 f" payback=on (turns_ahead={payback.turns_ahead:g} "
                 f"min_payback={payback.min_payback:g} keep_min_shared={payback.keep_min_shared} "
                 f"keep_max_chars={payback.keep_max_chars} "
-                f"names_max_chars={payback.names_max_chars} "
+                f"names_max_chars={payback.names_max_chars} names_share={payback.names_share:g} "
                 f"lines_max_chars={payback.lines_max_chars} "
                 f"max_loss_share={payback.max_loss_share:g})"
             )

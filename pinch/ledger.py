@@ -3,7 +3,8 @@
 A few numbers per conversation: which tool results are decided, which were
 kept, where the steps and the cold requests were, what pinch has saved the
 conversation so far and what it would have cost without pinch, a digest of
-the messages it covers and when its last request was planned. The router keeps it beside the prefix probe's hashes (memory, or Redis); anything it
+the messages it covers and when its last request was planned. The router
+keeps it beside the prefix probe's hashes (memory, or Redis); anything it
 cannot read is absent, and the decisions are rebuilt from the messages to
 the same result.
 

@@ -64,6 +64,8 @@ class PaybackKnobs:
     keep_max_chars: int = 1500
     keep_min_shared: int = 3
     names_max_chars: int = 250
+    # ... or this share of the result's length, when that is more.
+    names_share: float = 0.04
     # What a long result keeps of its lines; None: half of max_summarize_chars.
     lines_max_chars: int | None = 400
     # The most a conversation may cost over pinch off, as a share of its cost.
@@ -93,7 +95,8 @@ class _Session:
         self.results = _tool_results(self.messages, 0, len(self.messages))
         self.names = _tool_names(self.messages, self.results)
         self.calls = _call_arguments(self.messages)
-        self._sizes = f"{self.knobs.names_max_chars}:{self.knobs.lines_max_chars}"
+        knobs = self.knobs
+        self._sizes = f"{knobs.names_max_chars}:{knobs.names_share}:{knobs.lines_max_chars}"
         # One hash per message (role and text), for the ledger's digest and
         # the memo's keys: one pass over the text, no JSON.
         self.hashes = [message_hash(m) for m in self.messages]
@@ -139,7 +142,9 @@ class _Session:
             # (its most useful lines here), a short one becomes a placeholder.
             room = self.knobs.lines_max_chars or limit // 2
             found = compress_lines(text, room, asked) if len(text) > limit else ""
-            names = named_tokens(text, found, self.knobs.names_max_chars)
+            # A long result holds more names than a short one: its room grows with it.
+            room = max(self.knobs.names_max_chars, int(self.knobs.names_share * len(text)))
+            names = named_tokens(text, found, room)
             if not found.strip():
                 found = _PLACEHOLDER.format(name=name)
                 if names:

@@ -219,6 +219,8 @@ class PaybackConfig(Strict):
     # A compressed result names, in up to this many characters, the paths and
     # identifiers its omitted text held (0: a bare placeholder).
     names_max_chars: int = Field(250, ge=0)
+    # ... or this share of the result's length, when that is more.
+    names_share: float = Field(0.04, ge=0, le=1)
     # What a result longer than max_summarize_chars keeps of its lines (null:
     # half of max_summarize_chars).
     lines_max_chars: int | None = Field(400, ge=200)

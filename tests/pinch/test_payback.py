@@ -355,3 +355,28 @@ def test_a_conversation_never_costs_more_than_the_allowed_share_over_pinch_off(
         whole_so_far += whole
         assert ledger.baseline == pytest.approx(whole_so_far, abs=1e-6)
         assert spent <= (1 + share) * whole_so_far + 1e-6
+
+
+def test_a_long_result_names_more_of_what_it_held_than_a_short_one():
+    # 44 KB of file listing, then enough rounds to push it out of the window.
+    listing = "\n".join(f"src/pkg_{i:04d}/module_{i:04d}.py  {i * 37} bytes" for i in range(1000))
+    messages = [{"role": "user", "content": "Find the config loader."}]
+    messages += tool_round(0, listing)
+    for i in range(1, 8):
+        messages += tool_round(i, f"output {i}\n" + "plain words here\n" * 200)
+    messages.append({"role": "assistant", "content": "Done."})
+    paths = [f"src/pkg_{i:04d}/module_{i:04d}.py" for i in range(1000)]
+
+    def compressed(knobs):
+        payload, _, stats = plan(messages, None, knobs, CacheModel(min_cacheable_tokens=10**9))
+        assert 2 in stats["compressed"]
+        return payload[2]["content"]
+
+    flat = compressed(PaybackKnobs(budget_tokens=2000, names_share=0.0))
+    grown = compressed(PaybackKnobs(budget_tokens=2000, names_share=0.04))
+    named = [sum(1 for path in paths if path in text) for text in (flat, grown)]
+    # 400 characters of lines and 250 of names hold a score of 26-character
+    # paths; 4% of 44 KB of names holds some forty more, still a twentieth of the text.
+    assert named[0] <= 25
+    assert named[1] >= named[0] + 40
+    assert len(grown) <= 400 + 0.04 * len(listing) + 100

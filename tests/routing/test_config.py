@@ -5,8 +5,10 @@ import copy
 import pytest
 import yaml
 
+from pinch.payback import PaybackKnobs
 from routing.config import DEFAULT_CONFIG_PATH, ConfigError, validate_config
 from routing.config.source import read_config_file
+from routing.pruning import payback_knobs
 from tests.support.config import base_config
 
 
@@ -26,7 +28,14 @@ def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     payback = pinch.payback
     assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 0.75, 4.0)
     assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 1500)
-    assert (payback.names_max_chars, payback.lines_max_chars) == (250, 400)
+    assert (payback.names_max_chars, payback.names_share, payback.lines_max_chars) == (
+        250,
+        0.04,
+        400,
+    )
+    assert payback.max_loss_share == 0.1
+    # The pure core's own defaults are the shipped ones: a caller without a config gets them.
+    assert payback_knobs(pinch) == PaybackKnobs()
 
 
 def test_the_cache_prices_pinch_decides_by_are_the_ones_the_router_bills_by():
