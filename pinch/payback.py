@@ -8,7 +8,9 @@ compressing old tool results is an investment, priced by ``pinch.steps``: a
 step cheaper on its own request than sending the payload as it was is always
 taken; otherwise the later turns must repay its net cost ``min_payback``
 times over, and not while an earlier step is still unrepaid (the ledger
-keeps what pinch has saved the conversation so far). After a gap longer
+keeps what pinch has saved the conversation so far), nor when it could
+leave the conversation more than ``max_loss_share`` dearer than sending it
+whole (the ledger keeps that cost too). After a gap longer
 than the cache's lifetime (``cold``), nothing is read from the cache and a
 step that saves is always taken. Below the model's minimum cacheable
 prompt nothing is cached, and a step only saves.

@@ -22,7 +22,7 @@ before, written now) and removes ``saved`` tokens:
   conversation would have cost sent whole), so that, whenever the
   conversation ends, it costs at most that share more than with pinch off.
 
-Why the last clause: whatever the margin, a step staked on later turns
+Why one unrepaid step at a time: whatever the margin, a step staked on later turns
 loses when the conversation ends before they come, and no horizon
 estimate sees the end coming (issue 22: 019 ended two turns after a step
 that would have broken even in three). A long conversation absorbs such a

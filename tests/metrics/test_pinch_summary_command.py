@@ -7,9 +7,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from metrics.cache_forecast import cache_forecast
 from metrics.quality import quality_summary
 from metrics.savings import savings_by_cause
-from metrics.summary import pinch_summary
+from metrics.summary import pinch_summary, summary_window
 from routing.models import ConfigOverride
 from tests.support.decisions import decision, seed
 
@@ -42,6 +43,7 @@ def test_json_has_the_same_keys_and_numbers_as_the_service(default_config, decis
     figures = json.loads(out)
     assert figures.pop("quality") == quality_summary(default_config)
     assert figures.pop("savings_by_cause") == savings_by_cause(default_config)
+    assert figures.pop("cache_forecast") == cache_forecast(summary_window(default_config))
     assert figures == pinch_summary(default_config)
 
 

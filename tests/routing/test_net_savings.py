@@ -118,6 +118,7 @@ def test_card_metrics_snapshot_command_and_tui_agree_on_the_net_figures(
     printed = json.loads(out.getvalue())
     assert "arms" in printed.pop("quality")  # what it cost the agent: tests/routing/test_quality_*
     assert "routing_usd_30d" in printed.pop("savings_by_cause")  # tests/metrics/test_savings_*
+    assert "cache_misses_30d" in printed.pop("cache_forecast")  # tests/metrics/test_cache_forecast
     assert printed == summary
     text = io.StringIO()
     call_command("pinch_summary", stdout=text)

@@ -39,6 +39,7 @@ def test_card_metrics_snapshot_and_command_agree_after_real_requests(
     printed = json.loads(out.getvalue())
     assert "arms" in printed.pop("quality")  # what it cost the agent: tests/routing/test_quality_*
     assert "routing_usd_30d" in printed.pop("savings_by_cause")  # tests/metrics/test_savings_*
+    assert "cache_misses_30d" in printed.pop("cache_forecast")  # tests/metrics/test_cache_forecast
     assert printed == summary
 
     metrics = client.get("/metrics").json()
