@@ -236,14 +236,15 @@ def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
 
 def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     """The ledger after the request ``messages[:length]``: a step or nothing, and what it earned."""
-    previous = _read_from(session, ledger, length)
-    removed = _removed(session, ledger)
     cache = session.cache
+    prior = _previous_request(session, ledger, length)
+    # Read from the cache only above the model's minimum cached prompt.
+    previous = prior if session.total(length) >= cache.min_cacheable_tokens else 0
+    removed = _removed(session, ledger)
     # What this request costs sent whole: the previous request's prompt read,
     # the rest written. Below the cacheable minimum that errs low (nothing is
     # read there), as a bound on the loss should.
-    prior = _previous_request(session, length)
-    read = session.total(prior) if prior and length not in ledger.cold else 0
+    read = session.total(prior) if prior else 0
     written = session.total(length) - read
     baseline = ledger.baseline + cache.read_multiplier * read + cache.write_multiplier * written
     after, net = _decide(session, replace(ledger, baseline=baseline), length, previous, removed)
@@ -258,21 +259,13 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     return replace(after, earned=ledger.earned + earned)
 
 
-def _read_from(session: _Session, ledger: Ledger, length: int) -> int:
-    """The previous request's length if this one reads its prefix from the cache, else 0.
-
-    Nothing is read on the first request, below the model's minimum cached
-    prompt, or after a cold gap.
-    """
-    if session.total(length) < session.cache.min_cacheable_tokens or length in ledger.cold:
-        return 0
-    return _previous_request(session, length)
-
-
-def _previous_request(session: _Session, length: int) -> int:
-    """The length of the request before ``messages[:length]`` (0: none)."""
+def _previous_request(session: _Session, ledger: Ledger, length: int) -> int:
+    """The previous request's length, whose prompt the cache still holds; 0 on the
+    first request and after a cold gap."""
     earlier = bisect_left(session.assistants, length)
-    return session.assistants[earlier - 1] if earlier else 0
+    if not earlier or length in ledger.cold:
+        return 0
+    return session.assistants[earlier - 1]
 
 
 def _removed(session: _Session, ledger: Ledger) -> int:
