@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from typing import Any
 
 from pinch.tokens import extract_text
@@ -81,25 +82,49 @@ def named_tokens(text: str, kept: str, room: int) -> str:
     """The distinctive tokens of ``text`` that ``kept`` lacks, space-separated, in ``room`` chars.
 
     In order of first appearance, each once; a token longer than
-    ``_NAME_CHARS`` is left out (a hash or a blob says little for its size).
-    What a compressed result still names: measured on the corpus, the
-    references an agent makes to an old result are mostly such tokens
-    (docs/pinch.md, "Keeping what the agent will use").
+    ``_NAME_CHARS`` is left out (a hash or a blob says little for its size),
+    and so is a token that begins or ends another one at a separator
+    (``app/models.py`` when ``src/app/models.py`` is there, ``run_tests``
+    when ``run_tests_fast`` is): the longer one already answers a search
+    for either, so the room goes to a name not yet covered. What a
+    compressed result still names: measured on the corpus, the references
+    an agent makes to an old result are mostly such tokens (docs/pinch.md,
+    "Keeping what the agent will use").
     """
+    candidates = [
+        token
+        for token in dict.fromkeys(_TOKEN.findall(text))
+        if 4 <= len(token) <= _NAME_CHARS and _is_distinctive(token)
+    ]
+    # Sorted, a token's extensions sit right after it: one bisection finds
+    # whether any exists (tails: the same on the tokens reversed). A token
+    # inside ``kept`` has its parts there too, so no candidate is left out
+    # of these lists.
+    heads = sorted(candidates)
+    tails = sorted(token[::-1] for token in candidates)
     chosen: list[str] = []
-    seen: set[str] = set()
     used = 0
-    for token in _TOKEN.findall(text):
-        if token in seen or len(token) < 4 or len(token) > _NAME_CHARS:
-            continue
-        seen.add(token)
-        if not _is_distinctive(token) or token in kept:
+    for token in candidates:
+        if token in kept or _extended(heads, tails, token):
             continue
         if used + len(token) + 1 > room:
             break
         chosen.append(token)
         used += len(token) + 1
     return " ".join(chosen)
+
+
+def _extended(heads: list[str], tails: list[str], token: str) -> bool:
+    """Whether another candidate begins with ``token`` and a separator, or ends with one and it.
+
+    ``heads``: the candidates sorted; ``tails``: the candidates reversed, sorted.
+    """
+    for separator in "/.-_":
+        for pool, key in ((heads, token + separator), (tails, (separator + token)[::-1])):
+            k = bisect_left(pool, key)
+            if k < len(pool) and pool[k].startswith(key):
+                return True
+    return False
 
 
 def call_arguments_text(message: Any) -> str:

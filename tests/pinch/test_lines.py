@@ -115,9 +115,20 @@ def test_named_tokens_list_what_the_kept_text_lacks_in_order_within_the_room():
     assert named_tokens(text, "", 0) == ""
 
 
+def test_named_tokens_leave_out_a_name_that_begins_or_ends_a_longer_one():
+    text = "edit app/models.py: see src/app/models.py, models_v2 and models_v2_test, 1234 and 12345"
+    assert named_tokens(text, "", 100) == "src/app/models.py models_v2_test 1234 12345"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(), st.text(), st.integers(0, 300))
 def test_named_tokens_fit_their_room_and_are_distinctive(text, kept, room):
     names = named_tokens(text, kept, room)
     assert len(names) <= room
     assert set(names.split()) <= distinctive_tokens(text)
+    assert not any(
+        b.startswith(a + sep) or b.endswith(sep + a)
+        for a in names.split()
+        for b in names.split()
+        for sep in "/.-_"
+    )
