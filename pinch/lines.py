@@ -22,6 +22,10 @@ arguments): the same result always compresses to the same text, so a result
 compressed once reads the same on every later turn and the cached prefix
 holds.
 
+The same ranking caps a result too big for the protected window
+(``cap_lines``): there every piece may stay, prose too, and only the ones
+ranked last go, so the cap sends as much as it allows.
+
 Measured on the shared corpus with ``pinch_replay`` (docs/pinch.md, "Keeping
 what the agent will use"): at the same size as the head and tail, choosing
 lines keeps more of the tokens the agent's next message uses.
@@ -180,26 +184,14 @@ def compress_lines(text: str, max_chars: int, asked: str = "") -> str:
 
     ``asked`` is the text of the tool call that produced the result (its
     arguments): pieces that mention its distinctive tokens score higher, and
-    so do their neighbours. The text itself comes back when it fits.
+    so do their neighbours. A piece that scores nothing (plain prose, a
+    blank run) is never kept. The text itself comes back when it fits.
     """
     if len(text) <= max_chars:
         return text
-    pieces = _pieces(text)
-    asked_tokens = distinctive_tokens(asked) if asked else set()
-    scores = [_score(text[start:end], asked_tokens) for start, end in pieces]
-    for k, (start, end) in enumerate(pieces):
-        if asked_tokens and scores[k] >= _ASKED_SCORE and _mentions(text[start:end], asked_tokens):
-            for j in (k - 1, k + 1):
-                if 0 <= j < len(pieces):
-                    scores[j] += _NEIGHBOUR_SCORE
-    scores[0] += _EDGE_SCORE
-    scores[-1] += _EDGE_SCORE
-
+    pieces, scores = _scored(text, asked)
     # Best value per character first; ties go to the earlier piece.
-    ranked = sorted(
-        range(len(pieces)),
-        key=lambda k: (-scores[k] / (pieces[k][1] - pieces[k][0] + 8), k),
-    )
+    ranked = sorted(range(len(pieces)), key=lambda k: (-_value(pieces, scores, k), k))
     chosen: list[int] = []
     used = 0
     for k in ranked:
@@ -219,6 +211,59 @@ def compress_lines(text: str, max_chars: int, asked: str = "") -> str:
         chosen.pop()
         out = _render(text, [pieces[k] for k in sorted(chosen)])
     return out
+
+
+def cap_lines(text: str, max_chars: int, asked: str = "") -> str:
+    """Return ``text`` cut to at most ``max_chars`` by leaving out its least useful pieces.
+
+    For a result the agent is still working with (one too big for the
+    protected window): as ``compress_lines`` ranks the pieces, but every
+    piece may stay, prose too, and as many stay as fit; only the ones
+    ranked last go. A head and a tail would cut the middle blind, where a
+    subagent's report or a long file holds what the next message quotes.
+    """
+    if len(text) <= max_chars:
+        return text
+    pieces, scores = _scored(text, asked)
+    # Best value per character first; among equals (plain lines score
+    # nothing) the middle goes first, so unscored text keeps both its ends.
+    last = len(pieces) - 1
+    ranked = sorted(
+        range(len(pieces)), key=lambda k: (-_value(pieces, scores, k), min(k, last - k), k)
+    )
+
+    def render(count: int) -> str:
+        return _render(text, [pieces[k] for k in sorted(ranked[:count])])
+
+    # The most pieces, best first, whose text fits (a marker line per gap).
+    low, high = 0, len(ranked)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(render(middle)) <= max_chars:
+            low = middle
+        else:
+            high = middle - 1
+    return render(low)
+
+
+def _scored(text: str, asked: str) -> tuple[list[tuple[int, int]], list[float]]:
+    """``text``'s pieces and what each is worth to a later turn."""
+    pieces = _pieces(text)
+    asked_tokens = distinctive_tokens(asked) if asked else set()
+    scores = [_score(text[start:end], asked_tokens) for start, end in pieces]
+    for k, (start, end) in enumerate(pieces):
+        if asked_tokens and scores[k] >= _ASKED_SCORE and _mentions(text[start:end], asked_tokens):
+            for j in (k - 1, k + 1):
+                if 0 <= j < len(pieces):
+                    scores[j] += _NEIGHBOUR_SCORE
+    scores[0] += _EDGE_SCORE
+    scores[-1] += _EDGE_SCORE
+    return pieces, scores
+
+
+def _value(pieces: list[tuple[int, int]], scores: list[float], k: int) -> float:
+    """Piece ``k``'s score per character."""
+    return scores[k] / (pieces[k][1] - pieces[k][0] + 8)
 
 
 def _mentions(piece: str, tokens: set[str]) -> bool:

@@ -39,15 +39,10 @@ from dataclasses import dataclass, field, replace
 from hashlib import blake2b
 from typing import Any
 
-from pinch.core import _PLACEHOLDER, _elide, _protected_start, _tool_names, _tool_results
+from pinch.core import _PLACEHOLDER, _protected_start, _tool_names, _tool_results
 from pinch.keep import keeps
 from pinch.ledger import Ledger, message_hash, messages_digest
-from pinch.lines import (
-    compress_lines,
-    decoded_arguments,
-    mentioned_tokens,
-    named_tokens,
-)
+from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
 from pinch.steps import CacheModel, net_cost_now, step_pays
 from pinch.tokens import estimate_tokens, extract_text
 
@@ -158,6 +153,18 @@ class _Session:
             if key is not None:
                 self.memo[key] = found
         self.compressed[i] = found
+        return found
+
+    def capped(self, i: int, max_chars: int) -> str:
+        """Result ``i`` cut to ``max_chars`` by ``pinch.lines.cap_lines``: plainest pieces first."""
+        raw_call = self.calls.get(i, "")
+        key = _memo_key(self.hashes[i], raw_call, "", max_chars, "cap")
+        found = None if self.memo is None else self.memo.get(key)
+        if found is None:
+            asked = decoded_arguments(raw_call) if raw_call else ""
+            found = cap_lines(extract_text(self.messages[i]), max_chars, asked)
+            if self.memo is not None:
+                self.memo[key] = found
         return found
 
 
@@ -368,12 +375,13 @@ def _payload(session: _Session, ledger: Ledger, length: int) -> tuple[list[Any],
     if knobs.protected_max_chars is not None:
         # An outsized result is capped from the request it arrives in, budget
         # or not, so the cap never rewrites what the provider has cached; one
-        # kept for good keeps its cap.
+        # kept for good keeps its cap. Its plainest pieces go, not its middle:
+        # the next message quotes a subagent's report or a long file anywhere.
         undecided = session.results[ledger.decided :]
         for i in [*undecided, *sorted(kept)]:
             text = extract_text(messages[i])
             if len(text) > knobs.protected_max_chars:
-                shorter = _elide(text, knobs.protected_max_chars)
+                shorter = session.capped(i, knobs.protected_max_chars)
                 if len(shorter) < len(text):
                     replaced[i] = shorter
                     capped.append(i)

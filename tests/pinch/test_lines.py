@@ -2,11 +2,18 @@
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinch.core import _elide
-from pinch.lines import compress_lines, distinctive_tokens, mentioned_tokens, named_tokens
+from pinch.lines import (
+    cap_lines,
+    compress_lines,
+    distinctive_tokens,
+    mentioned_tokens,
+    named_tokens,
+)
 
 MARKER = re.compile(r"\[(\d+) chars trimmed\.\.\.\]")
 
@@ -59,11 +66,35 @@ texts = st.lists(
 ).map("\n".join)
 
 
+def test_a_cap_keeps_as_much_as_fits_and_leaves_out_the_plainest_pieces_first():
+    text = log_with_a_failure_in_the_middle()
+    capped = cap_lines(text, 6000)
+    assert 5800 <= len(capped) <= 6000
+    for needle in ("src/payments/ledger.py:412", "settle_invoice", "item 0 ", "item 199 "):
+        assert needle in capped
+    # compress_lines keeps only pieces that score: here, far less than the room.
+    assert len(compress_lines(text, 6000)) < 1000
+    assert cap_lines("short output", 100) == "short output"
+
+
+def test_a_cap_of_plain_text_keeps_both_its_ends_as_a_head_and_a_tail_would():
+    # A file read as Claude Code returns it: numbered lines with nothing to
+    # score, then a reminder the client appends. The end of the file stays.
+    lines = [f"{n + 1:>6}\u2192Line {n}: the demo" for n in range(800)]
+    text = "\n".join(lines) + "\n<system-reminder>Mind the file.</system-reminder>"
+    capped = cap_lines(text, 3000)
+    assert len(capped) <= 3000
+    for kept in ("Line 0: the demo", "Line 799: the demo", "Mind the file."):
+        assert kept in capped
+    assert "Line 400: the demo" not in capped
+
+
+@pytest.mark.parametrize("cut", [compress_lines, cap_lines])
 @settings(max_examples=200, deadline=None)
-@given(texts, st.integers(60, 3000))
-def test_the_cut_is_bounded_exact_and_deterministic(text, limit):
-    out = compress_lines(text, limit)
-    assert out == compress_lines(text, limit)
+@given(text=texts, limit=st.integers(60, 3000))
+def test_the_cut_is_bounded_exact_and_deterministic(cut, text, limit):
+    out = cut(text, limit)
+    assert out == cut(text, limit)
     if len(text) <= limit:
         assert out == text
         return

@@ -380,3 +380,26 @@ def test_a_long_result_names_more_of_what_it_held_than_a_short_one():
     assert named[0] <= 25
     assert named[1] >= named[0] + 40
     assert len(grown) <= 400 + 0.04 * len(listing) + 100
+
+
+def test_an_outsized_result_in_the_window_keeps_what_it_says_in_its_middle():
+    # A subagent's 30 KB report as the latest result: the finding the agent
+    # quotes next sits in the middle, where a head and a tail would cut it.
+    prose = "The module reads its settings and writes the output file.\n"
+    report = (
+        prose * 200
+        + "Bug: sync_raw_logs.redact_phone() matches UUID fragments as phone numbers.\n"
+        + prose * 300
+    )
+    messages = [{"role": "user", "content": "Review the repository."}]
+    messages += tool_round(0, report, name="Task")
+    knobs = PaybackKnobs(protected_max_chars=20_000)
+    payload, _, stats = plan(messages, None, knobs, ANTHROPIC)
+    capped = payload[2]["content"]
+    assert stats["capped"] == [2]
+    assert len(capped) <= 20_000
+    assert "sync_raw_logs.redact_phone()" in capped
+    # Chosen by content alone: the next request carries the same capped text.
+    messages += tool_round(1, "ok")
+    again, _, _ = plan(messages, None, knobs, ANTHROPIC)
+    assert again[2]["content"] == capped
