@@ -2,7 +2,8 @@
 
 A session file is the corpus format (``../shared/corpus/README.md``):
 ``{"source": ..., "meta": {...}, "messages": [...]}``, optionally with the
-tool definitions the agent offered under ``tools`` or ``meta.tools``. The
+tool definitions the agent offered under ``tools`` or ``meta.tools``; or a
+Claude Code session log (``*.jsonl``, read by ``routing.transcripts``). The
 corpus lives outside the repository, beside the checkout, and is not copied
 in; ``CORPUS_DIR`` points elsewhere. No Django here: the pure pinch tests load
 sessions too.
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from routing.transcripts import looks_like_transcript, transcript_session
 
 _REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS_DIR = _REPO.parent / "shared" / "corpus" / "conversations"
@@ -73,10 +76,14 @@ def corpus_dir() -> Path:
 
 
 def load_session(path: Path) -> Session:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise CorpusError(f"{path}: cannot read a JSON conversation ({error})") from None
+    """One session file: the corpus format, or a Claude Code transcript (``*.jsonl``)."""
+    if Path(path).suffix == ".jsonl":
+        data = _transcript(Path(path))
+    else:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise CorpusError(f"{path}: cannot read a JSON conversation ({error})") from None
     messages = data.get("messages") if isinstance(data, dict) else None
     if not isinstance(messages, list):
         raise CorpusError(f"{path}: not a conversation file (no 'messages' list)")
@@ -92,6 +99,19 @@ def load_session(path: Path) -> Session:
     )
 
 
+def _transcript(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as lines:
+            first = next((line for line in lines if line.strip()), "")
+            if first and not looks_like_transcript(first):
+                raise CorpusError(f"{path}: not a Claude Code session log (JSON records a line)")
+            data = transcript_session([first, *lines])
+    except (OSError, UnicodeDecodeError) as error:
+        raise CorpusError(f"{path}: cannot read a Claude Code session log ({error})") from None
+    data["source"] = str(path)
+    return data
+
+
 def _times(raw: Any) -> dict[int, float]:
     """``assistant_times`` as {message index: POSIX seconds}; what does not parse is left out."""
     times: dict[int, float] = {}
@@ -105,22 +125,30 @@ def _times(raw: Any) -> dict[int, float]:
 
 
 def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
-    """Sessions from files and directories (every ``*.json`` in them, by name).
+    """Sessions from files and directories (every ``*.json`` and ``*.jsonl`` in them, by name).
 
-    No paths: the corpus folder (``corpus_dir()``).
+    No paths: the corpus folder (``corpus_dir()``). In a directory, a
+    Claude Code log with no request of its own (a subagent's, all
+    sidechain) is passed over; named on its own, it is loaded as it is.
     """
-    files: list[Path] = []
+    sessions: list[Session] = []
     for raw in [corpus_dir()] if paths is None else paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(path.glob("*.json"))
+            found = sorted([*path.glob("*.json"), *path.glob("*.jsonl")])
             if not found:
-                raise CorpusError(f"{path}: no *.json conversation files in this directory")
-            files.extend(found)
+                raise CorpusError(
+                    f"{path}: no *.json conversation files or *.jsonl Claude Code logs "
+                    "in this directory"
+                )
+            for file in found:
+                session = load_session(file)
+                if file.suffix != ".jsonl" or any(session.turns()):
+                    sessions.append(session)
         elif path.is_file():
-            files.append(path)
+            sessions.append(load_session(path))
         else:
             raise CorpusError(f"{path}: no such file or directory")
-    if not files:
+    if not sessions:
         raise CorpusError("no conversation files given")
-    return [load_session(path) for path in files]
+    return sessions

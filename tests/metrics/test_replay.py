@@ -13,6 +13,7 @@ from routing.corpus import Session, load_sessions
 from routing.models import RouteDecision
 from routing.replay import PRICE_MODELS, CachePrices, ReplayResult, TurnRecord, replay
 from routing.replay_quality import replay_quality
+from tests.support.claude_logs import SESSION, review_session, write_log
 
 pytestmark = pytest.mark.django_db
 
@@ -193,6 +194,21 @@ def test_it_reads_every_json_file_of_a_directory(run, corpus_dir, tmp_path):
     n = len(lines)
     assert stderr.rstrip().endswith(f"] {n:,}/{n:,} requests, price model 4 of 4")
     assert f"/{4 * n:,}" not in stderr
+
+
+def test_it_replays_a_folder_of_claude_code_session_logs(run, tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_log(folder / f"{SESSION}.jsonl", review_session())
+
+    lines, stdout, _ = run("--by-family", files=[str(folder)])
+
+    assert [(line["conversation"], line["turn"]) for line in lines] == [
+        (f"{SESSION}.jsonl", 1),
+        (f"{SESSION}.jsonl", 4),
+        (f"{SESSION}.jsonl", 7),
+    ]
+    assert table_row(stdout, "Claude")[1:3] == ["Code", "3"]  # the family: 3 requests
 
 
 def test_options_outside_the_config_schema_are_command_errors_naming_the_key(run):

@@ -1,0 +1,83 @@
+"""Claude Code's session logs read as replayable sessions (routing/transcripts.py)."""
+
+import json
+
+import pytest
+
+from routing.corpus import CorpusError, load_session, load_sessions
+from routing.transcripts import NO_RESULT
+from tests.support.claude_logs import SESSION, assistant, review_session, user, write_log
+
+
+def test_a_claude_code_log_becomes_the_messages_the_agent_sent(tmp_path):
+    session = load_session(write_log(tmp_path / f"{SESSION}.jsonl", review_session()))
+
+    roles = [(m["role"], m.get("tool_call_id")) for m in session.messages]
+    assert roles == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "toolu_1"),
+        ("tool", "toolu_2"),
+        ("assistant", None),
+        ("tool", "toolu_3"),
+        ("user", None),
+        ("assistant", None),
+    ]
+    first = session.messages[1]
+    # One message from its four records: the thinking block dropped, text and calls joined.
+    assert first["content"] == "Reading the views."
+    assert [c["function"]["name"] for c in first["tool_calls"]] == ["Read", "Grep"]
+    assert json.loads(first["tool_calls"][1]["function"]["arguments"]) == {
+        "pattern": "checkout_total"
+    }
+    assert session.messages[2]["content"].startswith("     1\u2192def handler_1(request):")
+    assert session.messages[3]["content"] == "shop/cart.py:12: def checkout_total(cart):"
+    # The edit was interrupted before a result: the call still gets exactly one.
+    assert session.messages[5]["content"] == NO_RESULT
+    # The caveat (meta), the subagent's turn, snapshots and queue records are not messages.
+    text = json.dumps(session.messages)
+    assert "Caveat" not in text and "subagent" not in text
+    assert session.family == "Claude Code"
+    assert session.name == f"{SESSION}.jsonl"
+
+
+def test_the_time_of_each_assistant_message_is_kept_for_the_cold_gaps(tmp_path):
+    session = load_session(write_log(tmp_path / "s.jsonl", review_session()))
+    assert sorted(session.times) == [1, 4, 7]
+    assert session.times[4] - session.times[1] == pytest.approx(604)
+
+
+def test_unreadable_lines_are_skipped_and_noted(tmp_path):
+    path = write_log(tmp_path / "s.jsonl", review_session(), extra_lines=("{not json",))
+    session = load_session(path)
+    assert len(session.messages) == 8
+    assert session.meta["notes"] == ["1 unreadable line(s) skipped"]
+
+
+def test_a_jsonl_file_that_is_not_a_session_log_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('[1, 2, 3]\n{"type": "user"}\n')
+    with pytest.raises(CorpusError, match="metrics.jsonl: not a Claude Code session log"):
+        load_sessions([path])
+
+
+def test_a_folder_of_logs_passes_over_subagent_and_empty_ones(tmp_path, corpus_dir):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_log(folder / f"{SESSION}.jsonl", review_session())
+    sidechain = [
+        user("Explore the repository.", "2026-01-10T10:00:00Z", isSidechain=True),
+        assistant(
+            "s1", {"type": "text", "text": "Done."}, "2026-01-10T10:00:01Z", isSidechain=True
+        ),
+    ]
+    write_log(folder / "agent-a17266e.jsonl", sidechain)
+    (folder / "empty.jsonl").write_text("")
+    (folder / "023.json").symlink_to(corpus_dir / "023.json")
+
+    sessions = load_sessions([folder])
+
+    assert [s.name for s in sessions] == ["023.json", f"{SESSION}.jsonl"]
+    assert [s.family for s in sessions] == ["OpenHands", "Claude Code"]
+    # Named on its own, a subagent's log loads as what it is: no request to replay.
+    assert list(load_session(folder / "agent-a17266e.jsonl").turns()) == []
