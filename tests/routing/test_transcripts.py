@@ -61,7 +61,7 @@ def test_a_jsonl_file_that_is_not_a_session_log_is_an_error_naming_it(tmp_path):
         load_sessions([path])
 
 
-def test_a_folder_of_logs_passes_over_subagent_and_empty_ones(tmp_path, corpus_dir):
+def test_a_folder_of_logs_passes_over_subagent_and_empty_ones(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
     write_log(folder / f"{SESSION}.jsonl", review_session())
@@ -73,11 +73,18 @@ def test_a_folder_of_logs_passes_over_subagent_and_empty_ones(tmp_path, corpus_d
     ]
     write_log(folder / "agent-a17266e.jsonl", sidechain)
     (folder / "empty.jsonl").write_text("")
-    (folder / "023.json").symlink_to(corpus_dir / "023.json")
+    corpus_file = {
+        "meta": {"agent": "mini-swe-agent 1.0"},
+        "messages": [
+            {"role": "user", "content": "Fix it."},
+            {"role": "assistant", "content": "Done."},
+        ],
+    }
+    (folder / "001.json").write_text(json.dumps(corpus_file))
 
     sessions = load_sessions([folder])
 
-    assert [s.name for s in sessions] == ["023.json", f"{SESSION}.jsonl"]
-    assert [s.family for s in sessions] == ["OpenHands", "Claude Code"]
+    assert [s.name for s in sessions] == ["001.json", f"{SESSION}.jsonl"]
+    assert [s.family for s in sessions] == ["mini-swe-agent", "Claude Code"]
     # Named on its own, a subagent's log loads as what it is: no request to replay.
     assert list(load_session(folder / "agent-a17266e.jsonl").turns()) == []
