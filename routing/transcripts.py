@@ -3,21 +3,21 @@
 Claude Code writes every session to ``~/.claude/projects/<project>/<id>.jsonl``,
 one JSON record a line. ``pinch_replay`` reads those files beside the
 corpus format (``routing.corpus``), so a user measures pinch on the
-sessions they actually ran, not only on ours. The records become the
-corpus's chat-completions messages by the rules the corpus README gives
-for 101-103, which came from such logs:
+sessions they actually ran, not only on ours. The records are put back
+into the Messages API turns Claude Code sent, which become chat messages
+as the router reads Claude Code's live requests
+(``routing.protocols.messages.inbound``):
 
 * ``user`` and ``assistant`` records only; subagent records
   (``isSidechain``) and meta records (``isMeta``: command caveats, skill
   bodies) are left out, and so is every other record type (summaries,
   file-history snapshots, queue operations);
 * an assistant message is written as one record per content block, all
-  with the same ``message.id``: they are joined again. Its ``text`` blocks
-  are its content, its ``tool_use`` blocks its ``tool_calls``; thinking
-  blocks are dropped, as in the corpus;
-* a ``tool_result`` block becomes a ``tool`` message for its call (its
-  text parts; images are dropped); a call with no recorded result is
-  answered by a placeholder, so every call keeps exactly one result;
+  with the same ``message.id``: they are joined again (thinking blocks
+  left out, as the chat messages leave them out); consecutive user records
+  are one turn, its ``tool_result`` blocks first;
+* a call with no recorded result is answered by a placeholder, so every
+  call keeps exactly one result;
 * the time of each assistant message becomes ``assistant_times``, so the
   replay finds the cold gaps.
 
@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from typing import Any
+
+from routing.protocols.messages.inbound import from_messages_request
 
 NO_RESULT = "[no result recorded]"
 
@@ -57,21 +59,26 @@ def transcript_session(lines: Iterable[str]) -> dict[str, Any]:
         if isinstance(record, dict):
             builder.add(record)
     builder.answer_pending()
+    chat, _ = from_messages_request({"model": "replay", "messages": builder.turns}, count_only=True)
+    messages = chat["messages"]
+    assistants = [t for t, message in enumerate(messages) if message["role"] == "assistant"]
     notes = [f"{unreadable} unreadable line(s) skipped"] if unreadable else []
     agent = f"Claude Code {builder.version}" if builder.version else "Claude Code"
     return {
         "meta": {"agent": agent, "notes": notes},
-        "messages": builder.messages,
-        "assistant_times": builder.times,
+        "messages": messages,
+        "assistant_times": {
+            str(t): at for t, at in zip(assistants, builder.times, strict=True) if at is not None
+        },
     }
 
 
 class _Builder:
-    """The messages so far, and the calls still waiting for their result."""
+    """The Messages API turns so far, and the calls still waiting for their result."""
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.times: dict[str, str] = {}
+        self.turns: list[dict[str, Any]] = []
+        self.times: list[str | None] = []  # one per assistant turn
         self.version: str | None = None
         self.pending: list[str] = []
         self.last_id: str | None = None
@@ -90,75 +97,57 @@ class _Builder:
             self._user(message.get("content"))
 
     def _assistant(self, message: dict[str, Any], timestamp: Any) -> None:
-        blocks = _blocks(message.get("content"))
-        text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
-        calls = [_call(b) for b in blocks if b.get("type") == "tool_use"]
-        if not text and not calls:
-            return  # thinking only
+        # Thinking is dropped, as the chat messages drop it: a record of it alone adds nothing.
+        blocks = _blocks(message.get("content"), ("text", "tool_use"))
+        if not blocks:
+            return
         same = message.get("id") is not None and message.get("id") == self.last_id
-        if same and self.messages[-1]["role"] == "assistant":
-            joined = self.messages[-1]
-            if text:
-                joined["content"] = f"{joined['content']}\n{text}" if joined["content"] else text
-        else:
+        if not (same and self.turns[-1]["role"] == "assistant"):
             self.answer_pending()
-            joined = {"role": "assistant", "content": text}
-            self.messages.append(joined)
-            if isinstance(timestamp, str):
-                self.times[str(len(self.messages) - 1)] = timestamp
+            self.turns.append({"role": "assistant", "content": []})
+            self.times.append(timestamp if isinstance(timestamp, str) else None)
             self.last_id = message.get("id")
-        if calls:
-            joined.setdefault("tool_calls", []).extend(calls)
-            self.pending += [call["id"] for call in calls]
+        self.turns[-1]["content"] += blocks
+        self.pending += [str(b.get("id")) for b in blocks if b["type"] == "tool_use"]
 
     def _user(self, content: Any) -> None:
-        if isinstance(content, str):
-            if content.strip():
-                self._say(content)
-            return
-        blocks = _blocks(content)
-        results = [b for b in blocks if b.get("type") == "tool_result"]
-        for block in results:
-            call_id = block.get("tool_use_id")
-            if call_id in self.pending:
-                self.pending.remove(call_id)
-                result = _text(block.get("content"))
-                self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
-        text = _text(blocks)
-        if text.strip() and not results:
-            self._say(text)
+        blocks = []
+        for block in _blocks(content, ("text", "image", "tool_result")):
+            if block["type"] != "tool_result":
+                blocks.append(block)
+            elif block.get("tool_use_id") in self.pending:
+                self.pending.remove(block["tool_use_id"])
+                blocks.append(block)
+        if blocks:
+            self._user_turn().extend(blocks)
 
-    def _say(self, text: str) -> None:
-        self.answer_pending()
-        self.messages.append({"role": "user", "content": text})
-        self.last_id = None
+    def _user_turn(self) -> list[dict[str, Any]]:
+        """The content of the last turn when it is the user's; else of a new user turn."""
+        if not self.turns or self.turns[-1]["role"] != "user":
+            self.turns.append({"role": "user", "content": []})
+            self.last_id = None
+        return self.turns[-1]["content"]
 
     def answer_pending(self) -> None:
         """Close the open calls: a call whose result was never recorded gets the placeholder."""
-        for call_id in self.pending:
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": NO_RESULT})
+        if self.pending:
+            self._user_turn().extend(
+                {"type": "tool_result", "tool_use_id": call_id, "content": NO_RESULT}
+                for call_id in self.pending
+            )
         self.pending = []
 
 
-def _call(block: dict[str, Any]) -> dict[str, Any]:
-    """A ``tool_use`` block as a chat-completions tool call (arguments as JSON text)."""
-    arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-    return {
-        "id": str(block.get("id")),
-        "type": "function",
-        "function": {"name": str(block.get("name")), "arguments": arguments},
-    }
-
-
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def _blocks(content: Any, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The blocks of ``kinds`` in a record's content (a string is one text block)."""
     if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _text(content: Any) -> str:
-    """The text parts of a block list (or the string itself), newline-joined."""
-    if isinstance(content, str):
-        return content
-    texts = [b.get("text") for b in _blocks(content) if b.get("type") == "text"]
-    return "\n".join(text for text in texts if isinstance(text, str))
+        content = [{"type": "text", "text": content}] if content.strip() else []
+    if not isinstance(content, list):
+        return []
+    return [
+        b
+        for b in content
+        if isinstance(b, dict)
+        and b.get("type") in kinds
+        and (b["type"] != "text" or isinstance(b.get("text"), str))
+    ]
