@@ -260,6 +260,14 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
         help_text="Why a routed request went where it did: start, held (the task's tool "
         "loop), kept, changed, upgraded, cold, background or per_request.",
     )
+    # Written with the row and read back by whichever worker or instance serves the
+    # conversation next (routing.session_routing.recorded_state).
+    route_state = models.CharField(
+        max_length=400,
+        blank=True,
+        help_text="The conversation's routing state after this request (tier, model, where "
+        "its task began, when); blank when the request left it as it was (background work).",
+    )
     background = models.CharField(
         max_length=16,
         blank=True,
@@ -289,6 +297,8 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
             # The session list (metrics.sessions): grouped by session, newest first.
             models.Index(fields=["session", "created_at"], name="decision_session_idx"),
+            # A conversation's last routing state (routing.session_routing.recorded_state).
+            models.Index(fields=["conversation", "created_at"], name="decision_conversation_idx"),
         ]
 
     def __str__(self):

@@ -52,7 +52,7 @@ from routing.selection import (
     measure_prompt_tokens,
     tools_overhead_tokens,
 )
-from routing.session_routing import route_request, shifted
+from routing.session_routing import recorded_state, route_request, shifted
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ class Plan:
     # (routing.session_routing); the model routing's savings are counted against.
     route_reason: str = ""
     background: str = ""
+    route_state: str = ""  # the conversation's state after it (RouteState.as_json), or blank
     baseline: ModelConfig | None = None
     # The conversation's arm (routing.experiments); ``config`` is already the arm's.
     arm: Arm = field(default_factory=Arm)
@@ -182,7 +183,7 @@ def plan_request(
     if config.pinch.enabled or routed:
         # One store per process (Redis when configured): ledger, probe, routing state.
         store = probe or prefix_probe(settings.REDIS_URL)
-    route, remember_route = None, None
+    route, remember_route, route_state = None, None, ""
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -197,6 +198,8 @@ def plan_request(
             ),
             lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
             remember=measure_prefix,
+            # A replay brings its own store and has no decision rows to read.
+            recorded=recorded_state if probe is None else None,
         )
         tier, classifier_name, hold = route.tier, route.classifier, route.hold
         if cheaper_tier:
@@ -241,7 +244,8 @@ def plan_request(
         # The conversation's model stays first while it fits (routing.session_routing).
         held = [m for m in candidates if m.id == hold]
         candidates = held + [m for m in candidates if m.id != hold]
-        remember_route(candidates[0])
+        after = remember_route(candidates[0])
+        route_state = after.as_json() if after is not None else ""
     else:
         candidates = [pinned]
 
@@ -266,6 +270,7 @@ def plan_request(
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
         route_reason=route.reason if route is not None else "",
         background=route.background if route is not None else "",
+        route_state=route_state,
         baseline=baseline_model(config, path, candidates[0], measured, request),
         arm=arm,
         signals=_signals(request.messages, pinch),

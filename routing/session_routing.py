@@ -29,9 +29,13 @@ A routing arm (routing.experiments, ``routing.tier_shift``) shifts the tier
 the task is classified to, so its conversations hold the shifted tier too.
 
 The state (tier, model, where the task began, when) lives beside pinch's
-ledger in the prefix probe's store: process memory, or Redis when several
-workers serve. A lost state is a start: the task is classified again, to the
-same tier, so losing it costs at most a model change, never a failed request.
+ledger in the prefix probe's store (process memory, or Redis), and on the
+request's decision row, which every worker and instance shares: the next
+request reads both and takes the later, so a conversation whose requests land
+on two workers with no Redis between them still holds its model. A lost
+state (unreadable, or the database down) is a start: the task is classified
+again, to the same tier, so losing it costs at most a model change, never a
+failed request.
 Completion prices are left out of the rule: they favour the cheaper model,
 so the rule errs toward keeping the cache.
 """
@@ -39,15 +43,21 @@ so the rule errs toward keeping the cache.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db import DatabaseError
+
 from routing.background import SHORT, background_kind
 from routing.classifier import Classification
 from routing.config import ModelConfig, RouterConfig
+from routing.models import RouteDecision
 from routing.selection import measure_prompt_tokens
 from routing.task_text import task_start
+
+log = logging.getLogger(__name__)
 
 # Why a routed request went where it did (the decision row's route_reason).
 START = "start"
@@ -65,15 +75,21 @@ CACHE_BLOCK_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 @dataclass(frozen=True)
 class RouteState:
-    """A conversation's tier and model, where its task began, when it was last seen."""
+    """A conversation's tier and model, where its task began, when it was last seen.
+
+    ``turns``: the assistant messages of the request that left it, so that the
+    next request shows whether it follows on directly (one more).
+    """
 
     tier: str
     model: str
     task: int
     at: float
+    turns: int = -1
 
     def as_json(self) -> str:
-        return json.dumps([self.tier, self.model, self.task, self.at], separators=(",", ":"))
+        fields = [self.tier, self.model, self.task, self.at, self.turns]
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, raw: str | bytes | None) -> RouteState | None:
@@ -81,8 +97,8 @@ class RouteState:
         if not raw:
             return None
         try:
-            tier, model, task, at = json.loads(raw)
-            return cls(str(tier), str(model), int(task), float(at))
+            tier, model, task, at, turns = json.loads(raw)
+            return cls(str(tier), str(model), int(task), float(at), int(turns))
         except (TypeError, ValueError):
             return None
 
@@ -186,7 +202,7 @@ def choose(
     candidate = cheapest_of_tier(config, tier, rank)
     if candidate is None or candidate.id == held.id:
         return SessionChoice(state.tier, classification.outcome, KEPT, hold=held.id, task=task)
-    turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+    turns = assistant_turns(messages)
     if tier != state.tier and change_pays(held, candidate, turns, config):
         return SessionChoice(tier, classification.outcome, CHANGED, task=task)
     return SessionChoice(state.tier, classification.outcome, KEPT, hold=held.id, task=task)
@@ -199,29 +215,75 @@ def _warm(state: RouteState, held: ModelConfig, tokens: int, now: float, config)
     return tokens >= config.cache_prices(held).min_cacheable_tokens
 
 
-def next_state(choice: SessionChoice, model: ModelConfig, now: float) -> RouteState | None:
+def assistant_turns(messages) -> int:
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+
+
+def next_state(
+    choice: SessionChoice, model: ModelConfig, now: float, turns: int
+) -> RouteState | None:
     """The conversation's state after a request (None: leave it as it was)."""
     if choice.reason in (BACKGROUND, PER_REQUEST):
         return None
-    return RouteState(choice.tier, model.id, choice.task, now)
+    return RouteState(choice.tier, model.id, choice.task, now, turns)
 
 
-def route_request(request, config: RouterConfig, store, key: str, classify, rank, remember: bool):
-    """``choose`` with the conversation's state read from ``store``; returns (choice, save).
+def recorded_state(key: str) -> str | None:
+    """The routing state the conversation's last recorded request left, or None (logged)."""
+    try:
+        return (
+            RouteDecision.objects.filter(conversation=key)
+            .exclude(route_state="")
+            .order_by("-created_at")
+            .values_list("route_state", flat=True)
+            .first()
+        )
+    except DatabaseError as error:
+        log.warning("route_state_unread reason=%s", type(error).__name__)
+        return None
 
-    ``save(model)`` records the state after the request once its model is
-    known (nothing when ``remember`` is false: a dry run or a token count).
+
+def latest(*states: RouteState | None) -> RouteState | None:
+    """The most recent of the states found (the store's, the database's), or None."""
+    return max((s for s in states if s is not None), key=lambda s: s.at, default=None)
+
+
+def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
+    """The conversation's state before a request with ``turns`` assistant messages.
+
+    The store's, when the request follows on directly from it (one more
+    assistant message): then no other worker served the conversation since.
+    Otherwise the later of the store's and ``recorded(key)``'s (the decision
+    rows, ``recorded_state``; None in a replay, which has no rows): another
+    worker or instance may have served it, with no Redis between them.
+    """
+    stored = RouteState.from_json(store.load_route(key)) if store is not None else None
+    if recorded is None or (stored is not None and stored.turns == turns - 1):
+        return stored
+    return latest(stored, RouteState.from_json(recorded(key)))
+
+
+def route_request(
+    request, config: RouterConfig, store, key: str, classify, rank, remember: bool, recorded=None
+):
+    """``choose`` with the conversation's state (``load_state``); returns (choice, save).
+
+    ``save(model)`` returns the state after the request once its model is
+    known, for its decision row, and keeps it in ``store`` (not when
+    ``remember`` is false: a dry run or a token count).
     """
     now = time.time()
-    state = RouteState.from_json(store.load_route(key)) if store is not None else None
+    turns = assistant_turns(request.messages)
+    state = load_state(store, key, turns, recorded)
     measured = measure_prompt_tokens(request.messages, request.tools)
     choice = choose(
         request.model, request.messages, request.tools, measured, config, state, now, classify, rank
     )
 
-    def save(model: ModelConfig) -> None:
-        after = next_state(choice, model, now)
+    def save(model: ModelConfig) -> RouteState | None:
+        after = next_state(choice, model, now, turns)
         if remember and store is not None and after is not None:
             store.save_route(key, after.as_json())
+        return after
 
     return choice, save

@@ -81,6 +81,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         **(plan.session.fields() if plan.session is not None else {}),
         "omitted_tools": list(plan.omitted_tools) or None,
         "route_reason": plan.route_reason,
+        "route_state": plan.route_state,
         "background": plan.background,
         "baseline_model": plan.baseline.id if plan.baseline is not None else "",
         "arm": plan.arm.name,

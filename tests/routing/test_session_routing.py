@@ -6,6 +6,8 @@ asked for as ``claude-opus-4-6`` and aliased to auto; and the rule itself,
 table by table (routing.session_routing.choose).
 """
 
+from datetime import timedelta
+
 import anthropic
 import pytest
 
@@ -202,6 +204,62 @@ def test_the_routing_state_is_shared_through_redis_and_a_broken_one_is_a_start(c
     down.save_route("k", state.as_json())
     assert RouteState.from_json(down.load_route("k")) == state
     assert "route_state_redis_unavailable" in caplog.text
+
+
+def test_a_worker_reads_the_rows_only_when_the_request_does_not_follow_on_from_its_memory():
+    from routing.prefix_probe import PrefixProbe
+    from routing.session_routing import load_state
+
+    mine = RouteState("easy", "claude-small", 1, 1000.0, turns=4)
+    theirs = RouteState("hard", "claude-big", 9, 1090.0, turns=9)
+    reads = []
+
+    def recorded(key):
+        reads.append(key)
+        return theirs.as_json()
+
+    worker = PrefixProbe("")
+    worker.save_route("c1", mine.as_json())
+    # The next request of this worker's own tool loop: its memory, no query.
+    assert load_state(worker, "c1", 5, recorded) == mine and reads == []
+    # Five turns on: another worker served the rest, and recorded it.
+    assert load_state(worker, "c1", 10, recorded) == theirs and reads == ["c1"]
+    # Nothing in memory (a start, or a conversation another worker began).
+    assert load_state(worker, "c2", 10, recorded) == theirs
+    # A replay reads no rows.
+    assert load_state(worker, "c1", 10, None) == mine
+
+
+@pytest.mark.django_db
+def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left(
+    monkeypatch, caplog
+):
+    from django.db import OperationalError
+
+    from routing.session_routing import latest, recorded_state
+    from tests.support.decisions import decision, seed
+
+    earlier = RouteState("easy", "claude-small", 1, 1000.0)
+    later = RouteState("hard", "claude-big", 5, 1060.0)
+    seed(
+        decision(age=timedelta(seconds=60), conversation="c1", route_state=earlier.as_json()),
+        decision(age=timedelta(seconds=30), conversation="c1", route_state=later.as_json()),
+        # A title request after it leaves the conversation's state as it was.
+        decision(age=timedelta(seconds=10), conversation="c1", route_state=""),
+        decision(conversation="c2", route_state=earlier.as_json()),
+    )
+    assert RouteState.from_json(recorded_state("c1")) == later
+    assert recorded_state("c3") is None
+    # This worker's own memory may be older than what another worker recorded since.
+    assert latest(earlier, later) == latest(later, None) == later
+    assert latest(None, None) is None
+
+    def broken(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(RouteDecision.objects, "filter", broken)
+    assert recorded_state("c1") is None  # a start, never a failed request
+    assert "route_state_unread reason=OperationalError" in caplog.text
 
 
 def test_a_compaction_stays_on_the_warm_model_when_that_reads_for_less_than_a_cold_write():

@@ -2,9 +2,13 @@
 
 The turns of one conversation alternate between the two: each instance must
 see the turn the other served (the prefix probe stays continuous through
-Redis), and the decision log must hold every request, from both.
+Redis), and the decision log must hold every request, from both. With no
+Redis between them (one database only, SQLite or PostgreSQL), the
+conversation still holds its model: the routing state is read back from the
+decision rows, as it is when a request lands on another gunicorn worker.
 """
 
+import contextlib
 import json
 import uuid
 
@@ -12,6 +16,7 @@ import pytest
 import redis
 import requests
 
+from tests.support.chat_turns import tool_call_round
 from tests.support.config import base_config
 from tests.support.postgres import scratch_database
 from tests.support.redis import REDIS_URL, redis_url_or_skip
@@ -93,3 +98,58 @@ def test_a_keys_rate_limit_and_budget_hold_across_both_instances(two_instances):
         refused = instance.chat(body)
         assert refused.status_code == 429
         assert refused.json()["error"]["code"] == "insufficient_quota"
+
+
+HARD_TASK = (
+    "Refactor the session store's architecture to remove the race condition between the "
+    "expiry sweep and concurrent writes; design the migration so it can be rolled back."
+)
+
+
+TOOLS = [{"type": "function", "function": {"name": "cat", "parameters": {"type": "object"}}}]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_instances_without_redis(request, tmp_path, upstream):
+    with contextlib.ExitStack() as stack:
+        # SQLite: the file router_env gives both; PostgreSQL: a scratch database.
+        database = {}
+        if request.param == "postgres":
+            database["DATABASE_URL"] = stack.enter_context(scratch_database())
+        env = router_env(tmp_path, base_config(upstream.base_url), REDIS_URL="", **database)
+        key = prepare(env)
+        first = stack.enter_context(gunicorn_router(env, key))
+        second = stack.enter_context(gunicorn_router(env, key))
+        yield first, second
+
+
+def test_a_conversation_alternating_between_instances_without_redis_holds_its_model(
+    two_instances_without_redis,
+):
+    first, second = two_instances_without_redis
+    messages = [{"role": "user", "content": f"say hi ({uuid.uuid4().hex})"}]
+    routes = []
+
+    def send(instance):
+        response = instance.chat({"model": "auto", "messages": messages, "tools": TOOLS})
+        assert response.status_code == 200
+        routes.append((response.headers["X-Router-Route"], response.json()["model"]))
+
+    for turn in range(4):  # the agent's tool loop, each request on the other instance
+        send((first, second)[turn % 2])
+        messages += tool_call_round(turn, output=f"result {turn}")
+    # The user asks for hard work, on the first instance; the loop goes on, on the second,
+    # whose own memory still holds the conversation's easy task of four requests ago.
+    messages.append({"role": "user", "content": HARD_TASK})
+    send(first)
+    messages += tool_call_round(4, output="result 4")
+    send(second)
+
+    assert routes == [
+        ("start", "echo-small"),
+        ("held", "echo-small"),
+        ("held", "echo-small"),
+        ("held", "echo-small"),
+        ("upgraded", "echo-hard"),
+        ("held", "echo-hard"),
+    ]
