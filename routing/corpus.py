@@ -2,8 +2,9 @@
 
 A session file is the corpus format (``../shared/corpus/README.md``):
 ``{"source": ..., "meta": {...}, "messages": [...]}``, optionally with the
-tool definitions the agent offered under ``tools`` or ``meta.tools``; or a
-Claude Code session log (``*.jsonl``, read by ``routing.transcripts``). The
+tool definitions the agent offered under ``tools`` or ``meta.tools``; or an
+agent's own session log (``*.jsonl``: Claude Code's or Codex CLI's, read by
+``routing.transcripts``). The
 corpus lives outside the repository, beside the checkout, and is not copied
 in; ``CORPUS_DIR`` points elsewhere. No Django here: the pure pinch tests load
 sessions too.
@@ -76,7 +77,7 @@ def corpus_dir() -> Path:
 
 
 def load_session(path: Path) -> Session:
-    """One session file: the corpus format, or a Claude Code transcript (``*.jsonl``)."""
+    """One session file: the corpus format, or an agent's session log (``*.jsonl``)."""
     if Path(path).suffix == ".jsonl":
         data = _transcript(Path(path))
     else:
@@ -104,10 +105,12 @@ def _transcript(path: Path) -> dict[str, Any]:
         with path.open(encoding="utf-8") as lines:
             first = next((line for line in lines if line.strip()), "")
             if first and not looks_like_transcript(first):
-                raise CorpusError(f"{path}: not a Claude Code session log (JSON records a line)")
+                raise CorpusError(
+                    f"{path}: not a Claude Code or Codex CLI session log (JSON records a line)"
+                )
             data = transcript_session([first, *lines])
     except (OSError, UnicodeDecodeError) as error:
-        raise CorpusError(f"{path}: cannot read a Claude Code session log ({error})") from None
+        raise CorpusError(f"{path}: cannot read a session log ({error})") from None
     data["source"] = str(path)
     return data
 
@@ -125,21 +128,22 @@ def _times(raw: Any) -> dict[int, float]:
 
 
 def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
-    """Sessions from files and directories (every ``*.json`` and ``*.jsonl`` in them, by name).
+    """Sessions from files and directories: in a directory, every ``*.json`` in it and every
+    ``*.jsonl`` under it (Codex CLI files its logs by day), by path.
 
-    No paths: the corpus folder (``corpus_dir()``). In a directory, a
-    Claude Code log with no request of its own (a subagent's, all
-    sidechain) is passed over; named on its own, it is loaded as it is.
+    No paths: the corpus folder (``corpus_dir()``). In a directory, a session
+    log with no request of its own (a Claude Code subagent's, all sidechain)
+    is passed over; named on its own, it is loaded as it is.
     """
     sessions: list[Session] = []
     for raw in [corpus_dir()] if paths is None else paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted([*path.glob("*.json"), *path.glob("*.jsonl")])
+            found = sorted([*path.glob("*.json"), *path.rglob("*.jsonl")])
             if not found:
                 raise CorpusError(
-                    f"{path}: no *.json conversation files or *.jsonl Claude Code logs "
-                    "in this directory"
+                    f"{path}: no *.json conversation files or *.jsonl session logs "
+                    "(Claude Code, Codex CLI) in this directory"
                 )
             for file in found:
                 session = load_session(file)

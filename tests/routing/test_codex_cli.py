@@ -18,10 +18,14 @@ import json
 import os
 import re
 import subprocess
+from datetime import datetime
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
+from routing.corpus import load_session
 from routing.models import RouteDecision
 from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
@@ -204,6 +208,42 @@ def test_codex_on_the_auto_model_is_routed(
     assert len(rows) == 2
     assert all(r.path == "routed" and r.requested_model == "auto" for r in rows)
     assert all(r.status_code == 200 and r.chosen_model.startswith("echo-") for r in rows)
+
+
+def test_the_rollout_codex_wrote_replays_as_the_requests_the_router_sent(
+    codex_bin, scratch_repo, tmp_path, live_server, scripted, api_key
+):
+    home = codex_home(tmp_path, live_server.url, "script-agent")
+
+    done, tried = run_codex(codex_bin, scratch_repo, home, api_key)
+
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    (rollout,) = (home / "sessions").rglob("rollout-*.jsonl")  # filed by day
+    session = load_session(rollout)
+    sent = [json.loads(r["body"])["messages"] for r in scripted.received]
+    replayed = list(session.requests())
+    # Request by request, what pinch_replay measures is what the router read and sent...
+    assert [r[1:] for r in replayed] == [s[1:] for s in sent]
+    # ... but for the instructions: the log keeps Codex's base ones, and Codex sent a
+    # variant for this model (the same opening, other sections).
+    assert {r[0]["role"] for r in replayed + sent} == {"system"}
+    opening = "You are a coding agent running in the Codex CLI"
+    assert replayed[0][0]["content"].startswith(opening) and sent[0][0]["content"].startswith(
+        opening
+    )
+    assert session.family == "Codex CLI" and session.meta["notes"] == []
+    answered = [json.loads(line) for line in rollout.read_text().splitlines()]
+    assert len(session.times) == len(sent)  # when each answer came, for the cold gaps
+    assert min(session.times.values()) >= _seconds(answered[0]["timestamp"])
+
+    # The command finds it under CODEX_HOME's sessions folder, as a user points it there.
+    out = StringIO()
+    call_command("pinch_replay", str(home / "sessions"), "--by-family", stdout=out)
+    assert re.search(r"^Codex CLI +4 +0 ", out.getvalue(), re.M), out.getvalue()  # 4 requests
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 CONTINUED = "Continued from the summary: notes.txt says the build is green."

@@ -1,4 +1,4 @@
-"""Claude Code's session logs read as replayable sessions (routing/transcripts.py)."""
+"""Claude Code's and Codex CLI's session logs read as replayable sessions (routing/transcripts)."""
 
 import json
 
@@ -7,6 +7,7 @@ import pytest
 from routing.corpus import CorpusError, load_session, load_sessions
 from routing.transcripts import NO_RESULT
 from tests.support.claude_logs import SESSION, assistant, review_session, user, write_log
+from tests.support.codex_logs import INSTRUCTIONS, line, notes_session, write_rollout
 
 
 def test_a_claude_code_log_becomes_the_messages_the_agent_sent(tmp_path):
@@ -57,7 +58,9 @@ def test_unreadable_lines_are_skipped_and_noted(tmp_path):
 def test_a_jsonl_file_that_is_not_a_session_log_is_an_error_naming_it(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text('[1, 2, 3]\n{"type": "user"}\n')
-    with pytest.raises(CorpusError, match="metrics.jsonl: not a Claude Code session log"):
+    with pytest.raises(
+        CorpusError, match="metrics.jsonl: not a Claude Code or Codex CLI session log"
+    ):
         load_sessions([path])
 
 
@@ -88,3 +91,58 @@ def test_a_folder_of_logs_passes_over_subagent_and_empty_ones(tmp_path):
     assert [s.family for s in sessions] == ["mini-swe-agent", "Claude Code"]
     # Named on its own, a subagent's log loads as what it is: no request to replay.
     assert list(load_session(folder / "agent-a17266e.jsonl").turns()) == []
+
+
+def test_a_codex_rollout_becomes_the_messages_codex_sent(tmp_path):
+    path = write_rollout(tmp_path / "rollout-2026-12-03T10-00-00-01a2.jsonl", notes_session())
+
+    session = load_session(path)
+
+    roles = [(m["role"], m.get("tool_call_id")) for m in session.messages]
+    assert roles == [
+        ("system", None),  # the base instructions
+        ("system", None),  # the developer message
+        ("user", None),
+        ("assistant", None),
+        ("tool", "call_1"),
+        ("assistant", None),
+        ("tool", "call_2"),
+        ("user", None),
+        ("assistant", None),
+    ]
+    assert session.messages[0]["content"] == INSTRUCTIONS
+    assert session.messages[4]["content"] == "build: green\ntests: 42 passed\n"
+    # Interrupted by the user before its output: the call still gets exactly one result.
+    assert session.messages[6]["content"] == NO_RESULT
+    assert json.loads(session.messages[5]["tool_calls"][0]["function"]["arguments"]) == {
+        "cmd": "wc -l notes.txt"
+    }
+    # The built-in tool's call and the stray output are left out, and said so.
+    assert "stale" not in json.dumps(session.messages)
+    assert session.meta == {
+        "agent": "Codex CLI 0.171.0",
+        "notes": ["2 item(s) a chat model is not sent left out"],
+    }
+    assert session.family == "Codex CLI"
+    # Each answer's time is its first item's (the reasoning): the seven-minute gap shows.
+    assert sorted(session.times) == [3, 5, 8]
+    assert session.times[5] - session.times[3] == pytest.approx(421)
+
+
+def test_a_codex_compaction_is_noted_not_followed(tmp_path):
+    records = [*notes_session(), line("compacted", {"message": "summary"}, "2026-12-03T11:00Z")]
+    session = load_session(write_rollout(tmp_path / "rollout-x.jsonl", records))
+    assert session.meta["notes"][-1] == (
+        "1 compaction(s) not followed: the later requests keep the whole history"
+    )
+
+
+def test_codex_logs_filed_by_day_are_found_under_the_sessions_folder(tmp_path):
+    sessions = tmp_path / "codex-home" / "sessions"
+    for day in ("2026/12/02", "2026/12/03"):
+        write_rollout(sessions / day / f"rollout-{day.replace('/', '-')}.jsonl", notes_session())
+
+    found = load_sessions([sessions])
+
+    assert [s.name for s in found] == ["rollout-2026-12-02.jsonl", "rollout-2026-12-03.jsonl"]
+    assert {len(list(s.turns())) for s in found} == {3}

@@ -28,8 +28,8 @@ def _add_switch(parser, name: str, on: str, off: str) -> None:
 
 class Command(BaseCommand):
     help = (
-        "Replay agent sessions (corpus-format JSON files, Claude Code session logs, or "
-        "directories of them) turn by turn "
+        "Replay agent sessions (corpus-format JSON files, Claude Code or Codex CLI session logs, "
+        "or directories of them) turn by turn "
         "through the router's planning path, with no upstream call and no database write, and "
         "print what pinch saves per session. Settings: the router's config and admin overrides, "
         "with the options below on top."
@@ -41,8 +41,9 @@ class Command(BaseCommand):
             nargs="+",
             metavar="PATH",
             help=(
-                "a conversation file (*.json) or Claude Code session log (*.jsonl), "
-                "or a directory of them (~/.claude/projects/<project>)"
+                "a conversation file (*.json) or an agent's session log (*.jsonl: Claude "
+                "Code's or Codex CLI's), or a directory of them (~/.claude/projects/<project>, "
+                "~/.codex/sessions)"
             ),
         )
         parser.add_argument(

@@ -1,12 +1,9 @@
-"""Claude Code's own session logs as replayable sessions: what pinch would do on your traffic.
+"""Claude Code's own session logs as replayable sessions.
 
 Claude Code writes every session to ``~/.claude/projects/<project>/<id>.jsonl``,
-one JSON record a line. ``pinch_replay`` reads those files beside the
-corpus format (``routing.corpus``), so a user measures pinch on the
-sessions they actually ran, not only on ours. The records are put back
-into the Messages API turns Claude Code sent, which become chat messages
-as the router reads Claude Code's live requests
-(``routing.protocols.messages.inbound``):
+one JSON record a line. The records are put back into the Messages API turns
+Claude Code sent, which become chat messages as the router reads Claude
+Code's live requests (``routing.protocols.messages.inbound``):
 
 * ``user`` and ``assistant`` records only; subagent records
   (``isSidechain``) and meta records (``isMeta``: command caveats, skill
@@ -21,13 +18,11 @@ as the router reads Claude Code's live requests
 * the time of each assistant message becomes ``assistant_times``, so the
   replay finds the cold gaps.
 
-Pure: no Django, no I/O beyond the caller's lines.
+Pure: no Django, no I/O beyond the caller's records.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from typing import Any
 
 from routing.protocols.messages.inbound import from_messages_request
@@ -35,37 +30,18 @@ from routing.protocols.messages.inbound import from_messages_request
 NO_RESULT = "[no result recorded]"
 
 
-def looks_like_transcript(first_line: str) -> bool:
-    """Whether a ``.jsonl`` file's first non-empty line is a record: an object with a ``type``."""
-    try:
-        record = json.loads(first_line)
-    except ValueError:
-        return False
-    return isinstance(record, dict) and isinstance(record.get("type"), str)
-
-
-def transcript_session(lines: Iterable[str]) -> dict[str, Any]:
-    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a transcript's lines."""
+def claude_code_session(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a log's records."""
     builder = _Builder()
-    unreadable = 0
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            unreadable += 1
-            continue
-        if isinstance(record, dict):
-            builder.add(record)
+    for record in records:
+        builder.add(record)
     builder.answer_pending()
     chat, _ = from_messages_request({"model": "replay", "messages": builder.turns}, count_only=True)
     messages = chat["messages"]
     assistants = [t for t, message in enumerate(messages) if message["role"] == "assistant"]
-    notes = [f"{unreadable} unreadable line(s) skipped"] if unreadable else []
     agent = f"Claude Code {builder.version}" if builder.version else "Claude Code"
     return {
-        "meta": {"agent": agent, "notes": notes},
+        "meta": {"agent": agent, "notes": []},
         "messages": messages,
         "assistant_times": {
             str(t): at for t, at in zip(assistants, builder.times, strict=True) if at is not None
