@@ -4,9 +4,9 @@ A few numbers per conversation: which tool results are decided, which were
 kept, where the steps and the cold requests were, what pinch has saved the
 conversation so far and what it would have cost without pinch, a digest of
 the messages it covers and when its last request was planned. The router
-keeps it beside the prefix probe's hashes (memory, or Redis); anything it
-cannot read is absent, and the decisions are rebuilt from the messages to
-the same result.
+keeps it beside the prefix probe's hashes (memory, or Redis) and on each
+decision row, which every worker reads; anything it cannot read is absent,
+and the decisions are rebuilt from the messages to the same result.
 
 Pure: no Django, no I/O, no module state.
 """

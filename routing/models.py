@@ -261,12 +261,17 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
         "loop), kept, changed, upgraded, cold, background or per_request.",
     )
     # Written with the row and read back by whichever worker or instance serves the
-    # conversation next (routing.session_routing.recorded_state).
+    # conversation next (routing.session_routing.recorded_state, routing.pruning.recorded_ledger).
     route_state = models.CharField(
         max_length=400,
         blank=True,
         help_text="The conversation's routing state after this request (tier, model, where "
         "its task began, when); blank when the request left it as it was (background work).",
+    )
+    pinch_ledger = models.TextField(
+        blank=True,
+        help_text="Pinch's ledger for the conversation after this request (pinch/ledger.py: "
+        "what is decided, where the cache was cold, when), which any worker reads back.",
     )
     background = models.CharField(
         max_length=16,
@@ -297,7 +302,7 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
             # The session list (metrics.sessions): grouped by session, newest first.
             models.Index(fields=["session", "created_at"], name="decision_session_idx"),
-            # A conversation's last routing state (routing.session_routing.recorded_state).
+            # A conversation's last routing state and ledger (recorded_state, recorded_ledger).
             models.Index(fields=["conversation", "created_at"], name="decision_conversation_idx"),
         ]
 

@@ -42,7 +42,14 @@ from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
 from routing.protocols.canonical import ChatRequest
 from routing.providers import CallContext, model_provider
-from routing.pruning import LedgerSlot, PinchOutcome, pinch_messages, stable_prefixes
+from routing.pruning import (
+    LedgerSlot,
+    PinchOutcome,
+    pinch_messages,
+    previous_request_length,
+    recorded_ledger,
+    stable_prefixes,
+)
 from routing.quality import RequestSignals, request_signals
 from routing.recording.decisions import OpenDecision, new_decision
 from routing.recording.health import require_recording
@@ -184,6 +191,9 @@ def plan_request(
         # One store per process (Redis when configured): ledger, probe, routing state.
         store = probe or prefix_probe(settings.REDIS_URL)
     route, remember_route, route_state = None, None, ""
+    # State other workers recorded is read back, except in a replay: it brings its own
+    # store and has no decision rows.
+    live = probe is None
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -198,8 +208,7 @@ def plan_request(
             ),
             lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
             remember=measure_prefix,
-            # A replay brings its own store and has no decision rows to read.
-            recorded=recorded_state if probe is None else None,
+            recorded=recorded_state if live else None,
         )
         tier, classifier_name, hold = route.tier, route.classifier, route.hold
         if cheaper_tier:
@@ -221,7 +230,7 @@ def plan_request(
         config.pinch,
         extra_tokens,
         cache=config.cache_prices(price_model) if price_model is not None else None,
-        slot=LedgerSlot(store, key) if store is not None else None,
+        slot=None if store is None else LedgerSlot(store, key, recorded_ledger if live else None),
         now=now,
     )
     measured = measure_prompt_tokens(send_messages, request.tools)
@@ -298,9 +307,7 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     if pinch is None or pinch.tokens_saved <= 0:
         return None
     warm = prefix is None or prefix[1] > 0
-    previous = next(
-        (t for t in range(len(messages) - 1, 0, -1) if _role(messages[t]) == "assistant"), 0
-    )
+    previous = previous_request_length(messages)
     cached = 0
     if warm and previous:
         cached = tools_tokens + sum(estimate_tokens(extract_text(m)) for m in messages[:previous])
@@ -346,7 +353,3 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
     # No upstream call that could not be recorded, unless the operator allows it.
     require_recording(plan.config.routing.serve_unrecorded)
     return new_decision(plan, api_key)
-
-
-def _role(message) -> str | None:
-    return message.get("role") if isinstance(message, dict) else None

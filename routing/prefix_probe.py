@@ -29,9 +29,9 @@ outage never compares against a turn from an earlier one.
 The same store keeps pinch's ledger per conversation (pinch/payback.py: which
 tool results were decided, and how), and the conversation's routing state
 (routing/session_routing.py: its tier and model), each under its own key prefix: a few integers
-that spare rebuilding the decisions from the messages. A missing, stale or
-unreadable ledger is rebuilt to the same decisions, so losing it (Redis down,
-another worker) costs time, never money or a different payload.
+that spare rebuilding the decisions from the messages. Both are also on each
+decision row, where a worker that did not serve the conversation's last
+request reads them (routing.pruning.LedgerSlot, routing.session_routing.load_state).
 """
 
 import hashlib

@@ -6,9 +6,11 @@ the caller's own list, and the payload goes upstream exactly as received.
 
 With ``pinch.payback.enabled`` (the default) the pure ``pinch.payback.plan``
 decides, under the cache prices of the model the request goes to, with the
-conversation's ledger from the prefix probe's store (memory, or Redis); the
-ledger also holds when the conversation's last request was, so a request
-after a gap longer than the model's cache lifetime is planned cold. Any
+conversation's ledger from the prefix probe's store (memory, or Redis), or
+from its last decision row when another worker served it since
+(``LedgerSlot``); the ledger also holds when the conversation's last request
+was, so a request after a gap longer than the model's cache lifetime is
+planned cold. Any
 failure there logs ``pinch_payback_failed`` and sends the caller's messages
 unchanged: pinch never breaks a request. Otherwise ``prune_context`` prunes to
 the budget, least relevant first when relevance ordering is on.
@@ -18,15 +20,17 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
-from routing.models import tokens_saved
+from routing.models import RouteDecision, tokens_saved
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,8 @@ class PinchOutcome:
     # The conversation's previous request was longer ago than the cache keeps
     # a prefix (None: unknown, no earlier request in the ledger's store).
     cold: bool | None = None
+    # The conversation's ledger after this request (Ledger.as_json), for its decision row.
+    ledger: str = ""
 
     @classmethod
     def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":
@@ -99,16 +105,59 @@ _memo = BoundedMemo()
 
 @dataclass(frozen=True)
 class LedgerSlot:
-    """Where one conversation's ledger lives: a store (the prefix probe's) and its key."""
+    """Where one conversation's ledger lives: a store (the prefix probe's) and its key.
+
+    ``recorded(key)``: the ledger on the conversation's last decision row
+    (``recorded_ledger``; None in a replay, which has no rows).
+    """
 
     store: object
     key: str
+    recorded: Callable[[str], str | None] | None = None
 
-    def load(self) -> Ledger | None:
-        return Ledger.from_json(self.store.load_ledger(self.key))
+    def load(self, messages) -> Ledger | None:
+        """The ledger before ``messages``: the store's, when it was saved by the request
+        just before (then no other worker served the conversation since); otherwise the
+        later of it and the recorded one, so that every worker knows the cold requests
+        and the clock, with no Redis between them."""
+        stored = Ledger.from_json(self.store.load_ledger(self.key))
+        follows = stored is not None and stored.length == previous_request_length(messages)
+        if self.recorded is None or follows:
+            return stored
+        found = [ledger for ledger in (stored, Ledger.from_json(self.recorded(self.key))) if ledger]
+        return max(found, key=lambda ledger: ledger.at, default=None)
 
-    def save(self, ledger: Ledger) -> None:
-        self.store.save_ledger(self.key, ledger.as_json())
+    def save(self, ledger: Ledger) -> str:
+        """Keep ``ledger`` in the store; its JSON, for the decision row."""
+        raw = ledger.as_json()
+        self.store.save_ledger(self.key, raw)
+        return raw
+
+
+def recorded_ledger(key: str) -> str | None:
+    """The ledger the conversation's last recorded request left, or None (logged)."""
+    try:
+        return (
+            RouteDecision.objects.filter(conversation=key)
+            .exclude(pinch_ledger="")
+            .order_by("-created_at")
+            .values_list("pinch_ledger", flat=True)
+            .first()
+        )
+    except DatabaseError as error:
+        log.warning("pinch_ledger_unread reason=%s", type(error).__name__)
+        return None
+
+
+def previous_request_length(messages) -> int:
+    """The length of the conversation's previous request: up to its last answer (0: none)."""
+    return next(
+        (t for t in range(len(messages) - 1, 0, -1) if _role(messages[t]) == "assistant"), 0
+    )
+
+
+def _role(message) -> str | None:
+    return message.get("role") if isinstance(message, dict) else None
 
 
 def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
@@ -146,10 +195,10 @@ def pinch_messages(
     cache = cache if cache is not None else _STRICTEST
     if pinch_config.payback.enabled:
         return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now)
-    cold = _cold(slot.load() if slot is not None else None, cache, now)
-    if slot is not None:
-        # The budget prune keeps no decisions; the ledger only carries the clock.
-        slot.save(Ledger(at=now))
+    cold = _cold(slot.load(messages) if slot is not None else None, cache, now)
+    # The budget prune keeps no decisions; the ledger only carries the clock.
+    ledger = Ledger(length=len(messages), at=now)
+    recorded = slot.save(ledger) if slot is not None else ledger.as_json()
     relevance = relevance_for(
         messages,
         pinch_config,
@@ -173,6 +222,7 @@ def pinch_messages(
         relevance_used=relevance.status == "used",
         relevance_fallback=relevance.status == "unavailable",
         cold=cold,
+        ledger=recorded,
     )
     return pruned, outcome
 
@@ -225,7 +275,7 @@ def _stable_prefix(messages, pinch_config: PinchConfig, tokens: int, outcome: Pi
 def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
     cold = None
     try:
-        ledger = slot.load() if slot is not None else None
+        ledger = slot.load(messages) if slot is not None else None
         cold = _cold(ledger, cache, now)
         pruned, ledger, stats = plan(
             messages,
@@ -236,14 +286,17 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             memo=_memo,
             cold=bool(cold),
         )
-        if slot is not None:
-            slot.save(replace(ledger, at=now))
+        ledger = replace(ledger, at=now)
+        recorded = slot.save(ledger) if slot is not None else ledger.as_json()
     except Exception as error:  # noqa: BLE001 - pinch never breaks a request
         log.warning("pinch_payback_failed reason=%s", type(error).__name__)
         tokens = sum(estimate_tokens(extract_text(m)) for m in messages) + extra_fixed_tokens
         return messages, PinchOutcome(original_tokens=tokens, final_tokens=tokens, summarized=0)
     stable = (stats["stable_prefix"], stats["stable_prefix_before"])
-    return pruned, PinchOutcome.from_stats(stats, step=stats["step"], stable=stable, cold=cold)
+    outcome = PinchOutcome.from_stats(
+        stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
+    )
+    return pruned, outcome
 
 
 # Without a model to price by, the prices that make a step hardest to pay back.

@@ -69,6 +69,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "pinch_final_tokens": pinch.final_tokens if pinch else None,
         "pinch_summarized": pinch.summarized if pinch else None,
         "pinch_tools": pinch.compressed_tools or None if pinch else None,
+        "pinch_ledger": pinch.ledger if pinch else "",
         "relevance_used": bool(pinch and pinch.relevance_used),
         "relevance_fallback": bool(pinch and pinch.relevance_fallback),
         "prefix_match": prefix[0],

@@ -6,11 +6,13 @@ import uuid
 
 import openai
 import pytest
+from django.conf import settings
 
 from pinch.payback import Ledger
-from routing import pruning
+from routing import pipeline, pruning
+from routing.auth import create_api_key
 from routing.models import RouteDecision
-from routing.prefix_probe import PrefixProbe
+from routing.prefix_probe import PrefixProbe, forget_conversations, prefix_probe
 from tests.routing.test_prefix_probe import redis_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,13 +67,103 @@ def test_a_worker_without_the_ledger_sends_the_same_payload(
     requests = session_requests(corpus_dir)[-4:]
     for messages in requests:
         sdk.chat.completions.create(model="echo-hard", messages=messages)
-    # Another worker: nothing in its store, so it rebuilds the decisions.
-    monkeypatch.setattr(pruning.LedgerSlot, "load", lambda slot: None)
     messages = requests[-1]
+    # Another worker: nothing in its memory, so it reads the ledger the last row recorded...
+    forget_conversations()
     sdk.chat.completions.create(model="echo-hard", messages=messages)
-    *_, first, second = upstream.bodies()
-    assert first["messages"] == second["messages"]
+    # ... or, with none recorded either, rebuilds the decisions from the messages.
+    forget_conversations()
+    monkeypatch.setattr(pipeline, "recorded_ledger", lambda key: None)
+    sdk.chat.completions.create(model="echo-hard", messages=messages)
+    *_, first, second, third = upstream.bodies()
+    assert first["messages"] == second["messages"] == third["messages"]
     assert first["messages"] != messages
+
+
+class Clock:
+    """The planning clock, moved by the test: cold gaps without waiting for them."""
+
+    def __init__(self):
+        self.now = 1_800_000_000.0
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_a_conversation_split_over_two_workers_is_planned_as_one_worker_plans_it(
+    sdk, payback_config, upstream, corpus_dir, monkeypatch, live_server
+):
+    clock = Clock()
+    monkeypatch.setattr(pruning, "time", clock)
+    requests = session_requests(corpus_dir)[-8:]
+    # Twelve minutes of quiet before the fifth request (worker A's): past echo-hard's
+    # cache lifetime of ten. Then two gaps within it, but together past it: A's own
+    # memory of the conversation is older than the lifetime when it serves the seventh.
+    gaps = [10, 10, 10, 10, 720, 400, 400, 10]
+    _, raw = create_api_key("split")
+    split = openai.OpenAI(base_url=live_server.url + "/v1", api_key=raw, max_retries=0)
+    store = prefix_probe(settings.REDIS_URL)
+    key = None
+    for n, (gap, messages) in enumerate(zip(gaps, requests)):
+        clock.now += gap
+        sdk.chat.completions.create(model="echo-hard", messages=messages)  # one worker
+        if n % 2 == 0:  # worker A, which remembers what it served
+            split.chat.completions.create(model="echo-hard", messages=messages)
+            key = key or RouteDecision.objects.get(api_key__name="split").conversation
+            continue
+        # Worker B, with nothing in its memory; after it, A's memory is one request behind.
+        a_remembers = store.load_ledger(key)
+        store.save_ledger(key, "")
+        split.chat.completions.create(model="echo-hard", messages=messages)
+        store.save_ledger(key, a_remembers)
+
+    bodies = [body["messages"] for body in upstream.bodies()]
+    one_worker, two_workers = bodies[0::2], bodies[1::2]
+    assert two_workers == one_worker
+    # One cold request, the fifth, in both; and pinch changed what was sent.
+    for name in ("tests", "split"):
+        rows = RouteDecision.objects.filter(api_key__name=name).order_by("created_at")
+        assert [row.cache_cold for row in rows][1:] == [False] * 3 + [True] + [False] * 3
+    assert one_worker[-1] != requests[-1]
+
+
+def test_a_worker_reads_the_recorded_ledger_only_when_its_own_is_not_the_last_one(
+    monkeypatch, caplog
+):
+    from django.db import OperationalError
+
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": []},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+        {"role": "assistant", "content": "", "tool_calls": []},
+        {"role": "tool", "tool_call_id": "c2", "content": "y"},
+    ]
+    mine = Ledger(length=3, at=100.0)  # saved by the request just before: messages[:3]
+    theirs = Ledger(length=3, cold=(3,), at=200.0)
+    reads = []
+
+    def recorded(key):
+        reads.append(key)
+        return theirs.as_json()
+
+    store = PrefixProbe("")
+    slot = pruning.LedgerSlot(store, "c1", recorded)
+    store.save_ledger("c1", mine.as_json())
+    assert slot.load(messages) == mine and reads == []
+    # One request further on, this worker's memory is behind: another served the last one.
+    assert slot.load([*messages, {"role": "assistant", "content": "z"}]) == theirs
+    assert slot.load(messages[:2]) == theirs  # an edited history: the later of the two
+    store.save_ledger("c1", "")
+    assert slot.load(messages) == theirs  # nothing in memory
+    assert len(reads) == 3
+
+    def broken(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(RouteDecision.objects, "filter", broken)
+    assert pruning.recorded_ledger("c1") is None  # rebuilt from the messages, as before
+    assert "pinch_ledger_unread reason=OperationalError" in caplog.text
 
 
 def test_a_failure_in_the_payback_path_sends_the_callers_messages(
