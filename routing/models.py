@@ -152,6 +152,12 @@ class RouteDecisionQuerySet(models.QuerySet):
     def recent(self, limit: int = RECENT_DECISIONS):
         return self.order_by("-created_at", "-id")[:limit]
 
+    def left_by_last(self, conversation: str, column: str) -> str | None:
+        """What the conversation's last recorded request left in ``column`` (route_state,
+        pinch_ledger), or None: one row, found by the (conversation, created_at) index."""
+        rows = self.filter(conversation=conversation).order_by("-created_at")
+        return rows.values_list(column, flat=True).first() or None
+
 
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
 
@@ -266,7 +272,7 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
         max_length=400,
         blank=True,
         help_text="The conversation's routing state after this request (tier, model, where "
-        "its task began, when); blank when the request left it as it was (background work).",
+        "its task began, when); background work carries it as it was.",
     )
     pinch_ledger = models.TextField(
         blank=True,

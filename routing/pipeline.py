@@ -253,8 +253,7 @@ def plan_request(
         # The conversation's model stays first while it fits (routing.session_routing).
         held = [m for m in candidates if m.id == hold]
         candidates = held + [m for m in candidates if m.id != hold]
-        after = remember_route(candidates[0])
-        route_state = after.as_json() if after is not None else ""
+        route_state = remember_route(candidates[0]).as_json()
     else:
         candidates = [pinned]
 

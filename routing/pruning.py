@@ -117,11 +117,12 @@ class LedgerSlot:
 
     def load(self, messages) -> Ledger | None:
         """The ledger before ``messages``: the store's, when it was saved by the request
-        just before (then no other worker served the conversation since); otherwise the
-        later of it and the recorded one, so that every worker knows the cold requests
-        and the clock, with no Redis between them."""
+        just before, or by this same request (a retry): then no other worker served the
+        conversation since. Otherwise the later of it and the recorded one, so that every
+        worker knows the cold requests and the clock, with no Redis between them."""
         stored = Ledger.from_json(self.store.load_ledger(self.key))
-        follows = stored is not None and stored.length == previous_request_length(messages)
+        last = (previous_request_length(messages), len(messages))
+        follows = stored is not None and stored.length in last
         if self.recorded is None or follows:
             return stored
         found = [ledger for ledger in (stored, Ledger.from_json(self.recorded(self.key))) if ledger]
@@ -137,13 +138,7 @@ class LedgerSlot:
 def recorded_ledger(key: str) -> str | None:
     """The ledger the conversation's last recorded request left, or None (logged)."""
     try:
-        return (
-            RouteDecision.objects.filter(conversation=key)
-            .exclude(pinch_ledger="")
-            .order_by("-created_at")
-            .values_list("pinch_ledger", flat=True)
-            .first()
-        )
+        return RouteDecision.objects.left_by_last(key, "pinch_ledger")
     except DatabaseError as error:
         log.warning("pinch_ledger_unread reason=%s", type(error).__name__)
         return None

@@ -46,7 +46,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import DatabaseError
 
@@ -220,24 +220,24 @@ def assistant_turns(messages) -> int:
 
 
 def next_state(
-    choice: SessionChoice, model: ModelConfig, now: float, turns: int
-) -> RouteState | None:
-    """The conversation's state after a request (None: leave it as it was)."""
+    choice: SessionChoice, model: ModelConfig, now: float, turns: int, state: RouteState | None
+) -> RouteState:
+    """The conversation's state after a request.
+
+    Background work and a request classified on its own leave ``state`` as it
+    was but for its turns, so that the next request still follows on from it;
+    with no state, an empty one (no tier or model: the next request is a start)
+    says as much, so that the next request need not look for one elsewhere.
+    """
     if choice.reason in (BACKGROUND, PER_REQUEST):
-        return None
+        return replace(state or RouteState("", "", -1, now), turns=turns)
     return RouteState(choice.tier, model.id, choice.task, now, turns)
 
 
 def recorded_state(key: str) -> str | None:
     """The routing state the conversation's last recorded request left, or None (logged)."""
     try:
-        return (
-            RouteDecision.objects.filter(conversation=key)
-            .exclude(route_state="")
-            .order_by("-created_at")
-            .values_list("route_state", flat=True)
-            .first()
-        )
+        return RouteDecision.objects.left_by_last(key, "route_state")
     except DatabaseError as error:
         log.warning("route_state_unread reason=%s", type(error).__name__)
         return None
@@ -252,13 +252,13 @@ def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
     """The conversation's state before a request with ``turns`` assistant messages.
 
     The store's, when the request follows on directly from it (one more
-    assistant message): then no other worker served the conversation since.
-    Otherwise the later of the store's and ``recorded(key)``'s (the decision
+    assistant message) or repeats it (a retry): then no other worker served
+    the conversation since. Otherwise the later of the store's and ``recorded(key)``'s (the decision
     rows, ``recorded_state``; None in a replay, which has no rows): another
     worker or instance may have served it, with no Redis between them.
     """
     stored = RouteState.from_json(store.load_route(key)) if store is not None else None
-    if recorded is None or (stored is not None and stored.turns == turns - 1):
+    if recorded is None or (stored is not None and stored.turns in (turns - 1, turns)):
         return stored
     return latest(stored, RouteState.from_json(recorded(key)))
 
@@ -280,9 +280,9 @@ def route_request(
         request.model, request.messages, request.tools, measured, config, state, now, classify, rank
     )
 
-    def save(model: ModelConfig) -> RouteState | None:
-        after = next_state(choice, model, now, turns)
-        if remember and store is not None and after is not None:
+    def save(model: ModelConfig) -> RouteState:
+        after = next_state(choice, model, now, turns, state)
+        if remember and store is not None:
             store.save_route(key, after.as_json())
         return after
 

@@ -151,6 +151,7 @@ def test_a_worker_reads_the_recorded_ledger_only_when_its_own_is_not_the_last_on
     slot = pruning.LedgerSlot(store, "c1", recorded)
     store.save_ledger("c1", mine.as_json())
     assert slot.load(messages) == mine and reads == []
+    assert slot.load(messages[:3]) == mine and reads == []  # the request just before, again
     # One request further on, this worker's memory is behind: another served the last one.
     assert slot.load([*messages, {"role": "assistant", "content": "z"}]) == theirs
     assert slot.load(messages[:2]) == theirs  # an edited history: the later of the two
@@ -161,7 +162,7 @@ def test_a_worker_reads_the_recorded_ledger_only_when_its_own_is_not_the_last_on
     def broken(*args, **kwargs):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(RouteDecision.objects, "filter", broken)
+    monkeypatch.setattr(RouteDecision.objects, "left_by_last", broken)
     assert pruning.recorded_ledger("c1") is None  # rebuilt from the messages, as before
     assert "pinch_ledger_unread reason=OperationalError" in caplog.text
 

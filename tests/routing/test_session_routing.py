@@ -222,12 +222,29 @@ def test_a_worker_reads_the_rows_only_when_the_request_does_not_follow_on_from_i
     worker.save_route("c1", mine.as_json())
     # The next request of this worker's own tool loop: its memory, no query.
     assert load_state(worker, "c1", 5, recorded) == mine and reads == []
+    assert load_state(worker, "c1", 4, recorded) == mine and reads == []  # a retry
     # Five turns on: another worker served the rest, and recorded it.
     assert load_state(worker, "c1", 10, recorded) == theirs and reads == ["c1"]
     # Nothing in memory (a start, or a conversation another worker began).
     assert load_state(worker, "c2", 10, recorded) == theirs
     # A replay reads no rows.
     assert load_state(worker, "c1", 10, None) == mine
+
+
+def test_background_work_carries_the_state_on_as_it_was_with_its_turns():
+    from dataclasses import replace
+
+    from routing.session_routing import SessionChoice, next_state
+
+    state = RouteState("hard", "claude-big", 1, 999.0, turns=4)
+    title = SessionChoice("easy", "background", "background", background="title")
+    small = validate_config(tiered_config()).model("claude-small")
+    # Its row and the store keep the conversation's state, so the next request follows on.
+    assert next_state(title, small, 1200.0, 5, state) == replace(state, turns=5)
+    # None yet: an empty one, read as a start, but known to follow on.
+    empty = next_state(title, small, 1200.0, 5, None)
+    assert (empty.tier, empty.model, empty.turns) == ("", "", 5)
+    assert decide(conversation(1, loop=2), empty, "hard").reason == "start"
 
 
 @pytest.mark.django_db
@@ -244,12 +261,11 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
     seed(
         decision(age=timedelta(seconds=60), conversation="c1", route_state=earlier.as_json()),
         decision(age=timedelta(seconds=30), conversation="c1", route_state=later.as_json()),
-        # A title request after it leaves the conversation's state as it was.
-        decision(age=timedelta(seconds=10), conversation="c1", route_state=""),
         decision(conversation="c2", route_state=earlier.as_json()),
+        decision(conversation="c3", route_state=""),  # background work, no state yet
     )
     assert RouteState.from_json(recorded_state("c1")) == later
-    assert recorded_state("c3") is None
+    assert recorded_state("c3") is None and recorded_state("c4") is None
     # This worker's own memory may be older than what another worker recorded since.
     assert latest(earlier, later) == latest(later, None) == later
     assert latest(None, None) is None
@@ -257,7 +273,7 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
     def broken(*args, **kwargs):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(RouteDecision.objects, "filter", broken)
+    monkeypatch.setattr(RouteDecision.objects, "left_by_last", broken)
     assert recorded_state("c1") is None  # a start, never a failed request
     assert "route_state_unread reason=OperationalError" in caplog.text
 
