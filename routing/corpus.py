@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from routing.transcripts import looks_like_transcript, transcript_session
+from routing.transcripts import looks_like_transcript, transcript_sessions
 
 _REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS_DIR = _REPO.parent / "shared" / "corpus" / "conversations"
@@ -77,22 +77,37 @@ def corpus_dir() -> Path:
 
 
 def load_session(path: Path) -> Session:
-    """One session file: the corpus format, or an agent's session log (``*.jsonl``)."""
-    if Path(path).suffix == ".jsonl":
-        data = _transcript(Path(path))
-    else:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            raise CorpusError(f"{path}: cannot read a JSON conversation ({error})") from None
-    messages = data.get("messages") if isinstance(data, dict) else None
-    if not isinstance(messages, list):
+    """One session file: the corpus format, or an agent's session log (``*.jsonl``) of one
+    context window (``load_file`` reads every window of a log with compactions)."""
+    sessions = load_file(path)
+    if len(sessions) > 1:
+        raise CorpusError(f"{path}: {len(sessions)} context windows (compactions), not one")
+    return sessions[0]
+
+
+def load_file(path: Path) -> list[Session]:
+    """The sessions in one file: a conversation file's one, or a log's windows, in order
+    (the second named ``<file>#2``)."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        windows = _transcript(path)
+        names = [path.name, *(f"{path.name}#{k}" for k in range(2, len(windows) + 1))]
+        return [_session(name, {**data, "source": str(path)}) for name, data in zip(names, windows)]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise CorpusError(f"{path}: cannot read a JSON conversation ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise CorpusError(f"{path}: not a conversation file (no 'messages' list)")
+    return [_session(path.name, data)]
+
+
+def _session(name: str, data: dict[str, Any]) -> Session:
     meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
     tools = data.get("tools", meta.get("tools"))
     return Session(
-        name=Path(path).name,
-        messages=messages,
+        name=name,
+        messages=data["messages"],
         tools=tools if isinstance(tools, list) and tools else None,
         source=data.get("source", "") if isinstance(data.get("source"), str) else "",
         meta=meta,
@@ -100,7 +115,7 @@ def load_session(path: Path) -> Session:
     )
 
 
-def _transcript(path: Path) -> dict[str, Any]:
+def _transcript(path: Path) -> list[dict[str, Any]]:
     try:
         with path.open(encoding="utf-8") as lines:
             first = next((line for line in lines if line.strip()), "")
@@ -108,11 +123,9 @@ def _transcript(path: Path) -> dict[str, Any]:
                 raise CorpusError(
                     f"{path}: not a Claude Code or Codex CLI session log (JSON records a line)"
                 )
-            data = transcript_session([first, *lines])
+            return transcript_sessions([first, *lines])
     except (OSError, UnicodeDecodeError) as error:
         raise CorpusError(f"{path}: cannot read a session log ({error})") from None
-    data["source"] = str(path)
-    return data
 
 
 def _times(raw: Any) -> dict[int, float]:
@@ -131,9 +144,10 @@ def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
     """Sessions from files and directories: in a directory, every ``*.json`` in it and every
     ``*.jsonl`` under it (Codex CLI files its logs by day), by path.
 
-    No paths: the corpus folder (``corpus_dir()``). In a directory, a session
-    log with no request of its own (a Claude Code subagent's, all sidechain)
-    is passed over; named on its own, it is loaded as it is.
+    No paths: the corpus folder (``corpus_dir()``). A log with compactions
+    gives one session per context window. In a directory, a session log with
+    no request of its own (a Claude Code subagent's, all sidechain) is passed
+    over; named on its own, it is loaded as it is.
     """
     sessions: list[Session] = []
     for raw in [corpus_dir()] if paths is None else paths:
@@ -146,11 +160,11 @@ def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
                     "(Claude Code, Codex CLI) in this directory"
                 )
             for file in found:
-                session = load_session(file)
-                if file.suffix != ".jsonl" or any(session.turns()):
-                    sessions.append(session)
+                for session in load_file(file):
+                    if file.suffix != ".jsonl" or any(session.turns()):
+                        sessions.append(session)
         elif path.is_file():
-            sessions.append(load_session(path))
+            sessions.extend(load_file(path))
         else:
             raise CorpusError(f"{path}: no such file or directory")
     if not sessions:

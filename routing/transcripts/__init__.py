@@ -11,7 +11,8 @@ first record tells which wrote it:
   carry a ``payload`` (``routing.transcripts.codex``).
 
 Each becomes the chat messages the router would have read from the agent's
-live requests, with the time of each answer. Pure: no Django, no I/O beyond
+live requests, with the time of each answer; a log with compactions becomes
+one session per context window. Pure: no Django, no I/O beyond
 the caller's lines.
 """
 
@@ -21,10 +22,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from routing.transcripts.claude_code import NO_RESULT, claude_code_session
-from routing.transcripts.codex import is_rollout, rollout_session
+from routing.transcripts.claude_code import NO_RESULT, claude_code_sessions
+from routing.transcripts.codex import is_rollout, rollout_sessions
 
-__all__ = ["NO_RESULT", "looks_like_transcript", "transcript_session"]
+__all__ = ["NO_RESULT", "looks_like_transcript", "transcript_sessions"]
 
 
 def looks_like_transcript(first_line: str) -> bool:
@@ -36,8 +37,9 @@ def looks_like_transcript(first_line: str) -> bool:
     return isinstance(record, dict) and isinstance(record.get("type"), str)
 
 
-def transcript_session(lines: Iterable[str]) -> dict[str, Any]:
-    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a log's lines."""
+def transcript_sessions(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a log's lines: one
+    session per context window (a compaction starts the next), the first one first."""
     records, unreadable = [], 0
     for line in lines:
         if not line.strip():
@@ -50,7 +52,7 @@ def transcript_session(lines: Iterable[str]) -> dict[str, Any]:
         if isinstance(record, dict):
             records.append(record)
     codex = bool(records) and is_rollout(records[0])
-    session = rollout_session(records) if codex else claude_code_session(records)
+    sessions = rollout_sessions(records) if codex else claude_code_sessions(records)
     if unreadable:
-        session["meta"]["notes"].insert(0, f"{unreadable} unreadable line(s) skipped")
-    return session
+        sessions[0]["meta"]["notes"].insert(0, f"{unreadable} unreadable line(s) skipped")
+    return sessions

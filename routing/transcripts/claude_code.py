@@ -16,7 +16,10 @@ Code's live requests (``routing.protocols.messages.inbound``):
 * a call with no recorded result is answered by a placeholder, so every
   call keeps exactly one result;
 * the time of each assistant message becomes ``assistant_times``, so the
-  replay finds the cold gaps.
+  replay finds the cold gaps;
+* a compaction (a ``compact_boundary`` record) ends a context window: the
+  requests after it start from its summary, so each window is a session of
+  its own, as its prompt cache is.
 
 Pure: no Django, no I/O beyond the caller's records.
 """
@@ -30,23 +33,16 @@ from routing.protocols.messages.inbound import from_messages_request
 NO_RESULT = "[no result recorded]"
 
 
-def claude_code_session(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a log's records."""
-    builder = _Builder()
+def claude_code_sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a log's records:
+    one session per context window, a compaction starting the next."""
+    builders = [_Builder()]
     for record in records:
-        builder.add(record)
-    builder.answer_pending()
-    chat, _ = from_messages_request({"model": "replay", "messages": builder.turns}, count_only=True)
-    messages = chat["messages"]
-    assistants = [t for t, message in enumerate(messages) if message["role"] == "assistant"]
-    agent = f"Claude Code {builder.version}" if builder.version else "Claude Code"
-    return {
-        "meta": {"agent": agent, "notes": []},
-        "messages": messages,
-        "assistant_times": {
-            str(t): at for t, at in zip(assistants, builder.times, strict=True) if at is not None
-        },
-    }
+        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+            builders.append(_Builder())
+        else:
+            builders[-1].add(record)
+    return [builder.session() for builder in builders]
 
 
 class _Builder:
@@ -58,6 +54,18 @@ class _Builder:
         self.version: str | None = None
         self.pending: list[str] = []
         self.last_id: str | None = None
+
+    def session(self) -> dict[str, Any]:
+        self.answer_pending()
+        body = {"model": "replay", "messages": self.turns}
+        messages = from_messages_request(body, count_only=True)[0]["messages"]
+        assistants = [t for t, message in enumerate(messages) if message["role"] == "assistant"]
+        times = zip(assistants, self.times, strict=True)
+        return {
+            "meta": {"agent": f"Claude Code {self.version or ''}".strip(), "notes": []},
+            "messages": messages,
+            "assistant_times": {str(t): at for t, at in times if at is not None},
+        }
 
     def add(self, record: dict[str, Any]) -> None:
         if record.get("isSidechain") or record.get("isMeta"):

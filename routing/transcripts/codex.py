@@ -16,9 +16,9 @@ as the router reads Codex's live requests
   call keeps exactly one result;
 * the time of the first item of each answer becomes ``assistant_times``, so
   the replay finds the cold gaps;
-* a compaction (``compacted``) is not followed: the replay keeps the whole
-  history, so the requests after it are longer than the ones Codex sent, and
-  the notes say how many there were.
+* a compaction (``compacted``) ends a context window: the requests after
+  it start from the history it left (its replacement items), so each window
+  is a session of its own, as its prompt cache is.
 
 Pure: no Django, no I/O beyond the caller's records.
 """
@@ -41,12 +41,11 @@ def is_rollout(record: dict[str, Any]) -> bool:
     return isinstance(record.get("payload"), dict)
 
 
-def rollout_session(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a rollout's records."""
-    items: list[dict[str, Any]] = []
-    times: list[Any] = []
-    pending: dict[str, str] = {}  # call_id -> the type of its output, still waiting
-    instructions, version, left_out, compactions = None, None, 0, 0
+def rollout_sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The corpus form (``messages``, ``meta``, ``assistant_times``) of a rollout's records:
+    one session per context window, a compaction starting the next."""
+    instructions, version = None, None
+    windows = [_Window()]
     for record in records:
         payload = record.get("payload")
         if not isinstance(payload, dict):
@@ -55,34 +54,69 @@ def rollout_session(records: list[dict[str, Any]]) -> dict[str, Any]:
             version = payload.get("cli_version") or version
             instructions = _instructions(payload) or instructions
         elif record.get("type") == "compacted":
-            compactions += 1
+            windows.append(_Window())
+            for item in _replacement(payload):
+                windows[-1].add(item, None)
         elif record.get("type") == "response_item":
-            item = _sendable(payload)
-            if item is None or (item["type"] in OUTPUTS and item["call_id"] not in pending):
-                left_out += 1  # nothing a chat model is sent, or an output of no call
-                continue
-            if item["type"] in OUTPUTS:
-                del pending[item["call_id"]]
-            elif not _is_answer(item):
-                _answer_pending(items, pending)
-            elif not (items and _is_answer(items[-1])):
-                times.append(record.get("timestamp"))
-            if item["type"] in CALLS:
-                pending[item["call_id"]] = OUTPUTS[CALLS.index(item["type"])]
-            items.append(item)
-    _answer_pending(items, pending)
-    body: dict[str, Any] = {"model": "replay", "input": items}
-    if isinstance(instructions, str) and instructions:
-        body["instructions"] = instructions
-    messages = from_responses_request(body)[0]["messages"] if items else []
-    return {
-        "meta": {
-            "agent": f"Codex CLI {version}" if isinstance(version, str) else "Codex CLI",
-            "notes": _notes(left_out, compactions),
-        },
-        "messages": messages,
-        "assistant_times": _times(messages, times),
-    }
+            windows[-1].add(payload, record.get("timestamp"))
+    agent = f"Codex CLI {version}" if isinstance(version, str) else "Codex CLI"
+    return [window.session(instructions, agent) for window in windows]
+
+
+class _Window:
+    """The items of one context window so far, and the calls still waiting for their output."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.times: list[Any] = []  # when each answer began
+        self.pending: dict[str, str] = {}  # call_id -> the type of its output
+        self.left_out = 0
+
+    def add(self, payload: dict[str, Any], at: Any) -> None:
+        item = _sendable(payload)
+        if item is None or (item["type"] in OUTPUTS and item["call_id"] not in self.pending):
+            self.left_out += 1  # nothing a chat model is sent, or an output of no call
+            return
+        if item["type"] in OUTPUTS:
+            del self.pending[item["call_id"]]
+        elif not _is_answer(item):
+            self.answer_pending()
+        elif not (self.items and _is_answer(self.items[-1])):
+            self.times.append(at)
+        if item["type"] in CALLS:
+            self.pending[item["call_id"]] = OUTPUTS[CALLS.index(item["type"])]
+        self.items.append(item)
+
+    def answer_pending(self) -> None:
+        """Close the open calls: a call whose output was never recorded gets the placeholder."""
+        self.items += [
+            {"type": output, "call_id": call, "output": NO_RESULT}
+            for call, output in self.pending.items()
+        ]
+        self.pending.clear()
+
+    def session(self, instructions: str | None, agent: str) -> dict[str, Any]:
+        self.answer_pending()
+        body: dict[str, Any] = {"model": "replay", "input": self.items}
+        if instructions:
+            body["instructions"] = instructions
+        messages = from_responses_request(body)[0]["messages"] if self.items else []
+        notes = [f"{self.left_out} item(s) a chat model is not sent left out"]
+        return {
+            "meta": {"agent": agent, "notes": notes if self.left_out else []},
+            "messages": messages,
+            "assistant_times": _times(messages, self.times),
+        }
+
+
+def _replacement(compacted: dict[str, Any]) -> list[Any]:
+    """The history a compaction leaves for the next request: its replacement items, or
+    (Codex before they were recorded) its summary as a user message."""
+    history = compacted.get("replacement_history")
+    if isinstance(history, list):
+        return [item for item in history if isinstance(item, dict)]
+    summary = compacted.get("message")
+    return [{"type": "message", "role": "user", "content": summary}] if summary else []
 
 
 def _instructions(meta: dict[str, Any]) -> str | None:
@@ -108,28 +142,9 @@ def _is_answer(item: dict[str, Any]) -> bool:
     return item["type"] in ANSWER or item.get("role") == "assistant"
 
 
-def _answer_pending(items: list[dict[str, Any]], pending: dict[str, str]) -> None:
-    """Close the open calls: a call whose output was never recorded gets the placeholder."""
-    items += [
-        {"type": kind, "call_id": call, "output": NO_RESULT} for call, kind in pending.items()
-    ]
-    pending.clear()
-
-
 def _times(messages: list[dict[str, Any]], times: list[Any]) -> dict[str, Any]:
     """{index of each assistant message: its time}, when the answers line up one for one."""
     answers = [t for t, message in enumerate(messages) if message["role"] == "assistant"]
     if len(answers) != len(times):
         return {}
     return {str(t): at for t, at in zip(answers, times) if isinstance(at, str)}
-
-
-def _notes(left_out: int, compactions: int) -> list[str]:
-    notes = []
-    if left_out:
-        notes.append(f"{left_out} item(s) a chat model is not sent left out")
-    if compactions:
-        notes.append(
-            f"{compactions} compaction(s) not followed: the later requests keep the whole history"
-        )
-    return notes

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from routing.corpus import load_session
+from routing.corpus import load_session, load_sessions
 from routing.models import RouteDecision
 from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
@@ -285,6 +285,13 @@ def test_codex_compacts_its_context_through_the_router_and_goes_on_from_the_summ
     assert len(rows) == len(bodies)
     assert all(r.status_code == 200 for r in rows)
     assert len({r.session for r in rows}) == 1
+    if model == "script-agent":
+        # Its log replays the requests after the compaction as the router sent them, from
+        # the history the compaction left (the instructions aside: see the rollout test).
+        (rollout,) = (home / "sessions").rglob("rollout-*.jsonl")
+        *_, after_compaction = load_sessions([rollout])
+        sent = [b["messages"][1:] for b in bodies[compactions[0] + 1 :]]
+        assert [r[1:] for r in after_compaction.requests()] == sent
     print(
         "Codex compaction: pinch "
         + ", ".join(f"{r.pinch_original_tokens} -> {r.pinch_final_tokens}" for r in rows)

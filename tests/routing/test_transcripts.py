@@ -7,7 +7,15 @@ import pytest
 from routing.corpus import CorpusError, load_session, load_sessions
 from routing.transcripts import NO_RESULT
 from tests.support.claude_logs import SESSION, assistant, review_session, user, write_log
-from tests.support.codex_logs import INSTRUCTIONS, line, notes_session, write_rollout
+from tests.support.codex_logs import (
+    INSTRUCTIONS,
+    call,
+    line,
+    notes_session,
+    output,
+    said,
+    write_rollout,
+)
 
 
 def test_a_claude_code_log_becomes_the_messages_the_agent_sent(tmp_path):
@@ -129,12 +137,57 @@ def test_a_codex_rollout_becomes_the_messages_codex_sent(tmp_path):
     assert session.times[5] - session.times[3] == pytest.approx(421)
 
 
-def test_a_codex_compaction_is_noted_not_followed(tmp_path):
-    records = [*notes_session(), line("compacted", {"message": "summary"}, "2026-12-03T11:00Z")]
-    session = load_session(write_rollout(tmp_path / "rollout-x.jsonl", records))
-    assert session.meta["notes"][-1] == (
-        "1 compaction(s) not followed: the later requests keep the whole history"
-    )
+def test_after_a_codex_compaction_the_requests_start_from_the_history_it_left(tmp_path):
+    summary = said("user", "Summary: notes.txt says the build is green.", "T")["payload"]
+    compacted = {"message": "summary", "replacement_history": [summary]}
+    records = [
+        *notes_session(),
+        line("compacted", compacted, "2026-12-03T11:00:00.000Z"),
+        call("call_9", "git status", "2026-12-03T11:00:01.000Z"),
+        output("call_9", "clean", "2026-12-03T11:00:02.000Z"),
+        said("assistant", "All clean.", "2026-12-03T11:00:03.000Z"),
+    ]
+    path = write_rollout(tmp_path / "rollout-x.jsonl", records)
+
+    first, second = load_sessions([path])
+
+    assert (first.name, second.name) == ("rollout-x.jsonl", "rollout-x.jsonl#2")
+    assert len(first.messages) == 9  # as without the compaction
+    # The second window is what Codex sent after it: the instructions, the summary, the loop.
+    assert [m["role"] for m in second.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert second.messages[1]["content"] == "Summary: notes.txt says the build is green."
+    assert sorted(second.times) == [2, 4] and second.family == "Codex CLI"
+    with pytest.raises(CorpusError, match="2 context windows"):
+        load_session(path)
+
+
+def test_after_a_claude_code_compaction_the_requests_start_from_its_summary(tmp_path):
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+    }
+    records = [
+        *review_session(),
+        boundary,
+        user(
+            "This session is being continued from a previous conversation.",
+            "T",
+            isCompactSummary=True,
+        ),
+        assistant("msg_9", {"type": "text", "text": "Continuing."}, "2026-01-10T11:00:00Z"),
+    ]
+    first, second = load_sessions([write_log(tmp_path / "s.jsonl", records)])
+    assert len(first.messages) == 8  # as without the compaction
+    assert [m["role"] for m in second.messages] == ["user", "assistant"]
+    assert second.messages[0]["content"].startswith("This session is being continued")
+    assert second.name == "s.jsonl#2" and second.family == "Claude Code"
 
 
 def test_codex_logs_filed_by_day_are_found_under_the_sessions_folder(tmp_path):
