@@ -13,6 +13,7 @@ from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
 from routing.columns import measured_count
+from routing.conversation_columns import ConversationStateColumns
 from routing.forecast_columns import CacheForecastColumns
 from routing.quality_columns import QualityColumns
 
@@ -162,7 +163,7 @@ class RouteDecisionQuerySet(models.QuerySet):
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
 
 
-class RouteDecision(CacheForecastColumns, QualityColumns):
+class RouteDecision(CacheForecastColumns, QualityColumns, ConversationStateColumns):
     PATH_ROUTED = "routed"
     PATH_PASSTHROUGH = "passthrough"
     PATH_CHOICES = [(PATH_ROUTED, "routed"), (PATH_PASSTHROUGH, "passthrough")]
@@ -265,19 +266,6 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
         blank=True,
         help_text="Why a routed request went where it did: start, held (the task's tool "
         "loop), kept, changed, upgraded, cold, background or per_request.",
-    )
-    # Written with the row and read back by whichever worker or instance serves the
-    # conversation next (routing.session_routing.recorded_state, routing.pruning.recorded_ledger).
-    route_state = models.CharField(
-        max_length=400,
-        blank=True,
-        help_text="The conversation's routing state after this request (tier, model, where "
-        "its task began, when); background work carries it as it was.",
-    )
-    pinch_ledger = models.TextField(
-        blank=True,
-        help_text="Pinch's ledger for the conversation after this request (pinch/ledger.py: "
-        "what is decided, where the cache was cold, when), which any worker reads back.",
     )
     background = models.CharField(
         max_length=16,
