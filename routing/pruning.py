@@ -10,9 +10,8 @@ conversation's ledger from the prefix probe's store (memory, or Redis), or
 from its last decision row when another worker served it since
 (``LedgerSlot``); the ledger also holds when the conversation's last request
 was, so a request after a gap longer than the model's cache lifetime is
-planned cold. Any
-failure there logs ``pinch_payback_failed`` and sends the caller's messages
-unchanged: pinch never breaks a request. Otherwise ``prune_context`` prunes to
+planned cold. Any failure there logs ``pinch_payback_failed`` and sends the
+caller's messages unchanged: pinch never breaks a request. Otherwise ``prune_context`` prunes to
 the budget, least relevant first when relevance ordering is on.
 """
 

@@ -30,9 +30,11 @@ the task is classified to, so its conversations hold the shifted tier too.
 
 The state (tier, model, where the task began, when) lives beside pinch's
 ledger in the prefix probe's store (process memory, or Redis), and on the
-request's decision row, which every worker and instance shares: the next
-request reads both and takes the later, so a conversation whose requests land
-on two workers with no Redis between them still holds its model. A lost
+request's decision row, which every worker and instance shares: a request
+that does not follow on from the store's state (another worker may have
+served the conversation since) reads the row too and takes the later, so a
+conversation whose requests land on two workers with no Redis between them
+still holds its model (``load_state``). A lost
 state (unreadable, or the database down) is a start: the task is classified
 again, to the same tier, so losing it costs at most a model change, never a
 failed request.
@@ -253,9 +255,10 @@ def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
 
     The store's, when the request follows on directly from it (one more
     assistant message) or repeats it (a retry): then no other worker served
-    the conversation since. Otherwise the later of the store's and ``recorded(key)``'s (the decision
-    rows, ``recorded_state``; None in a replay, which has no rows): another
-    worker or instance may have served it, with no Redis between them.
+    the conversation since. Otherwise the later of the store's and
+    ``recorded(key)``'s (the last decision row, ``recorded_state``; None in a
+    replay, which has no rows): another worker or instance may have served
+    it, with no Redis between them.
     """
     stored = RouteState.from_json(store.load_route(key)) if store is not None else None
     if recorded is None or (stored is not None and stored.turns in (turns - 1, turns)):

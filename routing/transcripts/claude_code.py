@@ -38,7 +38,8 @@ def claude_code_sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     one session per context window, a compaction starting the next."""
     builders = [_Builder()]
     for record in records:
-        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+        boundary = record.get("type") == "system" and record.get("subtype") == "compact_boundary"
+        if boundary and not record.get("isSidechain"):  # a subagent's own compaction is its own
             builders.append(_Builder())
         else:
             builders[-1].add(record)
