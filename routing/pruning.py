@@ -23,13 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from django.conf import settings
-from django.db import DatabaseError
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
-from routing.models import RouteDecision, tokens_saved
+from routing.conversation_state import read_back, recorded_column
+from routing.models import tokens_saved
 
 log = logging.getLogger(__name__)
 
@@ -115,17 +115,13 @@ class LedgerSlot:
     recorded: Callable[[str], str | None] | None = None
 
     def load(self, messages) -> Ledger | None:
-        """The ledger before ``messages``: the store's, when it was saved by the request
-        just before, or by this same request (a retry): then no other worker served the
-        conversation since. Otherwise the later of it and the recorded one, so that every
-        worker knows the cold requests and the clock, with no Redis between them."""
+        """The ledger before ``messages``: the store's while it was saved by the request just
+        before, or by this same one (a retry); else the later of it and the recorded one, so
+        that every worker knows the cold requests and the clock (routing.conversation_state)."""
         stored = Ledger.from_json(self.store.load_ledger(self.key))
         last = (previous_request_length(messages), len(messages))
         follows = stored is not None and stored.length in last
-        if self.recorded is None or follows:
-            return stored
-        found = [ledger for ledger in (stored, Ledger.from_json(self.recorded(self.key))) if ledger]
-        return max(found, key=lambda ledger: ledger.at, default=None)
+        return read_back(stored, follows, self.recorded, self.key, Ledger.from_json)
 
     def save(self, ledger: Ledger) -> str:
         """Keep ``ledger`` in the store; its JSON, for the decision row."""
@@ -134,13 +130,7 @@ class LedgerSlot:
         return raw
 
 
-def recorded_ledger(key: str) -> str | None:
-    """The ledger the conversation's last recorded request left, or None (logged)."""
-    try:
-        return RouteDecision.objects.left_by_last(key, "pinch_ledger")
-    except DatabaseError as error:
-        log.warning("pinch_ledger_unread reason=%s", type(error).__name__)
-        return None
+recorded_ledger = recorded_column("pinch_ledger")
 
 
 def previous_request_length(messages) -> int:

@@ -45,21 +45,16 @@ so the rule errs toward keeping the cache.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from django.db import DatabaseError
-
 from routing.background import SHORT, background_kind
 from routing.classifier import Classification
 from routing.config import ModelConfig, RouterConfig
-from routing.models import RouteDecision
+from routing.conversation_state import read_back, recorded_column
 from routing.selection import measure_prompt_tokens
 from routing.task_text import task_start
-
-log = logging.getLogger(__name__)
 
 # Why a routed request went where it did (the decision row's route_reason).
 START = "start"
@@ -236,34 +231,19 @@ def next_state(
     return RouteState(choice.tier, model.id, choice.task, now, turns)
 
 
-def recorded_state(key: str) -> str | None:
-    """The routing state the conversation's last recorded request left, or None (logged)."""
-    try:
-        return RouteDecision.objects.left_by_last(key, "route_state")
-    except DatabaseError as error:
-        log.warning("route_state_unread reason=%s", type(error).__name__)
-        return None
-
-
-def latest(*states: RouteState | None) -> RouteState | None:
-    """The most recent of the states found (the store's, the database's), or None."""
-    return max((s for s in states if s is not None), key=lambda s: s.at, default=None)
+recorded_state = recorded_column("route_state")
 
 
 def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
     """The conversation's state before a request with ``turns`` assistant messages.
 
-    The store's, when the request follows on directly from it (one more
-    assistant message) or repeats it (a retry): then no other worker served
-    the conversation since. Otherwise the later of the store's and
-    ``recorded(key)``'s (the last decision row, ``recorded_state``; None in a
-    replay, which has no rows): another worker or instance may have served
-    it, with no Redis between them.
+    The store's while the request follows on directly from it (one more
+    assistant message) or repeats it (a retry); else the later of it and
+    ``recorded(key)``'s (``recorded_state``): routing.conversation_state.
     """
     stored = RouteState.from_json(store.load_route(key)) if store is not None else None
-    if recorded is None or (stored is not None and stored.turns in (turns - 1, turns)):
-        return stored
-    return latest(stored, RouteState.from_json(recorded(key)))
+    follows = stored is not None and stored.turns in (turns - 1, turns)
+    return read_back(stored, follows, recorded, key, RouteState.from_json)
 
 
 def route_request(

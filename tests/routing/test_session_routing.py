@@ -253,7 +253,8 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
 ):
     from django.db import OperationalError
 
-    from routing.session_routing import latest, recorded_state
+    from routing.conversation_state import latest
+    from routing.session_routing import recorded_state
     from tests.support.decisions import decision, seed
 
     earlier = RouteState("easy", "claude-small", 1, 1000.0)

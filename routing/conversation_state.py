@@ -1,0 +1,50 @@
+"""A conversation's state, read back from its last decision row by whichever worker serves it.
+
+Routing (routing.session_routing: the tier and held model) and pinch
+(routing.pruning: the ledger) each keep a small state per conversation, in
+the worker's memory (or Redis) and on every decision row
+(routing/conversation_columns.py). A worker takes its own while the request
+follows on from the one that saved it: then no other worker served the
+conversation since. Otherwise another worker or instance may have, with no
+Redis between them, and the conversation's state is the later of the
+worker's own and the one its last row recorded. A row that cannot be read
+is logged and taken as absent, as a lost state always was.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db import DatabaseError
+
+from routing.models import RouteDecision
+
+log = logging.getLogger(__name__)
+
+
+def recorded_column(column: str) -> Callable[[str], str | None]:
+    """``read(key)``: what the conversation's last recorded request left in ``column``."""
+
+    def read(key: str) -> str | None:
+        try:
+            return RouteDecision.objects.left_by_last(key, column)
+        except DatabaseError as error:
+            log.warning("%s_unread reason=%s", column, type(error).__name__)
+            return None
+
+    return read
+
+
+def latest(*states: Any) -> Any:
+    """The most recent (by ``at``) of the states found, or None."""
+    return max((s for s in states if s is not None), key=lambda s: s.at, default=None)
+
+
+def read_back(stored: Any, follows: bool, read: Callable | None, key: str, parse: Callable) -> Any:
+    """``stored`` (this worker's) when the request ``follows`` on from it, or when there are
+    no rows to read (``read`` None: a replay); else the later of it and ``parse(read(key))``."""
+    if read is None or (stored is not None and follows):
+        return stored
+    return latest(stored, parse(read(key)))
