@@ -4,7 +4,9 @@ Providers discount a prompt prefix they have already seen, so whether pruning
 keeps the front of the conversation stable from one turn to the next is worth
 money. The prefix probe (routing) and the replay tool measure it by comparing
 short per-message hashes instead of whole messages: hashes are cheap to keep
-for one turn (in memory or Redis) and reveal nothing of the content.
+for one turn (in memory or Redis) and reveal nothing of the content. A
+decision row keeps a shorter form of them (``packed``), so that a worker
+that did not serve the previous turn compares against it.
 
 Pure: no Django, no I/O.
 """
@@ -21,6 +23,10 @@ import orjson
 # 16 bytes: collisions are out of reach for conversations of any length, and
 # 32 hex characters per message stay small in Redis.
 _DIGEST_BYTES = 16
+# On a decision row, 4 bytes a message: a comparison stops at the first
+# difference, so a shortened hash errs only when the one changed message
+# collides (one chance in 2**32), and a 400-message payload takes 3.2 KB.
+PACKED_CHARS = 8
 
 
 def message_fingerprints(messages: Sequence[Any]) -> list[str]:
@@ -31,6 +37,18 @@ def message_fingerprints(messages: Sequence[Any]) -> list[str]:
     content is hashed as raw text beside the other fields' JSON.
     """
     return [_fingerprint(message) for message in messages]
+
+
+def packed(fingerprints: Sequence[str]) -> str:
+    """The fingerprints shortened to ``PACKED_CHARS`` each, end to end (no separator)."""
+    return "".join(fingerprint[:PACKED_CHARS] for fingerprint in fingerprints)
+
+
+def unpacked(text: str | None) -> list[str] | None:
+    """The shortened fingerprints in ``packed`` text; None for none or anything malformed."""
+    if not text or len(text) % PACKED_CHARS:
+        return None
+    return [text[i : i + PACKED_CHARS] for i in range(0, len(text), PACKED_CHARS)]
 
 
 def common_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:

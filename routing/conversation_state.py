@@ -7,8 +7,11 @@ the worker's memory (or Redis) and on every decision row
 follows on from the one that saved it: then no other worker served the
 conversation since. Otherwise another worker or instance may have, with no
 Redis between them, and the conversation's state is the later of the
-worker's own and the one its last row recorded. A row that cannot be read
-is logged and taken as absent, as a lost state always was.
+worker's own and the one its last row recorded. The prefix probe
+(routing.prefix_probe) compares with the payload fingerprints on that same
+row. A request reads the row at most once, all three columns in one query
+(``LastRow``), whichever of the three needs it first. A row that cannot be
+read is logged and taken as absent, as a lost state always was.
 """
 
 from __future__ import annotations
@@ -24,17 +27,33 @@ from routing.models import RouteDecision
 log = logging.getLogger(__name__)
 
 
-def recorded_column(column: str) -> Callable[[str], str | None]:
-    """``read(key)``: what the conversation's last recorded request left in ``column``."""
+# What a request leaves on its decision row for the next one (conversation_columns.py).
+STATE_COLUMNS = ("route_state", "pinch_ledger", "payload_fingerprints")
 
-    def read(key: str) -> str | None:
-        try:
-            return RouteDecision.objects.left_by_last(key, column)
-        except DatabaseError as error:
-            log.warning("%s_unread reason=%s", column, type(error).__name__)
-            return None
 
-    return read
+class LastRow:
+    """The state columns of a conversation's last decision row, read once per request.
+
+    ``reader(column)`` is the ``read(key)`` that routing, pinch and the probe
+    are given (None instead in a replay, which has no rows).
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[str, str]] = {}
+
+    def reader(self, column: str) -> Callable[[str], str | None]:
+        return lambda key: self.read(key, column)
+
+    def read(self, key: str, column: str) -> str | None:
+        """What the conversation's last recorded request left in ``column``, or None."""
+        if key not in self._rows:
+            try:
+                self._rows[key] = RouteDecision.objects.left_by_last(key, STATE_COLUMNS)
+            except DatabaseError as error:
+                # Named by the reader that asked first; the others read it as absent too.
+                log.warning("%s_unread reason=%s", column, type(error).__name__)
+                self._rows[key] = {}
+        return self._rows[key].get(column) or None
 
 
 def latest(*states: Any) -> Any:

@@ -153,11 +153,12 @@ class RouteDecisionQuerySet(models.QuerySet):
     def recent(self, limit: int = RECENT_DECISIONS):
         return self.order_by("-created_at", "-id")[:limit]
 
-    def left_by_last(self, conversation: str, column: str) -> str | None:
-        """What the conversation's last recorded request left in ``column`` (route_state,
-        pinch_ledger), or None: one row, found by the (conversation, created_at) index."""
+    def left_by_last(self, conversation: str, columns) -> dict[str, str]:
+        """What the conversation's last recorded request left in ``columns`` (its state:
+        routing.conversation_state), {} for none: one row, by the (conversation, created_at)
+        index."""
         rows = self.filter(conversation=conversation).order_by("-created_at")
-        return rows.values_list(column, flat=True).first() or None
+        return rows.values(*columns).first() or {}
 
 
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
@@ -296,7 +297,7 @@ class RouteDecision(CacheForecastColumns, QualityColumns, ConversationStateColum
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
             # The session list (metrics.sessions): grouped by session, newest first.
             models.Index(fields=["session", "created_at"], name="decision_session_idx"),
-            # A conversation's last routing state and ledger (recorded_state, recorded_ledger).
+            # A conversation's last state, read back (routing.conversation_state.LastRow).
             models.Index(fields=["conversation", "created_at"], name="decision_conversation_idx"),
         ]
 

@@ -34,6 +34,7 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
+from routing.conversation_state import LastRow
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
 from routing.local_vision import with_local_vision
@@ -47,7 +48,6 @@ from routing.pruning import (
     PinchOutcome,
     pinch_messages,
     previous_request_length,
-    recorded_ledger,
     stable_prefixes,
 )
 from routing.quality import RequestSignals, request_signals
@@ -59,7 +59,7 @@ from routing.selection import (
     measure_prompt_tokens,
     tools_overhead_tokens,
 )
-from routing.session_routing import recorded_state, route_request, shifted
+from routing.session_routing import route_request, shifted
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ class Plan:
     measured_tokens: int
     prefix: tuple[int, int, int] | None
     prefix_fallback: bool = False  # see routing.prefix_probe
+    payload_fingerprints: str = ""  # the probe's, shortened, for the row (pinch.prefix.packed)
     conversation: str | None = None
     # The unpruned request's (cached, written) token split, estimated, when
     # pinch changed the payload; None when it went whole.
@@ -193,7 +194,7 @@ def plan_request(
     route, remember_route, route_state = None, None, ""
     # State other workers recorded is read back, except in a replay: it brings its own
     # store and has no decision rows.
-    live = probe is None
+    reader = LastRow().reader if probe is None else lambda column: None
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -208,7 +209,7 @@ def plan_request(
             ),
             lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
             remember=measure_prefix,
-            recorded=recorded_state if live else None,
+            recorded=reader("route_state"),
         )
         tier, classifier_name, hold = route.tier, route.classifier, route.hold
         if cheaper_tier:
@@ -230,7 +231,7 @@ def plan_request(
         config.pinch,
         extra_tokens,
         cache=config.cache_prices(price_model) if price_model is not None else None,
-        slot=None if store is None else LedgerSlot(store, key, recorded_ledger if live else None),
+        slot=None if store is None else LedgerSlot(store, key, reader("pinch_ledger")),
         now=now,
     )
     measured = measure_prompt_tokens(send_messages, request.tools)
@@ -257,10 +258,14 @@ def plan_request(
     else:
         candidates = [pinned]
 
-    prefix, prefix_fallback = None, False
+    prefix, prefix_fallback, fingerprints = None, False, ""
     if measure_prefix and store is not None and config.pinch.prefix_probe:
-        figures = store.figures(key, send_messages)
+        # Pinch removes no message: the previous payload was as long as the previous request.
+        turn_lengths = (previous_request_length(request.messages), len(send_messages))
+        recorded = reader("payload_fingerprints")
+        figures = store.figures(key, send_messages, turn_lengths, recorded)
         prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
+        fingerprints = figures.packed
 
     return Plan(
         request=request,
@@ -274,6 +279,7 @@ def plan_request(
         measured_tokens=measured,
         prefix=prefix,
         prefix_fallback=prefix_fallback,
+        payload_fingerprints=fingerprints,
         conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
         route_reason=route.reason if route is not None else "",

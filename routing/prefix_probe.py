@@ -13,10 +13,14 @@ message. Limits: two conversations that open identically under one key (the
 same task run twice at once) share a slot and disturb each other's figures;
 editing the first user message starts a new conversation.
 
-Per-message fingerprints of the previous payload are kept for one turn only:
-in process memory (bounded by bytes, expiring on a timer), or in Redis when REDIS_URL is set so
-that every worker and host sees the previous turn. They never reach the
-database.
+Per-message fingerprints of the previous payload are kept for one turn: in
+process memory (bounded by bytes, expiring on a timer), or in Redis when
+REDIS_URL is set so that every worker and host sees the previous turn. Each
+decision row keeps them shortened (``payload_fingerprints``, pinch.prefix.packed):
+with several workers and no Redis, a worker whose memory is not the turn just
+before this one (another worker served it) compares against the
+conversation's last row instead, as the ledger and the routing state are read
+back (routing.conversation_state).
 
 With Redis configured, the process's memory does not know the previous turn
 (another worker or host may have served it), so figures taken while Redis is
@@ -45,7 +49,7 @@ from typing import NamedTuple
 from cachetools import TTLCache
 
 from pinch import extract_text
-from pinch.prefix import common_prefix_length, message_fingerprints
+from pinch.prefix import common_prefix_length, message_fingerprints, packed, unpacked
 from router_project.redis import RedisUnavailable, shared_redis
 from router_project.registry import Registry
 
@@ -168,6 +172,7 @@ class PrefixFigures(NamedTuple):
     previous: int  # the previous payload's length (0: no previous turn known)
     current: int  # this payload's length
     fallback: bool = False  # Redis configured but unavailable: this process's memory only
+    packed: str = ""  # this payload's fingerprints, shortened, for the decision row
 
 
 class PrefixProbe:
@@ -209,7 +214,15 @@ class PrefixProbe:
                 log.warning("%s_redis_unavailable reason=%s", _STATE_NAMES[prefix], error)
         memory.put(key, raw)
 
-    def figures(self, key: str, payload_messages) -> PrefixFigures:
+    def figures(self, key: str, payload_messages, turn_lengths=(), recorded=None) -> PrefixFigures:
+        """This payload against the conversation's previous one.
+
+        ``turn_lengths``: the lengths the previous payload has when it was the
+        turn just before this one, or this same request (a retry). Otherwise
+        another worker may have served the turns since, and ``recorded(key)``
+        (the last decision row's ``payload_fingerprints``; None in a replay)
+        is compared instead, when there is one.
+        """
         current = message_fingerprints(payload_messages)
         fallback = False
         if self.redis is None:
@@ -226,11 +239,15 @@ class PrefixProbe:
                 if self._on_memory:
                     self._on_memory = False
                     self.memory.clear()
+        row = packed(current)
+        if recorded is not None and (previous is None or len(previous) not in turn_lengths):
+            shortened = unpacked(recorded(key))
+            if shortened is not None:
+                previous, current = shortened, unpacked(row)
         if previous is None:
-            return PrefixFigures(0, 0, len(current), fallback)
-        return PrefixFigures(
-            common_prefix_length(previous, current), len(previous), len(current), fallback
-        )
+            return PrefixFigures(0, 0, len(current), fallback, row)
+        match = common_prefix_length(previous, current)
+        return PrefixFigures(match, len(previous), len(current), fallback, row)
 
     def measure(self, key: str, payload_messages) -> tuple[int, int, int]:
         """(matching leading messages, previous payload length, this payload's length)."""

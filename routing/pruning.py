@@ -28,7 +28,7 @@ from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
-from routing.conversation_state import read_back, recorded_column
+from routing.conversation_state import read_back
 from routing.models import tokens_saved
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class LedgerSlot:
     """Where one conversation's ledger lives: a store (the prefix probe's) and its key.
 
     ``recorded(key)``: the ledger on the conversation's last decision row
-    (``recorded_ledger``; None in a replay, which has no rows).
+    (routing.conversation_state.LastRow; None in a replay, which has no rows).
     """
 
     store: object
@@ -128,9 +128,6 @@ class LedgerSlot:
         raw = ledger.as_json()
         self.store.save_ledger(self.key, raw)
         return raw
-
-
-recorded_ledger = recorded_column("pinch_ledger")
 
 
 def previous_request_length(messages) -> int:

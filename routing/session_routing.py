@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from routing.background import SHORT, background_kind
 from routing.classifier import Classification
 from routing.config import ModelConfig, RouterConfig
-from routing.conversation_state import read_back, recorded_column
+from routing.conversation_state import read_back
 from routing.selection import measure_prompt_tokens
 from routing.task_text import task_start
 
@@ -231,15 +231,12 @@ def next_state(
     return RouteState(choice.tier, model.id, choice.task, now, turns)
 
 
-recorded_state = recorded_column("route_state")
-
-
 def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
     """The conversation's state before a request with ``turns`` assistant messages.
 
     The store's while the request follows on directly from it (one more
     assistant message) or repeats it (a retry); else the later of it and
-    ``recorded(key)``'s (``recorded_state``): routing.conversation_state.
+    ``recorded(key)``'s (the last row's ``route_state``): routing.conversation_state.
     """
     stored = RouteState.from_json(store.load_route(key)) if store is not None else None
     follows = stored is not None and stored.turns in (turns - 1, turns)

@@ -76,6 +76,7 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "prefix_previous_length": prefix[1],
         "prefix_current_length": prefix[2],
         "prefix_fallback": plan.prefix_fallback,
+        "payload_fingerprints": plan.payload_fingerprints,
         "stream": plan.request.stream,
         "over_window": plan.over_window,
         "conversation": plan.conversation or "",

@@ -9,8 +9,9 @@ import pytest
 from django.conf import settings
 
 from pinch.payback import Ledger
-from routing import pipeline, pruning
+from routing import pruning
 from routing.auth import create_api_key
+from routing.conversation_state import LastRow
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, forget_conversations, prefix_probe
 from tests.routing.test_prefix_probe import redis_url
@@ -73,7 +74,7 @@ def test_a_worker_without_the_ledger_sends_the_same_payload(
     sdk.chat.completions.create(model="echo-hard", messages=messages)
     # ... or, with none recorded either, rebuilds the decisions from the messages.
     forget_conversations()
-    monkeypatch.setattr(pipeline, "recorded_ledger", lambda key: None)
+    monkeypatch.setattr(LastRow, "read", lambda self, key, column: None)
     sdk.chat.completions.create(model="echo-hard", messages=messages)
     *_, first, second, third = upstream.bodies()
     assert first["messages"] == second["messages"] == third["messages"]
@@ -163,7 +164,7 @@ def test_a_worker_reads_the_recorded_ledger_only_when_its_own_is_not_the_last_on
         raise OperationalError("database is locked")
 
     monkeypatch.setattr(RouteDecision.objects, "left_by_last", broken)
-    assert pruning.recorded_ledger("c1") is None  # rebuilt from the messages, as before
+    assert LastRow().read("c1", "pinch_ledger") is None  # rebuilt from the messages, as before
     assert "pinch_ledger_unread reason=OperationalError" in caplog.text
 
 

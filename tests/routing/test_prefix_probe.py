@@ -34,6 +34,50 @@ def test_conversations_do_not_see_each_other():
     assert probe.measure("two", msgs("a")) == (0, 0, 1)
 
 
+def serve(probe, rows, key, messages, previous_length):
+    """One request's figures, its shortened fingerprints left on ``rows`` as on a decision row."""
+    figures = probe.figures(key, messages, (previous_length, len(messages)), rows.get)
+    rows[key] = figures.packed
+    return figures[:3]
+
+
+def test_workers_without_redis_measure_a_conversation_as_one_worker_does():
+    rows, single = {}, PrefixProbe()
+    workers = (PrefixProbe(), PrefixProbe())
+    turns = [msgs("a"), msgs("a", "b", "c"), msgs("a", "B", "c", "d", "e"), msgs(*"aBcdefg")]
+    for n, turn in enumerate(turns):
+        previous_length = len(turns[n - 1]) if n else 0
+        assert serve(workers[n % 2], rows, "k", turn, previous_length) == single.measure("k", turn)
+    assert single.measure("k", msgs(*"aBcdefgh")) == (7, 7, 8)
+
+
+def test_a_worker_whose_memory_is_the_turn_before_reads_no_row():
+    probe, rows = PrefixProbe(), {}
+    serve(probe, rows, "k", msgs("a", "b"), 0)
+
+    def unread(key):
+        raise AssertionError("read a row although memory held the previous turn")
+
+    assert probe.figures("k", msgs("a", "b", "c"), (2, 3), unread)[:3] == (2, 2, 3)
+    assert probe.figures("k", msgs("a", "b", "c"), (2, 3), unread)[:3] == (3, 3, 3)  # a retry
+
+
+def test_a_worker_with_an_older_turn_compares_with_the_last_row():
+    worker_a, worker_b, rows = PrefixProbe(), PrefixProbe(), {}
+    serve(worker_a, rows, "k", msgs("a"), 0)
+    serve(worker_b, rows, "k", msgs("X", "b", "c"), 1)  # the client rewrote its first message
+    # worker_a's memory ("a") would say one message matches; the last row says none.
+    assert serve(worker_a, rows, "k", msgs("X", "b", "c", "d"), 3) == (3, 3, 4)
+
+
+@pytest.mark.parametrize("row", [None, "", "abc", "0123456789"])
+def test_a_missing_or_malformed_row_leaves_the_workers_own_memory(row):
+    probe = PrefixProbe()
+    probe.measure("k", msgs("a"))
+    assert probe.figures("k", msgs("a", "b", "c"), (2, 3), {"k": row}.get)[:3] == (1, 1, 3)
+    assert PrefixProbe().figures("k", msgs("a"), (0, 1), {"k": row}.get)[:3] == (0, 0, 1)
+
+
 def test_memory_store_is_bounded_and_forgets_the_oldest():
     store = MemoryPrefixStore(max_items=2)
     store.swap("a", ["1"])

@@ -253,8 +253,7 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
 ):
     from django.db import OperationalError
 
-    from routing.conversation_state import latest
-    from routing.session_routing import recorded_state
+    from routing.conversation_state import LastRow, latest
     from tests.support.decisions import decision, seed
 
     earlier = RouteState("easy", "claude-small", 1, 1000.0)
@@ -265,6 +264,10 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
         decision(conversation="c2", route_state=earlier.as_json()),
         decision(conversation="c3", route_state=""),  # background work, no state yet
     )
+
+    def recorded_state(key):
+        return LastRow().read(key, "route_state")
+
     assert RouteState.from_json(recorded_state("c1")) == later
     assert recorded_state("c3") is None and recorded_state("c4") is None
     # This worker's own memory may be older than what another worker recorded since.
@@ -277,6 +280,22 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
     monkeypatch.setattr(RouteDecision.objects, "left_by_last", broken)
     assert recorded_state("c1") is None  # a start, never a failed request
     assert "route_state_unread reason=OperationalError" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_request_reads_the_last_row_once_for_its_routing_ledger_and_fingerprints(
+    django_assert_num_queries,
+):
+    from routing.conversation_state import LastRow
+    from tests.support.decisions import decision, seed
+
+    state = RouteState("easy", "claude-small", 1, 1000.0).as_json()
+    seed(decision(conversation="c1", route_state=state, payload_fingerprints="0123abcd"))
+    row = LastRow()
+    with django_assert_num_queries(1):
+        assert row.reader("route_state")("c1") == state
+        assert row.reader("pinch_ledger")("c1") is None
+        assert row.reader("payload_fingerprints")("c1") == "0123abcd"
 
 
 def test_a_compaction_stays_on_the_warm_model_when_that_reads_for_less_than_a_cold_write():

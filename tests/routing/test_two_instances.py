@@ -46,15 +46,16 @@ def two_instances(tmp_path, upstream, shared_redis_url):
             yield first, second
 
 
-def test_a_conversation_alternating_between_instances_keeps_one_prefix_probe(two_instances):
-    first, second = two_instances
-    messages = [{"role": "user", "content": f"task {uuid.uuid4().hex}"}]
+def alternate_turns(first, second, model="echo-medium", opening="task"):
+    """A conversation whose turns alternate between the instances; its rows, oldest first,
+    after checking that they are every request, from both."""
+    messages = [{"role": "user", "content": f"{opening} {uuid.uuid4().hex}"}]
     served_by = []
     for turn in range(TURNS):
         instance = (first, second)[turn % 2]
         response = requests.post(
             instance.url + "/v1/chat/completions",
-            json={"model": "echo-medium", "messages": messages},
+            json={"model": model, "messages": messages},
             headers={"Authorization": f"Bearer {instance.key}"},
             timeout=20,
         )
@@ -68,16 +69,25 @@ def test_a_conversation_alternating_between_instances_keeps_one_prefix_probe(two
     code = (
         "from routing.models import RouteDecision as R; import json; print(json.dumps(["
         "[r.pk, r.prefix_match, r.prefix_previous_length, r.prefix_current_length, "
-        "r.prefix_fallback, r.status_code] for r in R.objects.order_by('created_at')]))"
+        "r.prefix_fallback, r.status_code, r.predicted_cache_read_tokens, r.cache_read_tokens, "
+        "r.cache_surprise] for r in R.objects.order_by('created_at')]))"
     )
     rows = json.loads(first.manage("shell", "-c", code).strip().splitlines()[-1])
     # Every request, from both, in order (by time: each worker reserves its ids in blocks).
     assert [str(r[0]) for r in rows] == served_by
-    # Turn n repeats all of turn n-1's payload, whichever instance served it.
-    assert [r[1:] for r in rows] == [
+    return rows
+
+
+def one_continuous_probe(rows) -> bool:
+    """Turn n repeats all of turn n-1's payload, whichever instance served it."""
+    return [r[1:6] for r in rows] == [
         [0 if n == 0 else 2 * n - 1, 0 if n == 0 else 2 * n - 1, 2 * n + 1, False, 200]
         for n in range(TURNS)
     ]
+
+
+def test_a_conversation_alternating_between_instances_keeps_one_prefix_probe(two_instances):
+    assert one_continuous_probe(alternate_turns(*two_instances))
 
 
 def test_a_keys_rate_limit_and_budget_hold_across_both_instances(two_instances):
@@ -116,7 +126,10 @@ def two_instances_without_redis(request, tmp_path, upstream):
         database = {}
         if request.param == "postgres":
             database["DATABASE_URL"] = stack.enter_context(scratch_database())
-        env = router_env(tmp_path, base_config(upstream.base_url), REDIS_URL="", **database)
+        config = base_config(upstream.base_url)
+        cached = {"id": "cache-medium", "upstream_model": "cache-medium", "routable": False}
+        config["models"].append({**config["models"][1], **cached})
+        env = router_env(tmp_path, config, REDIS_URL="", **database)
         key = prepare(env)
         first = stack.enter_context(gunicorn_router(env, key))
         second = stack.enter_context(gunicorn_router(env, key))
@@ -153,3 +166,17 @@ def test_a_conversation_alternating_between_instances_without_redis_holds_its_mo
         ("upgraded", "echo-hard"),
         ("held", "echo-hard"),
     ]
+
+
+def test_without_redis_the_prefix_probe_and_the_cache_forecast_follow_the_conversation(
+    two_instances_without_redis,
+):
+    # A model whose upstream reports cache reads as OpenAI's automatic cache does, and a
+    # conversation over the cacheable minimum: the forecast has something to be right about.
+    rows = alternate_turns(*two_instances_without_redis, "cache-medium", "x" * 4000)
+    assert one_continuous_probe(rows)
+    # Each instance predicts the cache the other one warmed, as the provider bills it:
+    # no request after the first is predicted cold (an unexpected "hit") or short of its reads.
+    assert [r[6] > 0 for r in rows] == [False] + [True] * (TURNS - 1)
+    assert [r[7] > 0 for r in rows] == [False] + [True] * (TURNS - 1)
+    assert [r[8] for r in rows] == [""] * TURNS
