@@ -4,6 +4,8 @@ import time
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from routing.classifier import classify
 from routing.config import validate_config
@@ -68,6 +70,29 @@ def test_a_worker_with_an_older_turn_compares_with_the_last_row():
     serve(worker_b, rows, "k", msgs("X", "b", "c"), 1)  # the client rewrote its first message
     # worker_a's memory ("a") would say one message matches; the last row says none.
     assert serve(worker_a, rows, "k", msgs("X", "b", "c", "d"), 3) == (3, 3, 4)
+
+
+# A turn: the agent's new messages, maybe with an earlier one rewritten (as a pinch step or a
+# client's edit does), on one of three workers; or a retry, which the same worker serves.
+TURN = st.one_of(
+    st.tuples(st.integers(1, 3), st.none() | st.integers(0, 40), st.integers(0, 2)),
+    st.just("retry"),
+)
+
+
+@given(st.lists(TURN, min_size=1, max_size=25))
+def test_any_spread_of_turns_over_workers_measures_as_one_worker(turns):
+    rows, single = {}, PrefixProbe()
+    workers = [PrefixProbe(), PrefixProbe(), PrefixProbe()]
+    messages, before, worker = msgs("task"), 0, 0
+    for n, turn in enumerate(turns):
+        if turn != "retry":
+            added, rewrite, worker = turn
+            before, messages = len(messages), messages + msgs(*(f"m{n}.{k}" for k in range(added)))
+            if rewrite is not None:
+                messages[rewrite % before] = msgs(f"edit {n}")[0]
+        expected = single.measure("k", messages)
+        assert serve(workers[worker], rows, "k", messages, before) == expected
 
 
 @pytest.mark.parametrize("row", [None, "", "abc", "0123456789"])

@@ -138,21 +138,21 @@ def test_redis_stopped_mid_conversation_marks_figures_and_never_reuses_a_stale_t
     shared_redis(url).open_seconds = 0.2
     probe = PrefixProbe(url)
 
-    assert probe.figures("conv", msgs("a")) == (0, 0, 1, False)
-    assert probe.figures("conv", msgs("a", "b")) == (1, 1, 2, False)
+    assert probe.figures("conv", msgs("a"))[:4] == (0, 0, 1, False)
+    assert probe.figures("conv", msgs("a", "b"))[:4] == (1, 1, 2, False)
     stop()
     time.sleep(0.3)
     # No shared state: nothing known about the previous turn, and it says so.
-    assert probe.figures("conv", msgs("a", "b", "c")) == (0, 0, 3, True)
+    assert probe.figures("conv", msgs("a", "b", "c"))[:4] == (0, 0, 3, True)
     time.sleep(0.3)
-    assert probe.figures("conv", msgs("a", "b", "c", "d")) == (3, 3, 4, True)
+    assert probe.figures("conv", msgs("a", "b", "c", "d"))[:4] == (3, 3, 4, True)
     start()
     time.sleep(0.3)
-    assert probe.figures("conv", msgs("a", "b", "c", "d", "e")) == (0, 0, 5, False)
+    assert probe.figures("conv", msgs("a", "b", "c", "d", "e"))[:4] == (0, 0, 5, False)
     stop()
     time.sleep(0.3)
     # A second outage does not compare against the first one's memory ("a".."d").
-    assert probe.figures("conv", msgs("a", "b", "c", "d", "e", "f")) == (0, 0, 6, True)
+    assert probe.figures("conv", msgs("a", "b", "c", "d", "e", "f"))[:4] == (0, 0, 6, True)
 
 
 @pytest.mark.django_db
