@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('routing', '0013_decision_conversation_state'),
+        ("routing", "0013_decision_conversation_state"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='routedecision',
-            name='payload_fingerprints',
-            field=models.TextField(blank=True, help_text="The payload's per-message hashes, shortened (pinch.prefix.packed): what the prefix probe of a worker that did not serve this request compares the next with."),
+            model_name="routedecision",
+            name="payload_fingerprints",
+            field=models.TextField(
+                blank=True,
+                help_text="The payload's per-message hashes, shortened (pinch.prefix.packed): what the prefix probe of a worker that did not serve this request compares the next with.",
+            ),
         ),
     ]
