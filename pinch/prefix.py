@@ -13,6 +13,7 @@ Pure: no Django, no I/O.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from hashlib import blake2b
@@ -23,10 +24,12 @@ import orjson
 # 16 bytes: collisions are out of reach for conversations of any length, and
 # 32 hex characters per message stay small in Redis.
 _DIGEST_BYTES = 16
-# On a decision row, 4 bytes a message: a comparison stops at the first
-# difference, so a shortened hash errs only when the one changed message
-# collides (one chance in 2**32), and a 400-message payload takes 3.2 KB.
-PACKED_CHARS = 8
+# On a decision row, 3 bytes a message as 4 base64 characters: a comparison
+# stops at the first difference, so a shortened hash errs only when that one
+# changed message collides (one chance in 2**24), and a 400-message payload
+# takes 1.6 KB.
+_PACKED_BYTES = 3
+_PACKED_CHARS = 4
 
 
 def message_fingerprints(messages: Sequence[Any]) -> list[str]:
@@ -40,15 +43,22 @@ def message_fingerprints(messages: Sequence[Any]) -> list[str]:
 
 
 def packed(fingerprints: Sequence[str]) -> str:
-    """The fingerprints shortened to ``PACKED_CHARS`` each, end to end (no separator)."""
-    return "".join(fingerprint[:PACKED_CHARS] for fingerprint in fingerprints)
+    """The fingerprints shortened to ``_PACKED_BYTES`` each, end to end, in URL-safe base64."""
+    raw = bytes.fromhex("".join(f[: 2 * _PACKED_BYTES] for f in fingerprints))
+    return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
-def unpacked(text: str | None) -> list[str] | None:
+def unpacked(text: str | None) -> list[bytes] | None:
     """The shortened fingerprints in ``packed`` text; None for none or anything malformed."""
-    if not text or len(text) % PACKED_CHARS:
+    if not text or len(text) % _PACKED_CHARS:
         return None
-    return [text[i : i + PACKED_CHARS] for i in range(0, len(text), PACKED_CHARS)]
+    try:
+        raw = base64.b64decode(text, altchars=b"-_", validate=True)
+    except ValueError:  # binascii.Error: not base64
+        return None
+    if len(raw) * _PACKED_CHARS != len(text) * _PACKED_BYTES:  # padded: not ``packed``'s
+        return None
+    return [raw[i : i + _PACKED_BYTES] for i in range(0, len(raw), _PACKED_BYTES)]
 
 
 def common_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:

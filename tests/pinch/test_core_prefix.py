@@ -84,3 +84,14 @@ def test_pruned_payloads_compare_through_their_fingerprints():
     turn1 = [{"role": "user", "content": "q"}, {"role": "tool", "content": "big"}]
     turn2 = [turn1[0], {"role": "tool", "content": "[bash: result omitted]"}, turn1[1]]
     assert common_prefix_length(message_fingerprints(turn1), message_fingerprints(turn2)) == 1
+
+
+def test_a_rows_packed_fingerprints_take_four_characters_a_message_and_compare_alike():
+    from pinch.prefix import packed, unpacked
+
+    turn1 = [{"role": "user", "content": f"m{i}"} for i in range(400)]
+    turn2 = [*turn1[:150], {"role": "user", "content": "rewritten"}, *turn1[151:]]
+    row = packed(message_fingerprints(turn1))
+    assert len(row) == 4 * 400 and row.isascii()
+    again = unpacked(packed(message_fingerprints(turn2)))
+    assert common_prefix_length(unpacked(row), again) == 150

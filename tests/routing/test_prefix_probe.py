@@ -95,7 +95,7 @@ def test_any_spread_of_turns_over_workers_measures_as_one_worker(turns):
         assert serve(workers[worker], rows, "k", messages, before) == expected
 
 
-@pytest.mark.parametrize("row", [None, "", "abc", "0123456789"])
+@pytest.mark.parametrize("row", [None, "", "abc", "0123456789", "ab!d", "ab=="])
 def test_a_missing_or_malformed_row_leaves_the_workers_own_memory(row):
     probe = PrefixProbe()
     probe.measure("k", msgs("a"))
