@@ -49,6 +49,7 @@ from routing.pruning import (
     pinch_messages,
     previous_request_length,
     stable_prefixes,
+    turn_lengths,
 )
 from routing.quality import RequestSignals, request_signals
 from routing.recording.decisions import OpenDecision, new_decision
@@ -260,10 +261,8 @@ def plan_request(
 
     prefix, prefix_fallback, fingerprints = None, False, ""
     if measure_prefix and store is not None and config.pinch.prefix_probe:
-        # Pinch removes no message: the previous payload was as long as the previous request.
-        turn_lengths = (previous_request_length(request.messages), len(send_messages))
         recorded = reader("payload_fingerprints")
-        figures = store.figures(key, send_messages, turn_lengths, recorded)
+        figures = store.figures(key, send_messages, turn_lengths(request.messages), recorded)
         prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
         fingerprints = figures.packed
 

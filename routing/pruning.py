@@ -119,8 +119,7 @@ class LedgerSlot:
         before, or by this same one (a retry); else the later of it and the recorded one, so
         that every worker knows the cold requests and the clock (routing.conversation_state)."""
         stored = Ledger.from_json(self.store.load_ledger(self.key))
-        last = (previous_request_length(messages), len(messages))
-        follows = stored is not None and stored.length in last
+        follows = stored is not None and stored.length in turn_lengths(messages)
         return read_back(stored, follows, self.recorded, self.key, Ledger.from_json)
 
     def save(self, ledger: Ledger) -> str:
@@ -135,6 +134,13 @@ def previous_request_length(messages) -> int:
     return next(
         (t for t in range(len(messages) - 1, 0, -1) if _role(messages[t]) == "assistant"), 0
     )
+
+
+def turn_lengths(messages) -> tuple[int, int]:
+    """The lengths that state saved for this conversation has when the request just before
+    saved it, or this same one (a retry): then no other worker served the conversation since.
+    Pinch removes no message, so a payload is as long as its request."""
+    return previous_request_length(messages), len(messages)
 
 
 def _role(message) -> str | None:
