@@ -36,6 +36,7 @@ REPLAY_KEYS = (
     "prefix_match",
     "references",
     "references_kept",
+    "references_lost",
 )
 
 # The replay must not call a provider; an LLM classifier would, once per turn.

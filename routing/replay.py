@@ -107,6 +107,8 @@ class TurnRecord(_Priced):
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
+    # The references not kept, sorted: what the agent used and pinch had taken out.
+    references_lost: list[str] = field(default_factory=list)
     # Where the router sent it: (model id, tier, route reason); routing.route_replay prices it.
     route: tuple[str, str, str] = ("", "", "")
     cold: bool = False  # after a gap longer than the cache lifetime
@@ -392,7 +394,7 @@ class _SessionReplay:
         sent = [_message_tokens(message) for message in plan.send_messages]
         cached = (tools if previous_len else 0) + sum(sent[:match]) if not cold else 0
         uncached = tools + sum(sent) - cached
-        references, kept = self._references(t, plan.send_messages)
+        lost, kept = self._references(t, plan.send_messages)
         self.previous_turn = t
         model = plan.model
         # Writes are billed only by a model with a cache block (Anthropic's); others
@@ -413,8 +415,9 @@ class _SessionReplay:
             uncached_tokens=uncached,
             baseline_cached_tokens=baseline_cached,
             baseline_uncached_tokens=baseline_uncached,
-            references=references,
-            references_kept=kept,
+            references=len(lost) + len(kept),
+            references_kept=len(kept),
+            references_lost=sorted(lost),
             route=(plan.model.id, plan.tier, plan.route_reason),
             cold=cold,
             model=model.id,
@@ -427,8 +430,9 @@ class _SessionReplay:
             ),
         )
 
-    def _references(self, t: int, payload: list[Any]) -> tuple[int, int]:
-        """(tokens the next message uses that the context held only in tool results, still sent)."""
+    def _references(self, t: int, payload: list[Any]) -> tuple[list[str], list[str]]:
+        """The tokens message ``t`` uses that the context held only in tool results:
+        (those the payload no longer sends, those it still does)."""
         messages = self.session.messages
         for message in messages[self.seen_until : t]:
             tokens = mentioned_tokens(message)
@@ -443,6 +447,7 @@ class _SessionReplay:
             if token in self.in_tools and token not in self.outside_tools
         ]
         if not wanted:
-            return 0, 0
+            return [], []
         sent = "\n".join(extract_text(message) for message in payload)
-        return len(wanted), sum(1 for token in wanted if token in sent)
+        kept = [token for token in wanted if token in sent]
+        return [token for token in wanted if token not in sent], kept

@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db import OperationalError
 
 from metrics.replay import REPLAY_KEYS, cli_overrides, render_table, replay_config
+from pinch.lines import mentioned_tokens
 from routing.corpus import Session, load_sessions
 from routing.models import RouteDecision
 from routing.replay import PRICE_MODELS, CachePrices, ReplayResult, TurnRecord, replay
@@ -88,6 +89,7 @@ def test_it_writes_one_json_line_per_assistant_turn_with_the_contract_keys(run, 
         "prefix_match": int,
         "references": int,
         "references_kept": int,
+        "references_lost": list,
     }
     assert tuple(types) == REPLAY_KEYS
     for line in lines:
@@ -95,6 +97,7 @@ def test_it_writes_one_json_line_per_assistant_turn_with_the_contract_keys(run, 
         for key, kind in types.items():
             assert type(line[key]) is kind, (key, line)
         assert all(type(i) is int for i in line["compressed"] + line["capped"])
+        assert all(type(token) is str for token in line["references_lost"])
     assert any(line["compressed"] for line in lines), "an 8k budget must prune these sessions"
 
 
@@ -560,10 +563,28 @@ def test_refs_kept_is_the_share_of_the_json_lines_references_still_sent(run):
     assert float(total.rstrip("%")) < 100, "placeholders at a 3k budget lose references"
 
 
+def test_the_json_lines_name_each_reference_the_payload_lost(run, corpus_dir):
+    lines, _, _ = run("--budget-tokens", "3000", "--window-step", "none")
+    assert any(line["references_lost"] for line in lines)
+    for line in lines:
+        lost = line["references_lost"]
+        assert lost == sorted(set(lost))
+        assert len(lost) == line["references"] - line["references_kept"]
+        messages = json.loads((corpus_dir / line["conversation"]).read_text())["messages"]
+        earlier = messages[: line["turn"]]
+        in_results = set().union(*(mentioned_tokens(m) for m in earlier if m["role"] == "tool"))
+        elsewhere = set().union(*(mentioned_tokens(m) for m in earlier if m["role"] != "tool"))
+        # Each one the agent's message used, read only in a tool result before it.
+        for token in lost:
+            assert token in mentioned_tokens(messages[line["turn"]])
+            assert token in in_results and token not in elsewhere
+
+
 def test_pinch_off_keeps_every_reference(run):
     lines, _, _ = run("--no-pinch")
     assert sum(line["references"] for line in lines) > 0
     assert all(line["references_kept"] == line["references"] for line in lines)
+    assert not any(line["references_lost"] for line in lines)
 
 
 def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_sessions(
