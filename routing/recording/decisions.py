@@ -190,6 +190,22 @@ def _write(decision: OpenDecision) -> None:
             RouteDecision(**fixed).save(force_insert=True)
 
 
+def clear_stale_fingerprints(config) -> int:
+    """Blank the payload fingerprints of rows older than a day, or than the longest
+    cache lifetime of ``config``'s models when that is longer; returns how many rows changed.
+
+    Only a conversation's last row is ever read for them (routing.prefix_probe),
+    and only to predict a cache the provider may still hold: an hour at most.
+    Every row keeps a whole payload's, so a long conversation's rows hold them
+    over and over (a 319-request session, 411 KB); without this they would
+    stay for the whole retention.
+    """
+    lifetimes = [config.cache_prices(model).lifetime_seconds for model in config.models]
+    kept = max(timedelta(days=1), timedelta(seconds=max(lifetimes, default=0)))
+    stale = RouteDecision.objects.filter(created_at__lt=timezone.now() - kept)
+    return stale.exclude(payload_fingerprints="").update(payload_fingerprints="")
+
+
 def purge_decisions(older_than_days: int) -> int:
     """Delete decisions older than that many days; returns how many went.
 

@@ -1,12 +1,16 @@
-"""purge_decisions --older-than DAYS: delete old decision rows (run it from cron)."""
+"""purge_decisions --older-than DAYS: delete old decision rows (run it from cron, daily)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from routing.recording.decisions import purge_decisions
+from routing.config.store import current_config
+from routing.recording.decisions import clear_stale_fingerprints, purge_decisions
 
 
 class Command(BaseCommand):
-    help = "Delete route decisions older than DAYS days (the dashboards look back 30 at most)."
+    help = (
+        "Delete route decisions older than DAYS days (the dashboards look back 30 at most), "
+        "and clear the payload fingerprints of those older than a day."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--older-than", type=int, required=True, metavar="DAYS")
@@ -19,3 +23,5 @@ class Command(BaseCommand):
             )
         deleted = purge_decisions(older_than)
         self.stdout.write(f"Deleted {deleted} decisions older than {older_than} days.")
+        cleared = clear_stale_fingerprints(current_config())
+        self.stdout.write(f"Cleared the payload fingerprints of {cleared} older decisions.")
