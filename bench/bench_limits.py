@@ -7,7 +7,8 @@ view: ``admit`` (the budget, before planning) and ``Admission.take`` (the
 per-minute buckets, after it), for
 
 * a key without limits (the floor: what every other key pays);
-* rpm + tpm in this process's memory (one instance, or Redis down);
+* rpm + tpm in the data folder's files (no Redis, or Redis down: one
+  bucket for the host's workers, a locked file a key);
 * rpm + tpm in Redis (one Lua script call: a round trip to a local Redis);
 * a budget whose spend is cached (``limits.spend_refresh_seconds`` 5, the
   default: most requests read the cache);
@@ -125,11 +126,11 @@ def main() -> None:
 
         rows = [
             ("no limits", plain, config, ""),
-            ("rpm + tpm, process memory", rates, config, ""),
+            ("rpm + tpm, the host's files (locked)", rates, config, ""),
             ("rpm + tpm, Redis (Lua script)", rates, config, args.redis),
             ("budget, spend cached (refresh 5 s)", budget, config, ""),
             (f"budget, re-summed each request ({args.decisions:,} rows)", budget, resum, ""),
-            ("budget + rpm + tpm, memory", both, config, ""),
+            ("budget + rpm + tpm, files", both, config, ""),
             ("budget + rpm + tpm, Redis", both, config, args.redis),
         ]
         print(describe_machine())

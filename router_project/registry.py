@@ -1,9 +1,10 @@
 """One object per key for the whole process, made on first use: where the shared clients live.
 
-The Redis client and breaker per URL, the prefix probe and the rate-limit
-buckets per Redis URL, the config source per file path: each must be one per process (two would not
-share their state: a breaker that trips alone, a probe that forgets the
-previous turn), and a worker's threads ask for them at once. So each is made
+The Redis client and breaker per URL, the prefix probe per Redis URL, the
+rate-limit buckets per Redis URL and data folder, the config source per file
+path: each must be one per process (two would not share their state: a
+breaker that trips alone, a probe that forgets the previous turn), and a
+worker's threads ask for them at once. So each is made
 once, under a lock, by the first caller. Like router_project/redis.py it
 imports nothing from Django, so any app (pinch's edge included) may use it.
 """

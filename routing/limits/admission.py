@@ -15,6 +15,7 @@ client's protocol; nothing is recorded as a decision, as no upstream was called.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC
 
@@ -63,7 +64,7 @@ class Admission:
         if tpm and measured_tokens > tpm:
             count_refusal(key, LimitRefusal.REASON_TPM)
             raise too_large(key, tpm, measured_tokens)
-        outcome = rate.buckets(settings.REDIS_URL).take(key.pk, rpm, tpm, measured_tokens)
+        outcome = rate_buckets().take(key.pk, rpm, tpm, measured_tokens)
         if outcome.taken:
             return
         count_refusal(key, outcome.short)
@@ -86,6 +87,11 @@ def admit(key: ApiKey, config: RouterConfig, dry_run: bool = False) -> Admission
         count_refusal(key, LimitRefusal.REASON_BUDGET)
         raise budget_exhausted(key, state)
     return Admission(key, state)
+
+
+def rate_buckets() -> rate.FileBuckets | rate.RedisBuckets:
+    """The per-minute buckets where the settings put them: Redis, else the data folder's files."""
+    return rate.buckets(settings.REDIS_URL, os.path.join(settings.DATA_DIR, "limits"))
 
 
 def forget_limit_state() -> None:

@@ -13,17 +13,24 @@ and one Lua script reads, refills, decides and writes them (atomic: two
 instances cannot both take the last request); Redis's own clock times them,
 so hosts whose clocks differ agree. Without Redis, or while Redis is
 unavailable (router_project.redis's breaker: a short timeout at most once per
-period), the buckets are this process's: each instance then enforces the
-key's limits on its own (logged once per outage), never an error.
+period), the buckets are files in the data folder, one a key, each taken
+under an exclusive lock: every worker of an instance (gunicorn runs 2 by
+default) and every instance on the host that shares the folder takes from the
+same bucket, and each host enforces the key's limits on its own (logged once
+per outage). A folder that cannot be used leaves each process its own
+buckets in memory, logged once; never an error.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from router_project.redis import RedisUnavailable, shared_redis
 from router_project.registry import Registry
@@ -34,6 +41,9 @@ MS_PER_MINUTE = 60_000
 
 # Redis keys of the buckets, with a format version.
 REDIS_PREFIX = "router:limit:1:"
+
+# A bucket file: three numbers (a float's repr is at most 24 characters), padded.
+_BUCKET_BYTES = 96
 
 # How many keys' buckets one process keeps before starting afresh: far more
 # than the keys a deployment has; a key forgotten this way is simply full.
@@ -114,14 +124,95 @@ class MemoryBuckets:
         return outcome
 
 
-class RedisBuckets:
-    """The buckets in Redis, shared by every instance; this process's memory while it is away."""
+class _Fallback:
+    """Whether a store is on its fallback, logged once when it goes there and once back."""
 
-    def __init__(self, url: str, memory: MemoryBuckets):
-        self.redis = shared_redis(url)
+    def __init__(self, gone: str, back: str):
+        self.gone, self.back = gone, back
+        self.active = False
+
+    def fell_back(self, error: Exception) -> None:
+        if not self.active:
+            log.warning(self.gone, error)
+            self.active = True
+
+    def recovered(self) -> None:
+        if self.active:
+            log.warning(self.back)
+            self.active = False
+
+
+class FileBuckets:
+    """The buckets of every process on this host that shares ``directory``: a file a key.
+
+    A take opens the key's file, locks it (``flock``: the lock goes with the
+    descriptor, so a killed worker never leaves it held), reads, refills,
+    decides, writes and closes: the same arithmetic as the other stores, as
+    one step for every worker. The wall clock times them, which every process
+    on the host shares and which outlives a restart. No fsync: a bucket lost
+    in a crash is only a full one.
+    """
+
+    def __init__(self, directory: str | Path, memory: MemoryBuckets):
+        self.directory = Path(directory)
+        self._folder = str(directory)
         self.memory = memory
+        self._state = _Fallback(
+            "rate_limits_per_process: %s; each worker limits keys alone",
+            f"rate_limits_per_host: {directory} holds the limits again",
+        )
+
+    def take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
+        try:
+            outcome = self._take(key_id, rpm, tpm, cost)
+        except OSError as error:
+            self._state.fell_back(error)
+            return self.memory.take(key_id, rpm, tpm, cost)
+        self._state.recovered()
+        return outcome
+
+    def _take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
+        path = f"{self._folder}/{key_id}.bucket"
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # the folder's first bucket
+            self.directory.mkdir(parents=True, exist_ok=True)
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            bucket = _read_bucket(os.pread(handle, _BUCKET_BYTES, 0))
+            outcome, after = take(bucket, time.time() * 1000, rpm, tpm, cost)
+            if outcome.taken:
+                # Always the same length, so that nothing of a longer one stays behind.
+                written = f"{after.requests!r} {after.tokens!r} {after.at_ms!r}"
+                os.pwrite(handle, written.encode().ljust(_BUCKET_BYTES), 0)
+            return outcome
+        finally:
+            os.close(handle)
+
+
+def _read_bucket(raw: bytes) -> Bucket | None:
+    """A bucket file's three numbers; None (a full bucket) for an empty or unreadable one."""
+    try:
+        requests, tokens, at_ms = (float(part) for part in raw.split())
+    except ValueError:
+        return None
+    if not all(math.isfinite(value) for value in (requests, tokens, at_ms)):
+        return None
+    return Bucket(requests, tokens, at_ms)
+
+
+class RedisBuckets:
+    """The buckets in Redis, shared by every instance; the host's while it is away."""
+
+    def __init__(self, url: str, fallback: FileBuckets | MemoryBuckets):
+        self.redis = shared_redis(url)
+        self.fallback = fallback
         self._scripts: dict[int, object] = {}  # id(client) -> its registered script
-        self._local = False
+        self._state = _Fallback(
+            "rate_limits_local: %s; each host limits keys alone",
+            f"rate_limits_shared: Redis at {self.redis.location} holds the limits again",
+        )
 
     def _script(self, client):
         script = self._scripts.get(id(client))
@@ -137,31 +228,25 @@ class RedisBuckets:
                 )
             )
         except RedisUnavailable as error:
-            if not self._local:
-                log.warning("rate_limits_local: %s; each instance limits keys alone", error)
-                self._local = True
-            return self.memory.take(key_id, rpm, tpm, cost)
-        if self._local:
-            log.warning(
-                "rate_limits_shared: Redis at %s holds the limits again", self.redis.location
-            )
-            self._local = False
+            self._state.fell_back(error)
+            return self.fallback.take(key_id, rpm, tpm, cost)
+        self._state.recovered()
         return Taken(bool(taken), int(wait), short.decode() if isinstance(short, bytes) else short)
 
 
-_stores: Registry[MemoryBuckets | RedisBuckets] = Registry()
+_stores: Registry[FileBuckets | RedisBuckets] = Registry()
 
 
-def buckets(redis_url: str | None) -> MemoryBuckets | RedisBuckets:
-    """The process's buckets: in Redis when a URL is configured, else in memory."""
+def buckets(redis_url: str | None, directory: str) -> FileBuckets | RedisBuckets:
+    """The process's buckets: in Redis when a URL is configured, else in ``directory``'s files."""
 
     def make():
-        memory = MemoryBuckets()
-        return RedisBuckets(redis_url, memory) if redis_url else memory
+        host = FileBuckets(directory, MemoryBuckets())
+        return RedisBuckets(redis_url, host) if redis_url else host
 
-    return _stores.get(redis_url or "", make)
+    return _stores.get((redis_url or "", directory), make)
 
 
 def forget_buckets() -> None:
-    """Drop this process's buckets (tests; a key's next request finds its buckets full)."""
+    """Drop this process's stores (tests, each with its own data folder: fresh buckets)."""
     _stores.clear()

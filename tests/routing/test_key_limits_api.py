@@ -13,8 +13,7 @@ import openai
 import pytest
 
 from routing.auth import create_api_key
-from routing.limits.admission import WARNING_HEADER
-from routing.limits.rate import buckets
+from routing.limits.admission import WARNING_HEADER, rate_buckets
 from routing.models import ApiKey, LimitRefusal, RouteDecision
 from tests.support.decisions import decision, seed
 
@@ -188,7 +187,7 @@ def test_requests_per_minute_refuse_with_openais_rate_limit_and_retry_after(
 
 def drain(key: ApiKey) -> None:
     """Spend the minute of a key limited to 60 requests (the live server shares this process)."""
-    store = buckets(None)
+    store = rate_buckets()
     while store.take(key.pk, 60, 0, 0).taken:
         pass
 

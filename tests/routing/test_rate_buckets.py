@@ -1,26 +1,38 @@
-"""The per-minute buckets: one contract for the process's memory and for Redis (the Lua script).
+"""The per-minute buckets: one contract for the process's memory, the host's files and Redis
+(the Lua script).
 
-Both stores must refuse and admit the same sequence of requests, say which
+Every store must refuse and admit the same sequence of requests, say which
 limit is short and how long until the request would pass; a refused request
-spends neither limit. Redis down: the limits hold per process, logged, never
-an error.
+spends neither limit. The files are one bucket for every process that shares
+the folder. Redis down, or the folder unusable: the limits still hold, per
+host or per process, logged, never an error.
 """
 
 import logging
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
 
-from routing.limits.rate import REDIS_PREFIX, Bucket, MemoryBuckets, RedisBuckets, take
+from routing.limits.rate import (
+    REDIS_PREFIX,
+    Bucket,
+    FileBuckets,
+    MemoryBuckets,
+    RedisBuckets,
+    take,
+)
 from tests.support.ports import refused_port
 from tests.support.redis import REDIS_URL, redis_url_or_skip
 
 
-@pytest.fixture(params=["memory", "redis"])
-def store(request):
+@pytest.fixture(params=["memory", "files", "redis"])
+def store(request, tmp_path):
     if request.param == "memory":
         return MemoryBuckets()
+    if request.param == "files":
+        return FileBuckets(tmp_path / "limits", MemoryBuckets())
     return RedisBuckets(redis_url_or_skip(), MemoryBuckets())
 
 
@@ -78,3 +90,37 @@ def test_redis_down_limits_each_process_alone_and_says_so_once(caplog):
     assert [o.taken for o in outcomes] == [True, True, False]
     local = [r for r in caplog.records if "rate_limits_local" in r.getMessage()]
     assert len(local) == 1
+
+
+def test_every_process_sharing_the_folder_takes_from_one_bucket_a_key(tmp_path):
+    # Two stores are two workers; their threads take at once, under the file's lock.
+    workers = [FileBuckets(tmp_path, MemoryBuckets()) for _ in range(2)]
+    with ThreadPoolExecutor(8) as pool:
+        taken = list(pool.map(lambda n: workers[n % 2].take(7, 5, 0, 0).taken, range(20)))
+    assert taken.count(True) == 5
+    # Another key has its own bucket.
+    assert workers[0].take(8, 5, 0, 0).taken
+
+
+def test_an_unreadable_bucket_file_is_a_full_bucket(tmp_path):
+    (tmp_path / "7.bucket").write_bytes(b"not three numbers")
+    store = FileBuckets(tmp_path, MemoryBuckets())
+    assert [store.take(7, 2, 0, 0).taken for _ in range(3)] == [True, True, False]
+
+
+def test_a_folder_that_cannot_be_used_limits_each_process_alone_and_says_so_once(tmp_path, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with caplog.at_level(logging.WARNING, logger="router.limits"):
+        store = FileBuckets(blocker / "limits", MemoryBuckets())
+        outcomes = [store.take(7, 2, 0, 0) for _ in range(3)]
+    assert [o.taken for o in outcomes] == [True, True, False]
+    alone = [r for r in caplog.records if "rate_limits_per_process" in r.getMessage()]
+    assert len(alone) == 1
+    # The folder usable again: the files hold the limits again (a fresh bucket), said once.
+    blocker.unlink()
+    with caplog.at_level(logging.WARNING, logger="router.limits"):
+        assert [store.take(7, 2, 0, 0).taken for _ in range(3)] == [True, True, False]
+    back = [r for r in caplog.records if "rate_limits_per_host" in r.getMessage()]
+    assert len(back) == 1
+    assert (blocker / "limits" / "7.bucket").is_file()

@@ -180,3 +180,15 @@ def test_without_redis_the_prefix_probe_and_the_cache_forecast_follow_the_conver
     assert [r[6] > 0 for r in rows] == [False] + [True] * (TURNS - 1)
     assert [r[7] > 0 for r in rows] == [False] + [True] * (TURNS - 1)
     assert [r[8] for r in rows] == [""] * TURNS
+
+
+def test_without_redis_a_keys_rate_limit_holds_across_the_hosts_workers_and_instances(
+    two_instances_without_redis,
+):
+    first, second = two_instances_without_redis
+    first.manage("updateapikey", "e2e", "--rpm", "4")
+    body = {"model": "echo-medium", "messages": [{"role": "user", "content": "hi"}]}
+    statuses = [(first, second)[n % 2].chat(body).status_code for n in range(6)]
+    # Four a minute for the key, not four per worker (two instances of two workers each,
+    # sharing the data folder: the buckets are its files).
+    assert statuses == [200, 200, 200, 200, 429, 429]
