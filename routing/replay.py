@@ -107,8 +107,7 @@ class TurnRecord(_Priced):
     baseline_uncached_tokens: int = 0
     references: int = 0
     references_kept: int = 0
-    # The references not kept, sorted: what the agent used and pinch had taken out.
-    references_lost: list[str] = field(default_factory=list)
+    references_lost: list[str] = field(default_factory=list)  # sorted; pinch took them out
     # Where the router sent it: (model id, tier, route reason); routing.route_replay prices it.
     route: tuple[str, str, str] = ("", "", "")
     cold: bool = False  # after a gap longer than the cache lifetime
@@ -431,8 +430,7 @@ class _SessionReplay:
         )
 
     def _references(self, t: int, payload: list[Any]) -> tuple[list[str], list[str]]:
-        """The tokens message ``t`` uses that the context held only in tool results:
-        (those the payload no longer sends, those it still does)."""
+        """Tokens message ``t`` uses that only tool results held: (no longer sent, still sent)."""
         messages = self.session.messages
         for message in messages[self.seen_until : t]:
             tokens = mentioned_tokens(message)
@@ -446,8 +444,5 @@ class _SessionReplay:
             for token in mentioned_tokens(messages[t])
             if token in self.in_tools and token not in self.outside_tools
         ]
-        if not wanted:
-            return [], []
-        sent = "\n".join(extract_text(message) for message in payload)
-        kept = [token for token in wanted if token in sent]
-        return [token for token in wanted if token not in sent], kept
+        sent = "\n".join(extract_text(message) for message in payload) if wanted else ""
+        return [w for w in wanted if w not in sent], [w for w in wanted if w in sent]
