@@ -30,7 +30,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from router_project.redis import RedisUnavailable, shared_redis
 from router_project.registry import Registry
@@ -153,9 +152,8 @@ class FileBuckets:
     in a crash is only a full one.
     """
 
-    def __init__(self, directory: str | Path, memory: MemoryBuckets):
-        self.directory = Path(directory)
-        self._folder = str(directory)
+    def __init__(self, directory: str | os.PathLike, memory: MemoryBuckets):
+        self.directory = directory
         self.memory = memory
         self._state = _Fallback(
             "rate_limits_per_process: %s; each worker limits keys alone",
@@ -172,11 +170,11 @@ class FileBuckets:
         return outcome
 
     def _take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
-        path = f"{self._folder}/{key_id}.bucket"
+        path = os.path.join(self.directory, f"{key_id}.bucket")
         try:
             handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except FileNotFoundError:  # the folder's first bucket
-            self.directory.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.directory, exist_ok=True)
             handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX)
