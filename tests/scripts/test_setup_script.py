@@ -2,8 +2,11 @@
 
 Run in a copy of the project whose .venv/bin/python is a stand-in that records
 how it was called: the test sees exactly when pip would run, without running it.
+The browser and nginx checks of ``--test`` find stand-ins too, and apt-get is one
+that records: nothing is installed on the machine running the test.
 """
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,14 +14,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def stand_in(path: Path, log: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    path.chmod(0o755)
+
+
 def project_copy(tmp_path) -> Path:
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "setup", tmp_path / "scripts" / "setup")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    python = tmp_path / ".venv" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "calls.log"}\n')
-    python.chmod(0o755)
+    stand_in(tmp_path / ".venv" / "bin" / "python", tmp_path / "calls.log")
+    for tool in ("chromium", "chromedriver", "nginx", "apt-get"):
+        stand_in(tmp_path / "bin" / tool, tmp_path / "apt.log")
     return tmp_path
 
 
@@ -26,9 +34,11 @@ def setup(project: Path, *args) -> list[str]:
     """Run scripts/setup; return the pip commands it ran."""
     log = project / "calls.log"
     log.unlink(missing_ok=True)
+    path = f"{project / 'bin'}{os.pathsep}{os.environ['PATH']}"
     result = subprocess.run(
         ["bash", "scripts/setup", *args],
         cwd=project,
+        env={**os.environ, "PATH": path},
         check=True,
         timeout=60,
         capture_output=True,
@@ -58,3 +68,4 @@ def test_the_test_tools_are_installed_when_first_asked_for(tmp_path):
     assert setup(project, "--test")[-1] == "-m pip install --quiet -e .[test]"
     assert setup(project, "--test") == []
     assert setup(project) == []  # the test install holds the plain one
+    assert not (project / "apt.log").exists()  # the machine was left as it was
