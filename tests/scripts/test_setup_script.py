@@ -52,12 +52,12 @@ def test_setup_installs_once_then_only_when_pyproject_changes(tmp_path):
     project = project_copy(tmp_path)
 
     first = setup(project)
-    assert first[-1] == "-m pip install --quiet -e ."
+    assert first[-1] == "-m pip install --quiet --disable-pip-version-check -e ."
     assert setup(project) == []  # a restart: nothing to install
 
     with (project / "pyproject.toml").open("a") as file:
         file.write("\n# a changed dependency list\n")
-    assert setup(project)[-1] == "-m pip install --quiet -e ."
+    assert setup(project)[-1] == "-m pip install --quiet --disable-pip-version-check -e ."
     assert setup(project) == []
 
 
@@ -65,7 +65,39 @@ def test_the_test_tools_are_installed_when_first_asked_for(tmp_path):
     project = project_copy(tmp_path)
     setup(project)
 
-    assert setup(project, "--test")[-1] == "-m pip install --quiet -e .[test]"
+    assert (
+        setup(project, "--test")[-1]
+        == "-m pip install --quiet --disable-pip-version-check -e .[test]"
+    )
     assert setup(project, "--test") == []
     assert setup(project) == []  # the test install holds the plain one
     assert not (project / "apt.log").exists()  # the machine was left as it was
+
+
+def test_pips_own_lines_are_shown_only_when_the_install_fails(tmp_path):
+    project = project_copy(tmp_path)
+    python = project / ".venv" / "bin" / "python"
+    python.write_text(
+        '#!/bin/sh\necho "WARNING: a noisy index"\necho "ERROR: no wheel for x"\nexit 1\n'
+    )
+    result = subprocess.run(
+        ["bash", "scripts/setup"], cwd=project, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert "ERROR: no wheel for x" in result.stderr
+    assert "could not install" in result.stderr
+    assert not (project / ".venv" / ".installed").exists()  # the next start tries again
+
+
+def test_a_successful_install_prints_one_line_and_none_of_pips(tmp_path):
+    project = project_copy(tmp_path)
+    python = project / ".venv" / "bin" / "python"
+    python.write_text('#!/bin/sh\necho "WARNING: a noisy index"\n')
+    result = subprocess.run(
+        ["bash", "scripts/setup"], cwd=project, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        "Installing the router's dependencies into .venv (once; about 20 s)..."
+    ]
+    assert result.stderr == ""
