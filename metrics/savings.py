@@ -33,8 +33,8 @@ from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
 from metrics.summary import DEFAULT_DAYS, DOLLAR_DIGITS, Window, summary_window
-from router_project.formatting import format_money
 from routing.config import RouterConfig
+from routing.formatting import format_money
 from routing.models import BILLED, PRUNED, TOKENS_SAVED
 from routing.pricing import PER_TOKENS
 

@@ -4,7 +4,7 @@ pinch/embedding_cache.py keeps features per process and takes a shared tier
 from its caller, so pinch does no network I/O of its own; this is the one the
 router hands it when REDIS_URL is set. Redis is an optimisation, never a
 dependency: it is reached through the process's shared breaker
-(router_project/redis.py), so an error is logged once, the process tier carries
+(routing/shared_redis.py), so an error is logged once, the process tier carries
 on alone, and Redis is tried again after a pause, by one caller.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from router_project.redis import RedisUnavailable, SharedRedis, shared_redis
-from router_project.registry import Registry
+from routing.registry import Registry
+from routing.shared_redis import RedisUnavailable, SharedRedis, shared_redis
 
 # Keys live a day: long enough for a session resumed after lunch,
 # short enough that an abandoned one does not hold memory for long.

@@ -22,7 +22,6 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
-from router_project.request_ids import decision_request_id
 from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.config.store import api_config
 from routing.dispatch import relay
@@ -40,6 +39,7 @@ from routing.protocols.messages.request import parse_messages_body
 from routing.protocols.messages.wire import MESSAGES, count_tokens, forwarded_headers
 from routing.protocols.responses.store import delete_response, input_items_page, stored_response
 from routing.providers import model_provider
+from routing.request_ids import decision_request_id
 from routing.sessions import session_tag
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"

@@ -1,7 +1,7 @@
 """Admin for the decision log: read-only, filterable by what pinch did.
 
 The list shows what an operator looks for first (time, model, status, tokens
-in -> out, saved, cost, latency), formatted by ``router_project.formatting`` like the
+in -> out, saved, cost, latency), formatted by ``routing.formatting`` like the
 dashboard and the TUI; everything else is on the decision's page.
 """
 
@@ -10,15 +10,15 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from router_project.formatting import (
+from routing.admin.read_only import ReadOnlyAdmin
+from routing.formatting import (
     format_cost,
     format_count_or_missing,
     format_latency,
     format_tokens_in_out,
 )
-from router_project.request_ids import decision_id_in, decision_request_id
-from routing.admin.read_only import ReadOnlyAdmin
 from routing.models import RouteDecision
+from routing.request_ids import decision_id_in, decision_request_id
 
 
 def _count(field: str, label: str):

@@ -10,10 +10,10 @@ import time
 import pytest
 
 from pinch.embedding_cache import EmbeddingCache
-from router_project.redis import shared_redis
 from routing.embedding_tier import RedisTier
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe
+from routing.shared_redis import shared_redis
 from tests.support.ci import missing
 from tests.support.served import free_port
 
