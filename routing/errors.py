@@ -28,9 +28,11 @@ PROVIDER_KEY_STATUSES = (401, 403)
 # provider's key unset or refused, a config file broken. Not a 5xx: every agent
 # retries those for minutes (the openai and anthropic SDKs, Claude Code, Codex
 # CLI and opencode's AI SDK all retry 408, 409, 429 and any 5xx; Codex showed
-# "high demand" for a 500). 424 (Failed Dependency: the request depended on
-# something that failed) is a 4xx none of them retries.
-OPERATOR_FIX_STATUS = 424
+# "high demand" for a 500). 400, as Anthropic answers a spent credit balance:
+# the one status every client tried takes as final. Codex CLI 0.171 retries a
+# 401 or a 424 five times (measured: tests/routing/test_codex_final_errors.py)
+# and reads no x-should-retry; a 400 or a 404 it shows at once.
+OPERATOR_FIX_STATUS = 400
 # The statuses below 500 that clients retry by themselves (see above).
 CLIENT_RETRIED_STATUSES = (408, 409, 429)
 

@@ -442,7 +442,7 @@ def test_claude_refusing_the_routers_key_names_the_provider_and_its_variable(
     # the client would retry: only the operator can mend it.
     with pytest.raises(openai.APIStatusError) as caught:
         sdk.chat.completions.create(model="failing", messages=HI)
-    assert caught.value.status_code == 424
+    assert caught.value.status_code == 400
     assert caught.value.response.headers["x-should-retry"] == "false"
     assert caught.value.body["code"] == "provider_key_rejected"
     message = caught.value.body["message"]
@@ -450,7 +450,7 @@ def test_claude_refusing_the_routers_key_names_the_provider_and_its_variable(
     assert f"{status}: scripted {status})" in message
     assert ANTHROPIC_KEY not in json.dumps(caught.value.body)
     decision = only_decision()
-    assert decision.status_code == 424
+    assert decision.status_code == 400
     assert [a["status"] for a in decision.attempts] == [status]
 
 

@@ -211,7 +211,7 @@ def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted
     response = post({"model": "picky", "messages": HI})
     # Not the 401 the client would read as its own router key refused; final: only the
     # operator can mend it.
-    error = assert_error(response, 424, "provider_key_rejected")
+    error = assert_error(response, 400, "provider_key_rejected")
     assert response.headers["x-should-retry"] == "false"
     assert "Incorrect API key provided: [redacted]" in error["message"]
     # It names the provider and the variable its key comes from.
@@ -240,7 +240,7 @@ def test_a_config_file_broken_while_running_answers_a_final_error_naming_the_key
     else:
         response = requests.get(live_server.url + path, headers=headers, timeout=10)
     # A 4xx no client retries, and says so: a retry cannot mend the file.
-    error = assert_error(response, 424, "bad_config")
+    error = assert_error(response, 400, "bad_config")
     assert response.headers["x-should-retry"] == "false"
     assert "pinch.budget_tokens" in error["message"]
 
@@ -319,6 +319,6 @@ def test_only_unset_keys_answer_provider_key_missing(
     write_config(two_model_chain(router_config, "keyless", "keyless"))
 
     response = post({"model": "auto", "messages": HI})
-    error = assert_error(response, 424, "provider_key_missing")
+    error = assert_error(response, 400, "provider_key_missing")
     assert response.headers["x-should-retry"] == "false"
     assert error["message"].count("ROUTER_TEST_UNSET_KEY is not set") == 2

@@ -103,8 +103,8 @@ def broken(config, write_config):
     [
         ("wrong router key", "echo-medium", 401),
         ("unknown model", "echo-meduim", 404),
-        ("provider key unset", "needs-key", 424),
-        ("config broken", "echo-medium", 424),
+        ("provider key unset", "needs-key", 400),
+        ("config broken", "echo-medium", 400),
         ("budget spent", "echo-medium", None),  # 429 in OpenAI's words, 400 in Anthropic's
         ("bad request", "echo-medium", 400),
     ],

@@ -578,9 +578,9 @@ def test_a_config_broken_while_running_is_a_final_error_in_anthropics_shape(
         claude.messages.create(
             model="gpt-through-claude", max_tokens=5, messages=[{"role": "user", "content": "x"}]
         )
-    assert caught.value.status_code == 424
+    assert caught.value.status_code == 400
     assert caught.value.response.headers["x-should-retry"] == "false"
-    assert caught.value.body["error"]["type"] == "api_error"
+    assert caught.value.body["error"]["type"] == "invalid_request_error"
     assert "pinch.budget_tokens" in caught.value.body["error"]["message"]
 
 

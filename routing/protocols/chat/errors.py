@@ -18,7 +18,6 @@ _TYPES = {
     404: "not_found_error",
     413: "invalid_request_error",
     422: "invalid_request_error",
-    424: "upstream_error",
     429: "rate_limit_error",
     502: "upstream_error",
     503: "upstream_error",

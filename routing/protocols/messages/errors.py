@@ -25,8 +25,7 @@ TYPE_STATUSES = {
 }
 # status -> the type clients expect for it (the table read backwards; 422 is a bad request).
 STATUS_TYPES = {status: kind for kind, status in TYPE_STATUSES.items()} | {
-    422: "invalid_request_error",
-    424: "api_error",  # the router's operator must act (routing.errors.OPERATOR_FIX_STATUS)
+    422: "invalid_request_error"
 }
 
 
