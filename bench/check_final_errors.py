@@ -11,8 +11,8 @@ machine; bench/claude_harness.py) once per scenario:
 * ``unknown-model``: ``--model gtp-4.1``, a name nothing serves (404, with a
   did-you-mean);
 * ``provider-key-unset``: ``--model keyless-model``, a model whose provider's
-  key variable is unset (424);
-* ``broken-config``: the config file broken after the router started (424);
+  key variable is unset (400);
+* ``broken-config``: the config file broken after the router started (400);
 * ``shipped-default``: the shipped config (its aliases, its models, both of
   its providers pointed at the scripted upstream) and no ``--model``: Claude
   Code's own default model name must answer and the task finish.
