@@ -146,6 +146,14 @@ def run(scenario: str, binary: Path) -> dict:
         }
 
 
+def shown(scenario: str, binary: Path) -> dict:
+    """Run ``scenario`` and print what happened, a line per figure."""
+    print(f"\n== {scenario}", flush=True)
+    outcome = run(scenario, binary)
+    print("\n".join(f"  {key}: {value}" for key, value in outcome.items()))
+    return outcome
+
+
 def passed(scenario: str, outcome: dict) -> bool:
     spec = SCENARIOS[scenario]
     if not spec.final:
@@ -164,14 +172,7 @@ def main() -> None:
     args = parser.parse_args()
     binary = harness.claude_binary()
     print(f"Claude Code {harness.claude_version(binary)}")
-    failed = []
-    for scenario in args.scenario or list(SCENARIOS):
-        print(f"\n== {scenario}", flush=True)
-        outcome = run(scenario, binary)
-        for key, value in outcome.items():
-            print(f"  {key}: {value}")
-        if not passed(scenario, outcome):
-            failed.append(scenario)
+    failed = [s for s in args.scenario or list(SCENARIOS) if not passed(s, shown(s, binary))]
     if failed:
         sys.exit(f"failed: {', '.join(failed)}")
     print("\nEvery final error stopped Claude Code at once; the shipped config served it.")
