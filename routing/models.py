@@ -443,3 +443,6 @@ class LimitRefusal(models.Model):
 
     def __str__(self):
         return f"{self.api_key_id} {self.reason}: {self.count}"
+
+
+from routing.summaries.tables import *  # noqa: E402, F403  (the summary tables are this app's models)
