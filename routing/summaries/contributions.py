@@ -14,14 +14,14 @@ definition. The definitions are those the surfaces used on the raw rows:
   tokens (priced when read, at the model's price then).
 
 Medians cannot be summed, so tokens saved also go into a histogram
-(``saved_bucket``): exact up to ``EXACT_BELOW`` tokens, then 32 buckets per
-doubling, each read back as its geometric middle, so a median read from it is
-within 1.1 % of the exact one.
+(``saved_bucket``): each saving rounded down to ``SIGNIFICANT_DIGITS``
+significant digits (exact under 1,000 tokens; 123,456 is counted as 123,000),
+so a median read from it is at most 1 % under the exact one, and reads as the
+round number it is. A day fills at most 900 buckets a decade of savings.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
@@ -31,8 +31,7 @@ from routing.summaries.tables import CompressedTools, DecisionSummary, KeySpend,
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
 LATENCY_BUCKETS_SECONDS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-EXACT_BELOW = 256  # savings this small are common (a short tool result) and kept exact
-STEPS_PER_DOUBLING = 32  # 2.2 % wide buckets above EXACT_BELOW: the median within 1.1 %
+SIGNIFICANT_DIGITS = 3  # the median within 1 %, and a few hundred buckets a day
 NO_STATUS = 0  # status_code NULL: a decision recorded before its answer was
 
 # The columns contributions() reads: what a rebuild selects from the log.
@@ -75,18 +74,15 @@ def hour_of(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
+def day_of(moment: datetime) -> datetime:
+    """The start of ``moment``'s day, in UTC: the key of a SavedTokens row."""
+    return hour_of(moment).replace(hour=0)
+
+
 def saved_bucket(tokens: int) -> int:
-    """The histogram bucket of a saving: the value itself below EXACT_BELOW, else log-spaced."""
-    if tokens < EXACT_BELOW:
-        return tokens
-    return EXACT_BELOW + math.floor(STEPS_PER_DOUBLING * math.log2(tokens / EXACT_BELOW))
-
-
-def bucket_value(bucket: int) -> float:
-    """What a bucket stands for when the median is read: exact, or the bucket's middle."""
-    if bucket < EXACT_BELOW:
-        return float(bucket)
-    return EXACT_BELOW * 2 ** ((bucket - EXACT_BELOW + 0.5) / STEPS_PER_DOUBLING)
+    """The histogram bucket of a saving: the saving rounded down to 3 significant digits."""
+    step = 10 ** max(len(str(tokens)) - SIGNIFICANT_DIGITS, 0)
+    return tokens // step * step
 
 
 def _n(value) -> int:
@@ -178,7 +174,7 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
         },
     )
     if pruned:
-        yield SavedTokens, (hour, saved_bucket(saved)), {"decisions": 1}
+        yield SavedTokens, (day_of(hour), saved_bucket(saved)), {"decisions": 1}
     tools = fields.get("pinch_tools")
     if isinstance(tools, dict):
         for name, count in tools.items():

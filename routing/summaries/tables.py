@@ -7,7 +7,7 @@ the last 48 hours by the hour. Every dimension is NOT NULL (a blank or 0 for
 ``INSERT ... ON CONFLICT DO UPDATE`` adding to it (routing.summaries.writes).
 Sizes at the sizing case (100 agents, 100,000 decisions a day): a few dozen
 ``DecisionSummary`` rows an hour, one ``KeySpend`` row per active key and
-model an hour, a few dozen ``SavedTokens`` buckets an hour.
+model an hour, up to a few thousand ``SavedTokens`` buckets a day.
 """
 
 from django.db import models
@@ -120,17 +120,22 @@ class KeySpend(models.Model):
 
 
 class SavedTokens(models.Model):
-    """Pruned decisions of one hour by tokens saved, in fixed buckets: the median's histogram."""
+    """Pruned decisions of one day by tokens saved (to 3 significant digits): the median's
+    histogram.
 
-    hour = models.DateTimeField()
-    bucket = models.IntegerField(help_text="routing.summaries.contributions.saved_bucket.")
+    By the day, not the hour: a day fills up to a few thousand buckets, so an
+    hour's grain would make this the largest table; the median reads whole days.
+    """
+
+    day = models.DateTimeField(help_text="The day's first instant (UTC).")
+    bucket = models.IntegerField(help_text="Tokens saved, to 3 significant digits.")
     decisions = _count()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["hour", "bucket"], name="saved_tokens_uniq")]
+        constraints = [models.UniqueConstraint(fields=["day", "bucket"], name="saved_tokens_uniq")]
 
     def __str__(self):
-        return f"{self.hour:%Y-%m-%d %H:00} bucket {self.bucket}: {self.decisions}"
+        return f"{self.day:%Y-%m-%d} bucket {self.bucket}: {self.decisions}"
 
 
 class CompressedTools(models.Model):

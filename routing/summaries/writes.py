@@ -26,7 +26,7 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from routing.models import RouteDecision
-from routing.summaries.contributions import READS, contributions, hour_of
+from routing.summaries.contributions import READS, contributions, day_of
 from routing.summaries.tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
 
 TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools)
@@ -41,7 +41,7 @@ DIMENSIONS = {
         "cache_miss_reason",
     ),
     KeySpend: ("hour", "api_key_id", "chosen_model"),
-    SavedTokens: ("hour", "bucket"),
+    SavedTokens: ("day", "bucket"),
     CompressedTools: ("hour", "tool"),
 }
 MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a statement
@@ -113,27 +113,27 @@ def _upsert(table, groups: dict[tuple, Counter]) -> None:
             )
 
 
-def oldest_hour() -> datetime | None:
-    """The hour of the oldest decision in the log: what a rebuild starts from by default."""
+def oldest_day() -> datetime | None:
+    """The day of the oldest decision in the log: what a rebuild starts from by default."""
     oldest = RouteDecision.objects.order_by("created_at").values_list("created_at", flat=True)
     first = oldest.first()
-    return None if first is None else hour_of(first)
+    return None if first is None else day_of(first)
 
 
 def recompute(since: datetime | None = None) -> int:
-    """Rebuild every summary from ``since``'s hour on (default: the log's oldest hour) from
-    the log, in one transaction; returns the decisions read.
+    """Rebuild every summary from ``since``'s day on (UTC; default: the log's oldest day)
+    from the log, in one transaction; returns the decisions read.
 
-    Hours before it keep their figures: purge_decisions removes whole hours of the
+    Days before it keep their figures: purge_decisions removes whole days of the
     log and leaves their figures (docs/summaries.md), so a default rebuild keeps them.
     """
-    since = oldest_hour() if since is None else hour_of(since)
+    since = oldest_day() if since is None else day_of(since)
     if since is None:
         return 0
     read = 0
     with transaction.atomic():
         for table in TABLES:
-            table.objects.filter(hour__gte=since).delete()
+            table.objects.filter(**{f"{DIMENSIONS[table][0]}__gte": since}).delete()
         log = RouteDecision.objects.filter(created_at__gte=since).order_by().values(*READS)
         batch = []
         for fields in log.iterator(chunk_size=REBUILD_BATCH):
