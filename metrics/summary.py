@@ -53,7 +53,7 @@ from routing.models import NET_SAVED, RouteDecision
 from routing.periods import billing_period
 from routing.pricing import prompt_cost_usd
 from routing.summaries.contributions import day_of, hour_of
-from routing.summaries.tables import DecisionSummary, SavedTokens
+from routing.summary_tables import DecisionSummary, SavedTokens
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals

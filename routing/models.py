@@ -445,4 +445,4 @@ class LimitRefusal(models.Model):
         return f"{self.api_key_id} {self.reason}: {self.count}"
 
 
-from routing.summaries.tables import *  # noqa: E402, F403  (the summary tables are this app's models)
+from routing.summary_tables import *  # noqa: E402, F403  (the summary tables are this app's models)

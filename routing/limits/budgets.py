@@ -35,7 +35,7 @@ from routing.config import RouterConfig
 from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey
 from routing.periods import billing_period
 from routing.pricing import PER_TOKENS
-from routing.summaries.tables import KeySpend
+from routing.summary_tables import KeySpend
 
 log = logging.getLogger("router.limits")
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
 from routing.cache_forecast import HIT, MISS
-from routing.summaries.tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.

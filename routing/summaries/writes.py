@@ -27,7 +27,7 @@ from django.db import connection, transaction
 
 from routing.models import RouteDecision
 from routing.summaries.contributions import READS, contributions, day_of
-from routing.summaries.tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
 
 TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools)
 DIMENSIONS = {
