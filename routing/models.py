@@ -16,6 +16,7 @@ from routing.columns import measured_count
 from routing.conversation_columns import ConversationStateColumns
 from routing.forecast_columns import CacheForecastColumns
 from routing.quality_columns import QualityColumns
+from routing.summary_tables import *  # noqa: F403  (the summary tables are this app's models too)
 
 KEY_PREFIX = "rk-"
 
@@ -448,5 +449,3 @@ class LimitRefusal(models.Model):
     def __str__(self):
         return f"{self.api_key_id} {self.reason}: {self.count}"
 
-
-from routing.summary_tables import *  # noqa: E402, F403  (the summary tables are this app's models)
