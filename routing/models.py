@@ -448,4 +448,3 @@ class LimitRefusal(models.Model):
 
     def __str__(self):
         return f"{self.api_key_id} {self.reason}: {self.count}"
-
