@@ -204,16 +204,3 @@ def clear_stale_fingerprints(config) -> int:
     kept = max(timedelta(days=1), timedelta(seconds=max(lifetimes, default=0)))
     stale = RouteDecision.objects.filter(created_at__lt=timezone.now() - kept)
     return stale.exclude(payload_fingerprints="").update(payload_fingerprints="")
-
-
-def purge_decisions(older_than_days: int) -> int:
-    """Delete decisions older than that many days; returns how many went.
-
-    The 30-day aggregates never read further back than a billing period, so
-    rows older than that only matter to whoever audits them.
-    """
-    if older_than_days < 1:
-        raise ValueError("older_than_days must be at least 1")
-    cutoff = timezone.now() - timedelta(days=older_than_days)
-    deleted, _ = RouteDecision.objects.filter(created_at__lt=cutoff).delete()
-    return deleted
