@@ -60,12 +60,6 @@ READS = (
     "predicted_uncached_tokens",
     "cache_surprise",
     "cache_miss_reason",
-    "quality_repeats_compressed",
-    "quality_repeats_whole",
-    "quality_seen_compressed",
-    "quality_seen_whole",
-    "quality_results",
-    "quality_errors",
 )
 
 
@@ -98,7 +92,6 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
     billed_usd, unpruned_usd = fields.get("billed_prompt_cost_usd"), fields.get("unpruned_cost_usd")
     billed = billed_usd is not None and unpruned_usd is not None
     net = unpruned_usd - billed_usd if billed else 0.0
-    seen_compressed = _n(fields.get("quality_seen_compressed"))
     compared = (
         fields.get("predicted_cache_read_tokens") is not None
         and fields.get("cache_read_tokens") is not None
@@ -113,16 +106,7 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
         "billed": int(billed),
         "net_usd": net,
         "relevance_fallbacks": int(bool(fields.get("relevance_fallback"))),
-        "repeats_compressed": _n(fields.get("quality_repeats_compressed")),
-        "repeats_whole": _n(fields.get("quality_repeats_whole")),
-        "seen_compressed": seen_compressed,
-        "seen_whole": _n(fields.get("quality_seen_whole")),
-        "results": _n(fields.get("quality_results")),
-        "errors": _n(fields.get("quality_errors")),
     }
-    if seen_compressed > 0:
-        figures["results_after_prune"] = figures["results"]
-        figures["errors_after_prune"] = figures["errors"]
     if billed:
         figures.update(
             billed_prompt_tokens=_n(fields.get("prompt_tokens")),

@@ -73,11 +73,12 @@ def insert_decisions(rows: list[RouteDecision], ignore_conflicts: bool = False) 
 
 def add_to_summaries(rows: Iterable[Mapping]) -> None:
     """Add the figures of decision rows (column values by name) to the summary tables."""
-    for table, groups in _totals(rows).items():
+    for table, groups in summed(rows).items():
         _upsert(table, groups)
 
 
-def _totals(rows: Iterable[Mapping]) -> dict[type, dict[tuple, Counter]]:
+def summed(rows: Iterable[Mapping]) -> dict[type, dict[tuple, Counter]]:
+    """{table: {dimension values: figures}}: what decision rows add, summed in memory."""
     totals: dict[type, dict[tuple, Counter]] = defaultdict(lambda: defaultdict(Counter))
     for fields in rows:
         for table, dimensions, figures in contributions(fields):
