@@ -117,29 +117,19 @@ def record(traffic, keys) -> None:
     spool.drain(raise_errors=True)
 
 
-def assert_same(shown, expected, where=""):
-    """Equal, floats to the micro-dollar (sums added in another order differ in the last bits)."""
-    if isinstance(expected, dict):
-        assert set(shown) == set(expected), where
-        for k in expected:
-            assert_same(shown[k], expected[k], f"{where}.{k}")
-    elif isinstance(expected, float):
-        assert shown == pytest.approx(expected, abs=2e-6, rel=1e-9), where
-    else:
-        assert shown == expected, where
-
-
 def assert_surfaces_match_the_log(config, keys):
     window = summary_window(config, NOW)
     summary = pinch_summary(config, now=NOW)
-    assert_same(summary, {**raw.pinch_summary(config, window), **_reset_dates(window)}, "pinch")
+    raw.assert_same(summary, {**raw.pinch_summary(config, window), **_reset_dates(window)}, "pinch")
     exact = raw.exact_median_saved(window)
     assert summary["median_tokens_saved"] <= exact <= summary["median_tokens_saved"] * 1.01 + 1e-9
-    assert_same(savings_by_cause(config, now=NOW), raw.savings_by_cause(config, window), "causes")
-    assert_same(cache_forecast(window), raw.cache_forecast(window), "forecast")
+    raw.assert_same(
+        savings_by_cause(config, now=NOW), raw.savings_by_cause(config, window), "causes"
+    )
+    raw.assert_same(cache_forecast(window), raw.cache_forecast(window), "forecast")
     totals = request_totals(window)
     del totals["since"]
-    assert_same(totals, raw.request_totals(window), "requests")
+    raw.assert_same(totals, raw.request_totals(window), "requests")
     assert prometheus._tools_compressed(config, NOW) == raw.tools_compressed(window)
     _assert_chart_matches(window, config)
     states = spend_by_key(keys, config, NOW)
@@ -220,7 +210,7 @@ def test_the_summaries_and_every_surface_agree_with_the_raw_log(
     record(before, keys)
 
     everything = NOW - timedelta(days=60)
-    assert_same(raw.stored_summaries(everything), raw.recomputed_summaries(everything))
+    raw.assert_same(raw.stored_summaries(everything), raw.recomputed_summaries(everything))
     assert_counters(prometheus_all_time(), raw.all_time())
     for config in (rolling, billed_monthly):
         assert_surfaces_match_the_log(config, keys)
@@ -233,7 +223,7 @@ def test_the_summaries_and_every_surface_agree_with_the_raw_log(
     record(late, keys)
     moved = write_default_config({"objective.billing_reset_day": reset_days[1]})
 
-    assert_same(raw.stored_summaries(cutoff), raw.recomputed_summaries(cutoff))
+    raw.assert_same(raw.stored_summaries(cutoff), raw.recomputed_summaries(cutoff))
     # Prometheus's counters never go down: what the purge took is still counted.
     assert_counters(prometheus_all_time(), raw.all_time() + purged)
     for config in (rolling, billed_monthly, moved):
@@ -242,7 +232,7 @@ def test_the_summaries_and_every_surface_agree_with_the_raw_log(
     # A rebuild from the log changes nothing, and leaves the purged days' counters as they were.
     stored = raw.stored_summaries(everything)
     recompute()
-    assert_same(raw.stored_summaries(everything), stored)
+    raw.assert_same(raw.stored_summaries(everything), stored)
     assert {
         dims: figures
         for dims, figures in raw.stored_summaries(everything)["DecisionSummary"].items()

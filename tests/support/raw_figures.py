@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+import pytest
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
@@ -28,6 +29,18 @@ COMPARED = Q(
     cache_read_tokens__isnull=False,
     usage_estimated=False,
 )
+
+
+def assert_same(shown, expected, where=""):
+    """Equal, floats to the micro-dollar (sums added in another order differ in the last bits)."""
+    if isinstance(expected, dict):
+        assert set(shown) == set(expected), where
+        for k in expected:
+            assert_same(shown[k], expected[k], f"{where}.{k}")
+    elif isinstance(expected, float):
+        assert shown == pytest.approx(expected, abs=2e-6, rel=1e-9), where
+    else:
+        assert shown == expected, where
 
 
 def _as_plain(groups) -> dict:
