@@ -13,8 +13,9 @@ into the summary tables through ``routing.summaries.writes.add_to_summaries``
 
 At each size it times (median of ``--repeat`` after a warm-up, milliseconds):
 GET /metrics (JSON and Prometheus), the dashboard, the admin snapshot (what
-the TUI reads), ``pinch_summary --json``, admin's decision list (plain and by
-model), and a request's database work: the key check (uncached), the budget
+the TUI reads), ``pinch_summary --json``, the blocks they are made of (to see
+which still read the log), admin's decision list (plain and by model), and a
+request's database work: the key check (uncached), the budget
 check, the conversation's state read back, and the decision's insert with its
 summaries. The figures print side by side, one column a size.
 
@@ -215,6 +216,13 @@ def surfaces(repeat: int) -> dict[str, float]:
     from django.core.management import call_command
     from django.test import Client
 
+    from metrics.cache_forecast import cache_forecast
+    from metrics.key_budgets import key_budget_rows
+    from metrics.quality import quality_summary
+    from metrics.report import request_totals
+    from metrics.savings import savings_by_cause
+    from metrics.sessions import SESSIONS_SHOWN, agent_sessions
+    from metrics.summary import pinch_summary, summary_window
     from routing.auth import create_api_key, forget_checked_keys
     from routing.config.store import current_config
     from routing.conversation_state import STATE_COLUMNS
@@ -254,6 +262,14 @@ def surfaces(repeat: int) -> dict[str, float]:
         "GET /dashboard/": get("/dashboard/"),
         "GET /admin/api/snapshot": get("/admin/api/snapshot"),
         "pinch_summary --json": lambda: call_command("pinch_summary", "--json", stdout=StringIO()),
+        # The blocks /metrics and the dashboard are made of, to see which still read the log.
+        "  block: pinch_summary()": lambda: pinch_summary(config),
+        "  block: savings_by_cause()": lambda: savings_by_cause(config),
+        "  block: cache_forecast()": lambda: cache_forecast(summary_window(config)),
+        "  block: request_totals()": lambda: request_totals(summary_window(config)),
+        "  block: quality_summary()": lambda: quality_summary(config),
+        "  block: key_budget_rows()": lambda: key_budget_rows(config),
+        "  block: agent_sessions()": lambda: agent_sessions(SESSIONS_SHOWN),
         "admin decision list": get("/admin/routing/routedecision/"),
         "admin list, one model": get("/admin/routing/routedecision/?chosen_model=gpt-4.1"),
         "request: key check": key_check,
