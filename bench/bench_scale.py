@@ -214,6 +214,7 @@ def surfaces(repeat: int) -> dict[str, float]:
     """Milliseconds per surface and per request's database step, median of ``repeat``."""
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
+    from django.db import transaction
     from django.test import Client
 
     from metrics.cache_forecast import cache_forecast
@@ -248,9 +249,12 @@ def surfaces(repeat: int) -> dict[str, float]:
 
         return step
 
-    def write():
-        row = RouteDecision(**next(conversation_rows(random.Random(1), 0, [key.pk], _now())))
-        insert_decisions([row])
+    def new_row():
+        return RouteDecision(**next(conversation_rows(random.Random(1), 0, [key.pk], _now())))
+
+    def write_alone():  # the insert as it was before the summaries, for comparison
+        with transaction.atomic():
+            RouteDecision.objects.bulk_create([new_row()])
 
     def key_check():
         forget_checked_keys()
@@ -277,7 +281,8 @@ def surfaces(repeat: int) -> dict[str, float]:
         "request: conversation state": lambda: RouteDecision.objects.left_by_last(
             conversation, STATE_COLUMNS
         ),
-        "request: decision + summaries": write,
+        "request: decision alone": write_alone,
+        "request: decision + summaries": lambda: insert_decisions([new_row()]),
     }
     return {name: _median_ms(step, repeat) for name, step in steps.items()}
 
