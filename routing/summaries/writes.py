@@ -55,7 +55,8 @@ def insert_decisions(rows: list[RouteDecision], ignore_conflicts: bool = False) 
     spool's exactly-once drain), and only the rows this call inserted are summed.
     Otherwise a taken id raises IntegrityError and nothing is written.
     """
-    with transaction.atomic():
+    # No savepoint of its own inside a caller's transaction: a failure rolls back the caller's.
+    with transaction.atomic(savepoint=False):
         if not ignore_conflicts:
             RouteDecision.objects.bulk_create(rows)
             add_to_summaries(vars(row) for row in rows)
