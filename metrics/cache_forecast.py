@@ -3,43 +3,55 @@
 The per-decision verdict is ``routing.cache_forecast``; this counts them for
 /metrics, the dashboard (``templates/metrics/_cache_forecast.html``) and
 ``manage.py pinch_summary``, over the same window as the pinch card
-(``metrics.summary.summary_window``). One grouped query: rows per (verdict,
-the provider's miss reason, conversation), with the predicted and billed
-cache reads summed, so the share of the prompt the router expected read
-stands beside the share the provider billed read.
+(``metrics.summary.summary_window``). One grouped query on the summary tables
+(routing/summaries/): the compared decisions by the provider's miss reason,
+with the predicted and billed cache reads summed, so the share of the prompt
+the router expected read stands beside the share the provider billed read;
+and one on the log for the conversations with a surprise (a conversation's own
+figure; surprises are few).
 """
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Sum
 
 from metrics.summary import Window
-from routing.cache_forecast import HIT, MISS
+from routing.cache_forecast import SURPRISES
 
 SHARE_DIGITS = 4
 
 
 def cache_forecast(window: Window) -> dict:
     """The window's predicted-against-billed figures (keys end in ``_30d`` like the card's)."""
-    compared = window.decisions().filter(
-        predicted_cache_read_tokens__isnull=False,
-        cache_read_tokens__isnull=False,
-        usage_estimated=False,
-    )
     rows = (
-        compared.values_list("cache_surprise", "cache_miss_reason", "conversation")
+        window.summaries()
+        .filter(forecast_compared__gt=0)
+        .values_list("cache_miss_reason")
         .annotate(
-            decisions=Count("id"),
-            predicted_read=Sum("predicted_cache_read_tokens"),
-            predicted_total=Sum("predicted_cache_read_tokens")
-            + Sum("predicted_cache_write_tokens")
-            + Sum("predicted_uncached_tokens"),
-            billed_read=Sum("cache_read_tokens"),
-            billed_total=Sum("prompt_tokens", filter=Q(prompt_tokens__isnull=False)),
+            decisions=Sum("forecast_compared"),
+            misses=Sum("cache_misses"),
+            hits=Sum("cache_hits"),
+            predicted_read=Sum("predicted_read"),
+            predicted_total=Sum("predicted_total"),
+            billed_read=Sum("billed_read"),
+            billed_total=Sum("billed_total"),
         )
         .order_by()
     )
-    return forecast_from_rows(list(rows))
+    surprised = (
+        window.decisions()
+        .filter(
+            predicted_cache_read_tokens__isnull=False,
+            cache_read_tokens__isnull=False,
+            usage_estimated=False,
+            cache_surprise__in=SURPRISES,
+        )
+        .exclude(conversation="")
+        .values("conversation")
+        .distinct()
+        .count()
+    )
+    return forecast_from_rows(list(rows), surprised)
 
 
 def forecast_context(window: Window) -> dict:
@@ -72,29 +84,27 @@ def _percent(share: float | None) -> str:
     return "-" if share is None else f"{share * 100:.1f}%"
 
 
-def forecast_from_rows(rows) -> dict:
-    """The figures from (verdict, reason, conversation, n, predicted read and total, billed)."""
+def forecast_from_rows(rows, conversations_surprised: int) -> dict:
+    """The figures from (reason, n, misses, hits, predicted read and total, billed read and
+    total) rows, and the count of conversations with a surprise."""
     compared = predicted_read = predicted_total = billed_read = billed_total = 0
-    surprises = {MISS: 0, HIT: 0}
+    misses = hits = 0
     reasons: dict[str, int] = {}
-    surprised: set[str] = set()
-    for verdict, reason, conversation, n, p_read, p_total, b_read, b_total in rows:
+    for reason, n, miss, hit, p_read, p_total, b_read, b_total in rows:
         compared += n
-        predicted_read += p_read or 0
-        predicted_total += p_total or 0
-        billed_read += b_read or 0
-        billed_total += b_total or 0
-        if verdict in surprises:
-            surprises[verdict] += n
-            if conversation:
-                surprised.add(conversation)
+        misses += miss
+        hits += hit
+        predicted_read += p_read
+        predicted_total += p_total
+        billed_read += b_read
+        billed_total += b_total
         if reason:
             reasons[reason] = reasons.get(reason, 0) + n
     return {
         "forecast_calls_30d": compared,
-        "cache_misses_30d": surprises[MISS],
-        "cache_unexpected_hits_30d": surprises[HIT],
-        "conversations_surprised_30d": len(surprised),
+        "cache_misses_30d": misses,
+        "cache_unexpected_hits_30d": hits,
+        "conversations_surprised_30d": conversations_surprised,
         "predicted_read_share_30d": _share(predicted_read, predicted_total),
         "billed_read_share_30d": _share(billed_read, billed_total),
         "cache_miss_reasons_30d": dict(sorted(reasons.items())),

@@ -7,8 +7,8 @@ gross figures follow. Other features' sections go in the card's slots
 so the two never disagree in a digit.
 
 The page reads a fixed number of queries whatever the traffic (a test holds it
-to that): the pinch summary (one grouped query, ``metrics.summary``), the
-savings per day and chosen model (one grouped query, below), the newest
+to that): the pinch summary (``metrics.summary``), the savings per day and
+chosen model (one grouped query on the summary tables, below), the newest
 decisions (one query, with their API key joined in) and the agent sessions
 (two queries, ``metrics.sessions``).
 
@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Sum
-from django.db.models.functions import TruncHour
+from django.db.models import Sum
 from django.utils import timezone
 
 from metrics.cache_forecast import forecast_context
@@ -41,7 +40,7 @@ from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.formatting import format_days, money_tone, pinch_card
 from routing.knobs import knob_values
-from routing.models import NET_SAVED, RECENT_DECISIONS, TOKENS_SAVED, RouteDecision
+from routing.models import RECENT_DECISIONS, RouteDecision
 from routing.pricing import prompt_cost_usd
 
 HOURLY_SPAN = timedelta(hours=48)  # savings all younger than this are charted by the hour
@@ -57,15 +56,14 @@ def _hour_of(moment: datetime) -> datetime:
 def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
     """Tokens, gross and net dollars saved per day (or hour) over ``window``, zeros included.
 
-    One query, grouped by hour and chosen model; days are summed from hours here.
+    One query on the hourly summaries, grouped by hour and chosen model; days are
+    summed from hours here.
     """
     rows = (
-        window.decisions()
-        .pruned()
-        .annotate(hour=TruncHour("created_at"))
+        window.summaries()
+        .filter(pruned__gt=0)
         .values("hour", "chosen_model")
-        .annotate(saved=Sum(TOKENS_SAVED), calls=Count("id"), net=Sum(NET_SAVED))
-        # An explicit order replaces Meta.ordering, which would add created_at to the GROUP BY.
+        .annotate(saved=Sum("tokens_saved"), net=Sum("pruned_net_usd"))
         .order_by("hour", "chosen_model")
     )
     cache_rate = config.objective.assumed_cache_rate

@@ -2,23 +2,24 @@
 
 Several gunicorn workers (and several hosts) serve the router, so in-process
 counters would each see a slice of the traffic and disagree from scrape to
-scrape. The decision rows are the one place every request is counted, so a
-custom collector reads aggregates from them on each scrape, with a fixed
-number of queries whatever the table's size:
+scrape. Every request is counted in the summary tables (routing/summaries/,
+added to in the transaction that records its decision), so a custom collector
+reads them on each scrape, with a fixed number of queries on a few hundred rows
+whatever the traffic:
 
 1. requests by path, chosen model and status (all time, grouped);
 2. one aggregate for the all-time scalars: tokens pinch saved, relevance
-   fallbacks, and every bucket of the upstream latency histogram as a
-   conditional count;
-3. ``pinch_summary`` for the window gauges (one query, skipped when pinch is off);
-4. the window's ``pinch_tools`` maps, added up in Python (skipped when pinch is off);
+   fallbacks, and every bucket of the upstream latency histogram;
+3. ``pinch_summary`` for the window gauges (skipped when pinch is off);
+4. the window's tool results compressed, by tool (skipped when pinch is off);
 5. the limited keys with their refusal counts, and their spend (one query per
    budget period in use; metrics.key_budgets).
 6. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
    ``router_arm_*`` gauges (``metrics.quality_families``);
 7. the savings by cause and the bill (``metrics.savings``).
 
-Counters (``_total``) cover all time, as Prometheus expects of a counter; the
+Counters (``_total``) cover all time, as Prometheus expects of a counter (the
+summaries outlive purge_decisions, so a purge never makes one go down); the
 ``_30d`` gauges cover the ``pinch_summary`` window (the billing period when
 ``objective.billing_reset_day`` is set).
 """
@@ -28,7 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -42,50 +44,44 @@ from metrics.cache_forecast import cache_forecast
 from metrics.key_budgets import key_budget_rows
 from metrics.quality import quality_summary
 from metrics.quality_families import quality_families
-from metrics.report import UNKNOWN_STATUS
+from metrics.report import status_label
 from metrics.savings import CAUSES, savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
-from routing.models import PRUNED, TOKENS_SAVED, RouteDecision
 from routing.recording.health import available as recording_available
+from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS
+from routing.summary_tables import CompressedTools, DecisionSummary
 
-# Upstream LLM calls take from a fraction of a second (a short completion on a
-# small model) to minutes (a long stream on a large one); the buckets span both.
 NO_MODEL_LABEL = "none"  # the model label of requests where no model ran (nothing answered)
-LATENCY_BUCKETS_SECONDS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
 def _all_time_aggregates() -> dict:
     buckets = {
-        f"le_{i}": Count("id", filter=Q(upstream_latency_ms__lte=seconds * 1000))
-        for i, seconds in enumerate(LATENCY_BUCKETS_SECONDS)
+        f"le_{i}": Coalesce(Sum(f"latency_le_{i}"), 0) for i in range(len(LATENCY_BUCKETS_SECONDS))
     }
-    return RouteDecision.objects.order_by().aggregate(
-        tokens_saved=Sum(TOKENS_SAVED, filter=PRUNED),
-        relevance_fallbacks=Count("id", filter=Q(relevance_fallback=True)),
-        latency_count=Count("upstream_latency_ms"),
-        latency_sum_ms=Sum("upstream_latency_ms"),
+    return DecisionSummary.objects.order_by().aggregate(
+        tokens_saved=Coalesce(Sum("tokens_saved"), 0),
+        relevance_fallbacks=Coalesce(Sum("relevance_fallbacks"), 0),
+        latency_count=Coalesce(Sum("latency_count"), 0),
+        latency_sum_ms=Sum("latency_sum_ms"),
         **buckets,
     )
 
 
 def _tools_compressed(config: RouterConfig, now: datetime) -> Counter:
-    """Tool results compressed in the window, by tool name, from each row's pinch_tools."""
-    totals = Counter()
-    window = summary_window(config, now)
-    for tools in (
-        window.decisions().filter(pinch_tools__isnull=False).values_list("pinch_tools", flat=True)
-    ):
-        if not isinstance(tools, dict):
-            continue
-        for name, count in tools.items():
-            if isinstance(count, int) and not isinstance(count, bool):
-                totals[str(name)] += count
-    return totals
+    """Tool results compressed in the window, by tool name."""
+    rows = (
+        summary_window(config, now)
+        .summaries(CompressedTools)
+        .values_list("tool")
+        .annotate(n=Sum("results"))
+        .order_by()
+    )
+    return Counter(dict(rows))
 
 
 class RouterCollector:
-    """A prometheus_client collector whose samples come from RouteDecision aggregates."""
+    """A prometheus_client collector whose samples come from the summary tables."""
 
     def __init__(self, config: RouterConfig, now: datetime | None = None, tenant_labels=True):
         self.config = config
@@ -164,12 +160,12 @@ class RouterCollector:
             labels=["path", "model", "status"],
         )
         rows = (
-            RouteDecision.objects.values_list("path", "chosen_model", "status_code")
-            .annotate(n=Count("id"))
+            DecisionSummary.objects.values_list("path", "chosen_model", "status_code")
+            .annotate(n=Sum("decisions"))
             .order_by("path", "chosen_model", "status_code")
         )
         for path, model, status_code, count in rows:
-            status = UNKNOWN_STATUS if status_code is None else str(status_code)
+            status = status_label(status_code)
             # A blank model: no model ran (nothing answered), so none is counted.
             family.add_metric([path, model or NO_MODEL_LABEL, status], count)
         return family
@@ -179,7 +175,7 @@ class RouterCollector:
         yield CounterMetricFamily(
             "router_pinch_tokens_saved",
             "Prompt tokens pinch removed before sending, over all recorded decisions.",
-            value=totals["tokens_saved"] or 0,
+            value=totals["tokens_saved"],
         )
         yield CounterMetricFamily(
             "router_pinch_relevance_fallbacks",

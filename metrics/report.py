@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from django.db.models import Count
+from django.db.models import Sum
 
 from metrics.cache_forecast import cache_forecast
 from metrics.quality import quality_summary
@@ -17,18 +17,29 @@ from metrics.savings import savings_by_cause
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
 from routing.config import RouterConfig
 from routing.recording.health import available as recording_available
+from routing.summaries.contributions import NO_STATUS
 
 UNKNOWN_STATUS = "unknown"  # a decision recorded before its answer was (status_code NULL)
 
 
+def status_label(status_code: int) -> str:
+    """A summary row's status as the surfaces name it."""
+    return UNKNOWN_STATUS if status_code == NO_STATUS else str(status_code)
+
+
 def request_totals(window: Window) -> dict:
-    """Decisions in the window by path and by status code (one grouped query)."""
+    """Decisions in the window by path and by status code (one grouped query, summaries)."""
     by_path = Counter()
     by_status = Counter()
-    rows = window.decisions().values_list("path", "status_code").annotate(n=Count("id")).order_by()
+    rows = (
+        window.summaries()
+        .values_list("path", "status_code")
+        .annotate(n=Sum("decisions"))
+        .order_by()
+    )
     for path, status_code, count in rows:
         by_path[path] += count
-        by_status[UNKNOWN_STATUS if status_code is None else str(status_code)] += count
+        by_status[status_label(status_code)] += count
     return {
         "since": window.start.isoformat(),
         "total": sum(by_path.values()),

@@ -20,8 +20,9 @@ after. ``routing_usd_30d`` is 0 - 1, ``cache_usd_30d`` 1 - 2, ``pinch_usd_30d``
 the billed prompt tokens plus what pinch removed. A row whose model is no
 longer configured cannot be priced: ``unpriced_calls_30d`` counts them.
 
-One grouped query over the window of ``pinch_summary`` (``summary_window``);
-the arithmetic is Python's on the sums, so SQLite and PostgreSQL agree.
+One grouped query over the window of ``pinch_summary`` (``summary_window``), on
+the summary tables (routing/summaries/); the arithmetic is Python's on the sums,
+so SQLite and PostgreSQL agree.
 """
 
 from __future__ import annotations
@@ -29,13 +30,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import Count, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Sum
 
 from metrics.summary import DEFAULT_DAYS, DOLLAR_DIGITS, Window, summary_window
 from routing.config import RouterConfig
 from routing.formatting import format_money
-from routing.models import BILLED, PRUNED, TOKENS_SAVED
 from routing.pricing import PER_TOKENS
 
 CAUSES = ("routing_usd_30d", "pinch_usd_30d", "cache_usd_30d")
@@ -44,16 +43,16 @@ CAUSES = ("routing_usd_30d", "pinch_usd_30d", "cache_usd_30d")
 def cause_rows(window: Window):
     """``(chosen, baseline, rows, prompt, removed, completion tokens, billed, unpruned USD)``."""
     return (
-        window.decisions()
-        .filter(BILLED)
+        window.summaries()
+        .filter(billed__gt=0)
         .values_list("chosen_model", "baseline_model")
         .annotate(
-            decisions=Count("id"),
-            prompt=Coalesce(Sum("prompt_tokens"), 0),
-            removed=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED), 0),
-            completion=Coalesce(Sum("completion_tokens"), 0),
-            billed=Sum("billed_prompt_cost_usd"),
-            unpruned=Sum("unpruned_cost_usd"),
+            decisions=Sum("billed"),
+            prompt=Sum("billed_prompt_tokens"),
+            removed=Sum("billed_removed_tokens"),
+            completion=Sum("billed_completion_tokens"),
+            billed_usd=Sum("billed_prompt_usd"),
+            unpruned=Sum("unpruned_usd"),
         )
         .order_by("chosen_model", "baseline_model")
     )

@@ -29,28 +29,31 @@ saves exactly 0. ``conversations_cheaper_30d`` and ``conversations_dearer_30d``
 count the conversations whose net saving is above or below zero: the gross
 figure cannot go negative, the net one can, and that is what it is for.
 
-One grouped query reads the window: rows per (chosen model, tokens saved,
-conversation), with the net saving summed per group. Python does the
-arithmetic on those integers, so SQLite and PostgreSQL give the same numbers
-(no database median), and what crosses the wire grows with the number of
-distinct savings and conversations, not with traffic; net sums are rounded
-per conversation to 6 decimals.
+Read from the summary tables (routing/summaries/, docs/summaries.md), so the
+cost does not grow with the traffic: the window's hours by chosen model, and
+its days' histogram of tokens saved for the median (each saving rounded down
+to 3 significant digits, so the median is at most 1 % low; whole days). The
+window starts at the hour its start falls in. The conversations cheaper and
+dearer are a conversation's own figures and still read the log, grouped by
+conversation.
 """
 
 from __future__ import annotations
 
-import calendar
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from routing.config import RouterConfig
 from routing.models import NET_SAVED, RouteDecision
+from routing.periods import billing_period
 from routing.pricing import prompt_cost_usd
+from routing.summaries.contributions import day_of, hour_of
+from routing.summary_tables import DecisionSummary, SavedTokens
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals
@@ -69,26 +72,13 @@ class Window:
     def decisions(self):
         return RouteDecision.objects.since(self.start).filter(created_at__lte=self.end)
 
+    def summaries(self, table=DecisionSummary):
+        """The window's rows of an hourly summary table: from the hour ``start`` falls in."""
+        return table.objects.filter(hour__gte=hour_of(self.start), hour__lte=self.end)
 
-def _reset_in_month(year: int, month: int, reset_day: int) -> date:
-    # A reset day past the month's end resets on its last day (31 -> Apr 30, Feb 28/29).
-    return date(year, month, min(reset_day, calendar.monthrange(year, month)[1]))
-
-
-def _next_month(year: int, month: int) -> tuple[int, int]:
-    return (year + 1, 1) if month == 12 else (year, month + 1)
-
-
-def _previous_month(year: int, month: int) -> tuple[int, int]:
-    return (year - 1, 12) if month == 1 else (year, month - 1)
-
-
-def billing_period(reset_day: int, today: date) -> tuple[date, date]:
-    """(last reset on or before ``today``, next reset after it) for a monthly reset day."""
-    this_month = _reset_in_month(today.year, today.month, reset_day)
-    if this_month <= today:
-        return this_month, _reset_in_month(*_next_month(today.year, today.month), reset_day)
-    return _reset_in_month(*_previous_month(today.year, today.month), reset_day), this_month
+    def saved_days(self):
+        """The window's histogram rows of tokens saved: from the day ``start`` falls in."""
+        return SavedTokens.objects.filter(day__gte=day_of(self.start), day__lte=self.end)
 
 
 def summary_window(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
@@ -104,44 +94,48 @@ def summary_window(config: RouterConfig, now: datetime | None = None, days: int 
     return Window(start, now, reset_date, next_reset_date)
 
 
-def saved_token_rows(window: Window):
-    """``(chosen_model, tokens_saved or None, conversation, rows, net USD, billed rows)``.
-
-    One grouped query for every pinch figure: the net saving (NULL unless the
-    row has both costs) is summed per group, and ``billed`` counts the rows
-    that have it.
-    """
+def model_rows(window: Window):
+    """``(chosen_model, decisions, pruned, tokens saved, net USD, billed)`` per model."""
     return (
-        window.decisions()
-        .with_tokens_saved()
-        .values_list("chosen_model", "tokens_saved", "conversation")
-        .annotate(decisions=Count("id"), net=Sum(NET_SAVED), billed=Count(NET_SAVED))
-        .order_by()
+        window.summaries()
+        .values_list("chosen_model")
+        .annotate(
+            n=Sum("decisions"),
+            pruned=Sum("pruned"),
+            saved=Sum("tokens_saved"),
+            net=Sum("net_usd"),
+            billed=Sum("billed"),
+        )
+        .order_by("chosen_model")
     )
 
 
-def net_from_rows(rows: Iterable[tuple[str, float | None, int]]) -> dict:
-    """The net figures from ``(conversation, net saved USD, billed rows)`` triples. Pure."""
-    by_conversation: dict[str, float] = {}
-    billed = 0
-    for conversation, saved, count in rows:
-        billed += count
-        if count:
-            by_conversation[conversation] = by_conversation.get(conversation, 0.0) + (saved or 0.0)
-    net = 0.0
+def saved_histogram(window: Window) -> Counter:
+    """{tokens saved (a bucket's value): pruned decisions} over the window's days."""
+    rows = window.saved_days().values_list("bucket").annotate(n=Sum("decisions")).order_by()
+    return Counter(dict(rows))
+
+
+def net_figures(by_model: list[tuple], window: Window) -> dict:
+    """The net saving and the billed calls (from ``model_rows``), and the conversations pinch
+    made cheaper or dearer (each conversation's own net: from the log, by conversation)."""
+    by_conversation = (
+        window.decisions()
+        .billed()
+        .exclude(conversation="")
+        .values_list("conversation")
+        .annotate(net=Sum(NET_SAVED))
+        .order_by()
+    )
     cheaper = dearer = 0
-    # Sorted, so the float sum runs in the same order whatever order the rows came in.
-    for conversation in sorted(by_conversation):
-        saved = round(by_conversation[conversation], DOLLAR_DIGITS)
-        net += saved
-        # A blank conversation is pinch-off traffic, which saves 0 by definition.
-        if conversation and saved > 0:
-            cheaper += 1
-        elif conversation and saved < 0:
-            dearer += 1
+    for _, saved in by_conversation:
+        saved = round(saved or 0.0, DOLLAR_DIGITS)
+        cheaper += saved > 0
+        dearer += saved < 0
     return {
-        "net_dollars_saved_usd_30d": round(net, DOLLAR_DIGITS),
-        "billed_calls_30d": billed,
+        # Sorted by model (model_rows), so the float sum runs in one order.
+        "net_dollars_saved_usd_30d": round(sum(row[4] for row in by_model), DOLLAR_DIGITS),
+        "billed_calls_30d": sum(row[5] for row in by_model),
         "conversations_cheaper_30d": cheaper,
         "conversations_dearer_30d": dearer,
     }
@@ -164,23 +158,18 @@ def _median(counts: Counter) -> float:
     raise AssertionError("unreachable: the counts add up to total")
 
 
-def summary_from_rows(rows: Iterable[tuple[str, int | None, int]], config: RouterConfig) -> dict:
-    """The pinch figures from ``(chosen_model, tokens_saved or None, rows)`` triples.
-
-    Pure: no database. ``tokens_saved`` is original minus final tokens (None when
-    pinch did not measure the request); a triple stands for ``rows`` decisions.
-    """
+def summary_from_rows(
+    by_model: Iterable[tuple], saved_counts: Counter, config: RouterConfig
+) -> dict:
+    """The pinch figures from ``model_rows``' tuples and ``saved_histogram``. Pure: no database."""
     calls = 0
-    saved_counts = Counter()  # tokens saved -> pruned decisions, for the median
     saved_by_model = Counter()
     pruned_by_model = Counter()
-    for model_id, saved, count in rows:
+    for model_id, count, pruned, saved, *_ in by_model:
         calls += count
-        if saved is None or saved <= 0:
-            continue
-        saved_counts[saved] += count
-        saved_by_model[model_id] += saved * count
-        pruned_by_model[model_id] += count
+        if pruned:
+            saved_by_model[model_id] += saved
+            pruned_by_model[model_id] += pruned
 
     cache_rate = config.objective.assumed_cache_rate
     dollars = 0.0
@@ -207,13 +196,13 @@ def summary_from_rows(rows: Iterable[tuple[str, int | None, int]], config: Route
 
 
 def pinch_summary(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """The pinch aggregate over the window, or None when pinch is disabled (one query)."""
+    """The pinch aggregate over the window, or None when pinch is disabled (three queries)."""
     if not config.pinch.enabled:
         return None
     window = summary_window(config, now, days)
-    rows = list(saved_token_rows(window))
-    summary = summary_from_rows([(model, saved, n) for model, saved, _, n, _, _ in rows], config)
-    summary.update(net_from_rows([(conv, net, billed) for _, _, conv, _, net, billed in rows]))
+    by_model = list(model_rows(window))
+    summary = summary_from_rows(by_model, saved_histogram(window), config)
+    summary.update(net_figures(by_model, window))
     if window.reset_date is not None:
         summary["reset_date"] = window.reset_date.isoformat()
         summary["next_reset_date"] = window.next_reset_date.isoformat()

@@ -16,6 +16,7 @@ from routing.columns import measured_count
 from routing.conversation_columns import ConversationStateColumns
 from routing.forecast_columns import CacheForecastColumns
 from routing.quality_columns import QualityColumns
+from routing.summary_tables import *  # noqa: F403  (the summary tables are this app's models too)
 
 KEY_PREFIX = "rk-"
 
@@ -291,8 +292,12 @@ class RouteDecision(CacheForecastColumns, QualityColumns, ConversationStateColum
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            # The 30-day aggregates (pinch_summary, /metrics) and recent-decision lists.
-            models.Index(fields=["created_at"], name="decision_created_idx"),
+            # Recent-decision lists and admin's list, newest first (id breaks ties), and
+            # purge_decisions' batches.
+            models.Index(fields=["created_at", "id"], name="decision_created_idx"),
+            # Admin's decision list filtered by model, or by status, newest first.
+            models.Index(fields=["chosen_model", "created_at"], name="decision_model_created_idx"),
+            models.Index(fields=["status_code", "created_at"], name="decision_status_created_idx"),
             # A key's spend in its budget period (routing/limits/budgets.py).
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
             # The session list (metrics.sessions): grouped by session, newest first.

@@ -1,4 +1,5 @@
-"""Admin for the decision log: read-only, filterable by what pinch did.
+"""Admin for the decision log: read-only, filterable by what pinch did, fast on millions of
+rows (routing/admin/decision_list.py).
 
 The list shows what an operator looks for first (time, model, status, tokens
 in -> out, saved, cost, latency), formatted by ``routing.formatting`` like the
@@ -17,6 +18,14 @@ from routing.formatting import (
     format_latency,
     format_tokens_in_out,
 )
+from routing.admin.decision_list import (
+    CappedPaginator,
+    DayFilter,
+    ModelFilter,
+    StatusFilter,
+    TierFilter,
+)
+from routing.admin.read_only import ReadOnlyAdmin
 from routing.models import RouteDecision
 from routing.request_ids import decision_id_in, decision_request_id
 
@@ -73,9 +82,20 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
         "key",
     )
     list_display_links = ("time",)
-    list_filter = ("path", "chosen_model", "tier", "status_code", PrunedFilter, "relevance_used")
+    list_filter = (
+        "path",
+        ModelFilter,
+        TierFilter,
+        StatusFilter,
+        PrunedFilter,
+        "relevance_used",
+        DayFilter,
+    )
     list_select_related = ("api_key",)
-    date_hierarchy = "created_at"
+    # No count of the whole log (routing/admin/decision_list.py).
+    show_full_result_count = False
+    paginator = CappedPaginator
+    ordering = ("-created_at",)
     search_fields = ("requested_model", "chosen_model", "upstream_model")
     search_help_text = "A model id, or a request id as the client saw it (X-Request-Id)."
     fieldsets = (

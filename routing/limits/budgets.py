@@ -4,13 +4,16 @@ The spend is what the key's decisions cost: the prompt as the provider
 billed it, net of the cache (``billed_prompt_cost_usd``), or the router's
 estimate (``estimated_cost_usd``) for a request whose usage has not arrived
 or never came; plus the completion tokens at the chosen model's completion
-price. One grouped query per period sums it (by key and model, on the
-``decision_key_created_idx`` index), and the request path re-sums a key at
-most every ``limits.spend_refresh_seconds`` per process. A database that
+price. One grouped query per period sums it from the key's hourly spend
+(``KeySpend``, routing/summaries/: added to as each decision is recorded, so a
+check reads at most a row per hour and model of the period, never the key's
+decisions), and the request path re-sums a key at most every
+``limits.spend_refresh_seconds`` per process. A database that
 cannot be read leaves the key on its last known spend (or unchecked), logged:
 the budget is not worth failing requests for.
 
-Periods start at midnight in the router's time zone: a day, a week from
+Periods start at midnight in the router's time zone (whole hours from UTC,
+like the summaries' hours): a day, a week from
 Monday, or a month from ``objective.billing_reset_day`` (the 1st when unset),
 the same billing period ``pinch_summary`` reports.
 """
@@ -25,19 +28,16 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from django.db import Error as DatabaseFailure
-from django.db.models import F, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Sum
 from django.utils import timezone
 
-from metrics.summary import billing_period
 from routing.config import RouterConfig
-from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey, RouteDecision
+from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey
+from routing.periods import billing_period
 from routing.pricing import PER_TOKENS
+from routing.summary_tables import KeySpend
 
 log = logging.getLogger("router.limits")
-
-# The prompt's cost as billed, else as estimated: the one figure budgets count.
-PROMPT_COST = Coalesce(F("billed_prompt_cost_usd"), F("estimated_cost_usd"))
 
 
 @dataclass(frozen=True)
@@ -114,10 +114,9 @@ def spend_by_key(keys, config: RouterConfig, now: datetime | None = None) -> dic
 
 def _spent(config: RouterConfig, key_ids: list[int], start: datetime) -> dict[int, float]:
     rows = (
-        RouteDecision.objects.filter(api_key_id__in=key_ids)
-        .since(start)
+        KeySpend.objects.filter(api_key_id__in=key_ids, hour__gte=start)
         .values_list("api_key_id", "chosen_model")
-        .annotate(prompt=Sum(PROMPT_COST), completion=Sum("completion_tokens"))
+        .annotate(prompt=Sum("prompt_usd"), completion=Sum("completion_tokens"))
         .order_by()
     )
     spent: dict[int, float] = defaultdict(float)

@@ -15,7 +15,6 @@ docs/durability.md tells the whole path.
 """
 
 import logging
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -31,6 +30,7 @@ from routing.recording import health, journal, spool
 from routing.recording import ids as decision_ids
 from routing.recording.db_writes import request_write
 from routing.recording.values import fit
+from routing.summaries.writes import insert_decisions
 
 log = logging.getLogger(__name__)
 
@@ -172,9 +172,9 @@ def _write(decision: OpenDecision) -> None:
     touch = touch_due(key)
     with request_write():
         try:
-            # One statement needs no transaction of its own (autocommit is one).
-            with transaction.atomic() if touch else nullcontext():
-                row.save(force_insert=True)
+            # The row, its figures in the summaries and the key's touch: one transaction.
+            with transaction.atomic():
+                insert_decisions([row])
                 if touch:
                     touch_api_key(key)
         except IntegrityError:
@@ -187,7 +187,7 @@ def _write(decision: OpenDecision) -> None:
                 log.error("decision_id_taken id=%s", row.pk)
                 fixed = {**decision.fields, "id": None}
             decision.fields = fixed
-            RouteDecision(**fixed).save(force_insert=True)
+            insert_decisions([RouteDecision(**fixed)])
 
 
 def clear_stale_fingerprints(config) -> int:
@@ -204,16 +204,3 @@ def clear_stale_fingerprints(config) -> int:
     kept = max(timedelta(days=1), timedelta(seconds=max(lifetimes, default=0)))
     stale = RouteDecision.objects.filter(created_at__lt=timezone.now() - kept)
     return stale.exclude(payload_fingerprints="").update(payload_fingerprints="")
-
-
-def purge_decisions(older_than_days: int) -> int:
-    """Delete decisions older than that many days; returns how many went.
-
-    The 30-day aggregates never read further back than a billing period, so
-    rows older than that only matter to whoever audits them.
-    """
-    if older_than_days < 1:
-        raise ValueError("older_than_days must be at least 1")
-    cutoff = timezone.now() - timedelta(days=older_than_days)
-    deleted, _ = RouteDecision.objects.filter(created_at__lt=cutoff).delete()
-    return deleted

@@ -37,13 +37,14 @@ from pathlib import Path
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection
 from django.db import Error as DatabaseFailure
 
 from routing.models import ApiKey, RouteDecision
 from routing.recording import journal, stored
 from routing.recording.db_writes import request_write
 from routing.recording.values import fit
+from routing.summaries.writes import insert_decisions
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +184,8 @@ def without_stale_key(fields: dict) -> dict | None:
 
 
 def _insert(rows: list[dict]) -> None:
-    with request_write(), transaction.atomic():
-        RouteDecision.objects.bulk_create(
+    with request_write():
+        insert_decisions(
             [RouteDecision(**fit(_columns(fields))) for fields in rows], ignore_conflicts=True
         )
 

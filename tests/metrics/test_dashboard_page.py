@@ -101,11 +101,11 @@ def test_a_net_saving_is_the_headline_in_green(staff_client, default_config):
 
 
 def test_a_fractional_median_keeps_one_decimal(staff_client, default_config):
-    seed(decision(saved=1001), decision(saved=1002))
+    seed(decision(saved=101), decision(saved=102))
 
     body = staff_client.get(DASHBOARD).content.decode()
 
-    assert figure(body, "pinch-median-saved") == "1,001.5"
+    assert figure(body, "pinch-median-saved") == "101.5"
 
 
 def test_it_says_pinch_is_disabled_when_pinch_summary_is_none(

@@ -5,19 +5,19 @@ from datetime import timedelta
 import pytest
 
 from routing.auth import create_api_key
-from routing.models import RouteDecision
-from tests.support.decisions import decision
+from tests.support.decisions import decision, seed
 
 MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 
 # session + user (the login), the user's permissions and its groups' (may it view
 # decisions?), ConfigOverride + RegisteredModel (current_config), pinch_summary's
-# grouped query, savings per day and model, the newest 50 with their key,
+# three (summaries by model, the median's histogram, the conversations' net),
+# savings per day and model, the newest 50 with their key,
 # the limited keys (none here: no spend query follows), the agent sessions
 # (grouped, and their models), the quality card's two (metrics.quality:
 # grouped rows, each conversation's last answer), the savings by cause and the cache
-# forecast's grouped query.
-DASHBOARD_QUERIES = 16
+# forecast's two (summaries, conversations surprised).
+DASHBOARD_QUERIES = 19
 
 
 @pytest.mark.parametrize("rows", [10, 200])
@@ -25,16 +25,18 @@ def test_the_dashboard_query_count_does_not_grow_with_rows(
     client, staff_user, default_config, django_assert_num_queries, rows
 ):
     keys = [create_api_key(f"agent-{i}")[0] for i in range(5)]
-    RouteDecision.objects.bulk_create(
-        decision(
-            age=timedelta(hours=i * 3),
-            chosen_model=MODELS[i % len(MODELS)],
-            saved=None if i % 6 == 0 else (i % 9) * 250,
-            api_key=keys[i % len(keys)],
-            stream=i % 2 == 0,
-            session=f"session-{i % 7}",
+    seed(
+        *(
+            decision(
+                age=timedelta(hours=i * 3),
+                chosen_model=MODELS[i % len(MODELS)],
+                saved=None if i % 6 == 0 else (i % 9) * 250,
+                api_key=keys[i % len(keys)],
+                stream=i % 2 == 0,
+                session=f"session-{i % 7}",
+            )
+            for i in range(rows)
         )
-        for i in range(rows)
     )
     client.force_login(staff_user)
 

@@ -1,12 +1,14 @@
 """pinch_summary: the savings aggregate every view shows."""
 
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from metrics.summary import billing_period, pinch_summary, summary_from_rows
+from metrics.summary import pinch_summary, summary_from_rows
 from routing.config.store import current_config
 from routing.models import ConfigOverride
+from routing.periods import billing_period
 from tests.support.decisions import decision, seed
 
 NOW = datetime(2025, 4, 30, 12, 0, tzinfo=UTC)
@@ -130,11 +132,13 @@ SUMMARY_CASES = {
             "dollars_saved_usd_30d": 0.00006,
         },
     ),
+    # The window is read in whole hours (the median's histogram in whole days,
+    # routing/summaries/): from the hour 30 days back, whose day starts 12 hours before it.
     "rows outside the 30 days are left out": (
         [
-            {"saved": 1000, "age": 30 * DAY + timedelta(seconds=1)},
+            {"saved": 1000, "age": 30 * DAY + timedelta(hours=12, seconds=1)},
             {"saved": 5000, "age": 45 * DAY},
-            {"saved": 7000, "age": -timedelta(seconds=1)},  # after now
+            {"saved": 7000, "age": -DAY},  # after now
             {"saved": 400, "age": 29 * DAY},
             {"saved": 0, "age": 30 * DAY},  # exactly at the window's start: in
         ],
@@ -211,9 +215,10 @@ def test_every_figure_is_a_number(db, write_default_config):
 
 
 def test_summary_from_rows_weights_each_group_by_its_row_count(default_config):
-    rows = [("gpt-4.1", 100, 3), ("gpt-4.1", 900, 1), ("gpt-4.1", None, 4)]
+    # (model, decisions, pruned, tokens saved): 3 x 100 + 1 x 900 pruned, 4 not.
+    rows = [("gpt-4.1", 8, 4, 1200)]
 
-    summary = summary_from_rows(rows, default_config)
+    summary = summary_from_rows(rows, Counter({100: 3, 900: 1}), default_config)
 
     assert summary["calls_30d"] == 8
     assert summary["pruned_calls_30d"] == 4

@@ -7,9 +7,18 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.db.models import Sum
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from metrics.summary import pinch_summary
+from routing.auth import create_api_key
 from routing.models import RouteDecision
+from routing.summaries.purge import purge_decisions
+from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+from tests.support.decisions import decision as decision_row
+from tests.support.decisions import seed
 
 pytestmark = pytest.mark.django_db
 
@@ -76,3 +85,55 @@ def test_a_model_whose_cache_lasts_longer_keeps_them_that_long(router_config, wr
     purge()
     assert state(two_days_old)[0] == "AAAA"
     assert state(four_days_old)[0] == ""
+
+
+def seeded(days_ago, **fields):
+    """A decision recorded the way the router records one: its figures in the summaries."""
+    row = decision_row(age=timedelta(days=days_ago), **fields)
+    seed(row)
+    return row
+
+
+def test_it_deletes_in_batches_of_bounded_size(db):
+    for i in range(7):
+        seeded(40 + i)
+    recent = seeded(2)
+
+    with CaptureQueriesContext(connection) as queries:
+        deleted = purge_decisions(31, batch=3)
+
+    assert deleted == 7
+    assert list(RouteDecision.objects.all()) == [recent]
+    deletes = [q["sql"] for q in queries if q["sql"].upper().startswith("DELETE")]
+    log_deletes = [sql for sql in deletes if '"routing_routedecision"' in sql]
+    assert len(log_deletes) == 3  # 3 + 3 + 1 rows, one short statement each
+
+
+def test_a_purge_keeps_the_window_figures_and_the_all_time_counters(db, default_config):
+    seeded(45, saved=900, api_key=create_api_key("team")[0], pinch_tools={"bash": 2})
+    seeded(3, saved=300)
+    counted_before = DecisionSummary.objects.aggregate(n=Sum("decisions"))["n"]
+    window_before = pinch_summary(default_config)
+
+    purge_decisions(31)
+
+    assert pinch_summary(default_config) == window_before
+    # Prometheus's counters never go down: the purged day's hourly figures stay.
+    assert DecisionSummary.objects.aggregate(n=Sum("decisions"))["n"] == counted_before == 2
+    # The window-only summaries of the purged day go with its rows.
+    old_day = timezone.now() - timedelta(days=40)
+    assert not KeySpend.objects.filter(hour__lt=old_day).exists()
+    assert not SavedTokens.objects.filter(day__lt=old_day).exists()
+    assert not CompressedTools.objects.filter(hour__lt=old_day).exists()
+    assert SavedTokens.objects.count() == 1
+
+
+def test_a_purge_removes_whole_utc_days(db):
+    # The cutoff is the midnight before "31 days ago": a rebuild never sees half a day.
+    cutoff = (timezone.now() - timedelta(days=31)).replace(hour=0, minute=0, second=0)
+    before, after = cutoff - timedelta(seconds=1), cutoff + timedelta(seconds=1)
+    seed(decision_row(now=before), decision_row(now=after))
+
+    purge_decisions(31)
+
+    assert [row.created_at for row in RouteDecision.objects.all()] == [after]

@@ -1,15 +1,18 @@
-"""purge_decisions --older-than DAYS: delete old decision rows (run it from cron, daily)."""
+"""purge_decisions --older-than DAYS: delete old decision rows in short batches (run it from
+cron, daily); routing/summaries/purge.py says what the summaries keep."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from routing.config.store import current_config
-from routing.recording.decisions import clear_stale_fingerprints, purge_decisions
+from routing.recording.decisions import clear_stale_fingerprints
+from routing.summaries.purge import purge_decisions
 
 
 class Command(BaseCommand):
     help = (
-        "Delete route decisions older than DAYS days (the dashboards look back 30 at most), "
-        "and clear the payload fingerprints of those older than a day."
+        "Delete route decisions of the whole days older than DAYS days (the dashboards look "
+        "back 30 at most) in batches, and clear the payload fingerprints of those older "
+        "than a day."
     )
 
     def add_arguments(self, parser):

@@ -1,0 +1,166 @@
+"""What one decision row adds to the summary tables: the one home of every summed figure.
+
+``contributions(fields)`` reads a decision's column values (a RouteDecision's
+``__dict__`` when it is recorded, a ``.values()`` row when the tables are
+rebuilt from the log) and says, per table, which row it adds to and what.
+Recording and recomputing both call it, so the two cannot disagree on a
+definition. The definitions are those the surfaces used on the raw rows:
+
+- pruned: pinch sent fewer tokens than it was given (both counts measured);
+- billed: both the billed and the unpruned prompt cost are known;
+- the cache forecast compares a row whose predicted and billed cache reads are
+  both known and whose usage the provider reported;
+- a key's spend: the prompt as billed, else as estimated, and the completion
+  tokens (priced when read, at the model's price then).
+
+Medians cannot be summed, so tokens saved also go into a histogram
+(``saved_bucket``): each saving rounded down to ``SIGNIFICANT_DIGITS``
+significant digits (exact under 1,000 tokens; 123,456 is counted as 123,000),
+so a median read from it is at most 1 % under the exact one, and reads as the
+round number it is. A day fills at most 900 buckets a decade of savings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+
+from routing.cache_forecast import HIT, MISS
+from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+
+# Upstream LLM calls take from a fraction of a second (a short completion on a
+# small model) to minutes (a long stream on a large one); the buckets span both.
+LATENCY_BUCKETS_SECONDS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+SIGNIFICANT_DIGITS = 3  # the median within 1 %, and a few hundred buckets a day
+NO_STATUS = 0  # status_code NULL: a decision recorded before its answer was
+
+# The columns contributions() reads: what a rebuild selects from the log.
+READS = (
+    "created_at",
+    "path",
+    "api_key_id",
+    "chosen_model",
+    "baseline_model",
+    "status_code",
+    "arm",
+    "pinch_original_tokens",
+    "pinch_final_tokens",
+    "pinch_tools",
+    "relevance_fallback",
+    "upstream_latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "estimated_cost_usd",
+    "billed_prompt_cost_usd",
+    "unpruned_cost_usd",
+    "usage_estimated",
+    "cache_read_tokens",
+    "predicted_cache_read_tokens",
+    "predicted_cache_write_tokens",
+    "predicted_uncached_tokens",
+    "cache_surprise",
+    "cache_miss_reason",
+)
+
+
+def hour_of(moment: datetime) -> datetime:
+    """The start of ``moment``'s hour, in UTC: the key of every summary row."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def day_of(moment: datetime) -> datetime:
+    """The start of ``moment``'s day, in UTC: the key of a SavedTokens row."""
+    return hour_of(moment).replace(hour=0)
+
+
+def saved_bucket(tokens: int) -> int:
+    """The histogram bucket of a saving: the saving rounded down to 3 significant digits."""
+    step = 10 ** max(len(str(tokens)) - SIGNIFICANT_DIGITS, 0)
+    return tokens // step * step
+
+
+def _n(value) -> int:
+    return value or 0
+
+
+def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
+    """(table, dimension values, figures to add) for each row one decision adds to."""
+    hour = hour_of(fields["created_at"])
+    original, final = fields.get("pinch_original_tokens"), fields.get("pinch_final_tokens")
+    pruned = original is not None and final is not None and original > final
+    saved = original - final if pruned else 0
+    billed_usd, unpruned_usd = fields.get("billed_prompt_cost_usd"), fields.get("unpruned_cost_usd")
+    billed = billed_usd is not None and unpruned_usd is not None
+    net = unpruned_usd - billed_usd if billed else 0.0
+    compared = (
+        fields.get("predicted_cache_read_tokens") is not None
+        and fields.get("cache_read_tokens") is not None
+        and not fields.get("usage_estimated")
+    )
+    latency = fields.get("upstream_latency_ms")
+    figures = {
+        "decisions": 1,
+        "pruned": int(pruned),
+        "tokens_saved": saved,
+        "pruned_net_usd": net if pruned else 0.0,
+        "billed": int(billed),
+        "net_usd": net,
+        "relevance_fallbacks": int(bool(fields.get("relevance_fallback"))),
+    }
+    if billed:
+        figures.update(
+            billed_prompt_tokens=_n(fields.get("prompt_tokens")),
+            billed_removed_tokens=saved,
+            billed_completion_tokens=_n(fields.get("completion_tokens")),
+            billed_prompt_usd=billed_usd,
+            unpruned_usd=unpruned_usd,
+        )
+    if latency is not None:
+        figures["latency_count"] = 1
+        figures["latency_sum_ms"] = latency
+        for i, seconds in enumerate(LATENCY_BUCKETS_SECONDS):
+            if latency <= seconds * 1000:
+                figures[f"latency_le_{i}"] = 1
+    if compared:
+        figures.update(
+            forecast_compared=1,
+            predicted_read=fields["predicted_cache_read_tokens"],
+            predicted_total=fields["predicted_cache_read_tokens"]
+            + _n(fields.get("predicted_cache_write_tokens"))
+            + _n(fields.get("predicted_uncached_tokens")),
+            billed_read=fields["cache_read_tokens"],
+            billed_total=_n(fields.get("prompt_tokens")),
+            cache_misses=int(fields.get("cache_surprise") == MISS),
+            cache_hits=int(fields.get("cache_surprise") == HIT),
+        )
+    status = fields.get("status_code")
+    yield (
+        DecisionSummary,
+        (
+            hour,
+            fields["path"],
+            fields.get("chosen_model") or "",
+            fields.get("baseline_model") or "",
+            NO_STATUS if status is None else status,
+            fields.get("arm") or "",
+            (fields.get("cache_miss_reason") or "") if compared else "",
+        ),
+        figures,
+    )
+    prompt_usd = billed_usd if billed_usd is not None else fields.get("estimated_cost_usd")
+    yield (
+        KeySpend,
+        (hour, fields.get("api_key_id") or 0, fields.get("chosen_model") or ""),
+        {
+            "decisions": 1,
+            "prompt_usd": prompt_usd or 0.0,
+            "completion_tokens": _n(fields.get("completion_tokens")),
+        },
+    )
+    if pruned:
+        yield SavedTokens, (day_of(hour), saved_bucket(saved)), {"decisions": 1}
+    tools = fields.get("pinch_tools")
+    if isinstance(tools, dict):
+        for name, count in tools.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                yield CompressedTools, (hour, str(name)[:200]), {"results": count}

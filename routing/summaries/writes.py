@@ -1,0 +1,149 @@
+"""Decision rows in, their figures added, in one transaction; and the tables rebuilt from the log.
+
+``insert_decisions`` is the one insert of the decision log (the request path,
+routing/recording/decisions.py, and the spool drain, spool.py): a row written
+exactly once is summed exactly once, because its figures commit or roll back
+with it. Decision rows are never updated after that insert (the recording path
+writes each one when its answer ends), so nothing is ever subtracted.
+
+The figures go in as ``INSERT ... ON CONFLICT (dimensions) DO UPDATE SET
+figure = figure + excluded.figure``, one statement per table, the same SQL on
+SQLite and PostgreSQL: PostgreSQL takes the row lock for the increment, so
+concurrent writers on several hosts never lose one, and SQLite's write lock
+serialises them. Rows go in sorted by their dimensions, so two transactions
+lock summary rows in the same order and cannot deadlock.
+
+``recompute`` rebuilds the hours from a given one from the log, through the same
+``contributions``; ``manage.py rebuild_summaries`` runs it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from routing.models import RouteDecision
+from routing.summaries.contributions import READS, contributions, day_of
+from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+
+TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools)
+DIMENSIONS = {
+    DecisionSummary: (
+        "hour",
+        "path",
+        "chosen_model",
+        "baseline_model",
+        "status_code",
+        "arm",
+        "cache_miss_reason",
+    ),
+    KeySpend: ("hour", "api_key_id", "chosen_model"),
+    SavedTokens: ("day", "bucket"),
+    CompressedTools: ("hour", "tool"),
+}
+MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a statement
+REBUILD_BATCH = 5000  # log rows read at a time by a rebuild
+
+
+def insert_decisions(rows: list[RouteDecision], ignore_conflicts: bool = False) -> int:
+    """Insert decision rows and add their figures, in one transaction; returns rows inserted.
+
+    ``ignore_conflicts``: a row whose id is already in the log is skipped (the
+    spool's exactly-once drain), and only the rows this call inserted are summed.
+    Otherwise a taken id raises IntegrityError and nothing is written.
+    """
+    # No savepoint of its own inside a caller's transaction: a failure rolls back the caller's.
+    with transaction.atomic(savepoint=False):
+        if not ignore_conflicts:
+            RouteDecision.objects.bulk_create(rows)
+            add_to_summaries(vars(row) for row in rows)
+            return len(rows)
+        ids = [row.pk for row in rows]
+        present = RouteDecision.objects.filter(pk__in=ids).values_list("pk", flat=True)
+        before = set(present)
+        RouteDecision.objects.bulk_create(rows, ignore_conflicts=True)
+        # After the insert, so a row the database skipped for any reason is not summed.
+        new = set(present.all()) - before
+        inserted = [row for row in rows if row.pk in new]
+        add_to_summaries(vars(row) for row in inserted)
+        return len(inserted)
+
+
+def add_to_summaries(rows: Iterable[Mapping]) -> None:
+    """Add the figures of decision rows (column values by name) to the summary tables."""
+    for table, groups in summed(rows).items():
+        _upsert(table, groups)
+
+
+def summed(rows: Iterable[Mapping]) -> dict[type, dict[tuple, Counter]]:
+    """{table: {dimension values: figures}}: what decision rows add, summed in memory."""
+    totals: dict[type, dict[tuple, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for fields in rows:
+        for table, dimensions, figures in contributions(fields):
+            totals[table][dimensions].update(figures)
+    return totals
+
+
+def _upsert(table, groups: dict[tuple, Counter]) -> None:
+    dimensions = DIMENSIONS[table]
+    figures = [f.column for f in table._meta.concrete_fields if f.column not in dimensions]
+    figures.remove("id")
+    quote = connection.ops.quote_name
+    name = quote(table._meta.db_table)
+    columns = [*dimensions, *figures]
+    per_row = len(columns)
+    updates = ", ".join(f"{quote(c)} = {name}.{quote(c)} + excluded.{quote(c)}" for c in figures)
+    adapt = connection.ops.adapt_datetimefield_value
+    keys = sorted(groups, key=lambda key: (adapt(key[0]), *key[1:]))
+    chunk = max(1, MAX_PARAMETERS // per_row)
+    with connection.cursor() as cursor:
+        for start in range(0, len(keys), chunk):
+            params = []
+            for key in keys[start : start + chunk]:
+                values = groups[key]
+                params.extend([adapt(key[0]), *key[1:], *(values.get(c, 0) for c in figures)])
+            rows = len(params) // per_row
+            placeholders = ", ".join(["(" + ", ".join(["%s"] * per_row) + ")"] * rows)
+            cursor.execute(
+                f"INSERT INTO {name} ({', '.join(quote(c) for c in columns)}) "
+                f"VALUES {placeholders} "
+                f"ON CONFLICT ({', '.join(quote(c) for c in dimensions)}) DO UPDATE SET {updates}",
+                params,
+            )
+
+
+def oldest_day() -> datetime | None:
+    """The day of the oldest decision in the log: what a rebuild starts from by default."""
+    oldest = RouteDecision.objects.order_by("created_at").values_list("created_at", flat=True)
+    first = oldest.first()
+    return None if first is None else day_of(first)
+
+
+def recompute(since: datetime | None = None) -> int:
+    """Rebuild every summary from ``since``'s day on (UTC; default: the log's oldest day)
+    from the log, in one transaction; returns the decisions read.
+
+    Days before it keep their figures: purge_decisions removes whole days of the
+    log and leaves their figures (docs/summaries.md), so a default rebuild keeps them.
+    """
+    since = oldest_day() if since is None else day_of(since)
+    if since is None:
+        return 0
+    read = 0
+    with transaction.atomic():
+        for table in TABLES:
+            table.objects.filter(**{f"{DIMENSIONS[table][0]}__gte": since}).delete()
+        log = RouteDecision.objects.filter(created_at__gte=since).order_by().values(*READS)
+        batch = []
+        for fields in log.iterator(chunk_size=REBUILD_BATCH):
+            batch.append(fields)
+            if len(batch) == REBUILD_BATCH:
+                add_to_summaries(batch)
+                read += len(batch)
+                batch = []
+        add_to_summaries(batch)
+        read += len(batch)
+    return read

@@ -1,0 +1,146 @@
+"""The summary tables: one row per hour and dimension set, its figures summed.
+
+By the hour (UTC): the windows the surfaces read start at a reset day's
+midnight or 30 days back (rounded down to the hour), and the dashboard charts
+the last 48 hours by the hour. Every dimension is NOT NULL (a blank or 0 for
+"none") so that one unique constraint names each row and the write is one
+``INSERT ... ON CONFLICT DO UPDATE`` adding to it (routing.summaries.writes).
+Sizes at the sizing case (100 agents, 100,000 decisions a day): a few dozen
+``DecisionSummary`` rows an hour, one ``KeySpend`` row per active key and
+model an hour, up to a few thousand ``SavedTokens`` buckets a day.
+"""
+
+from django.db import models
+
+
+def _count(help_text: str = "") -> models.BigIntegerField:
+    return models.BigIntegerField(default=0, help_text=help_text)
+
+
+def _usd(help_text: str = "") -> models.FloatField:
+    return models.FloatField(default=0.0, help_text=help_text)
+
+
+class DecisionSummary(models.Model):
+    """The decisions of one hour, by path, model, baseline, status, arm and cache-miss reason."""
+
+    hour = models.DateTimeField()
+    path = models.CharField(max_length=16)
+    chosen_model = models.CharField(max_length=200)
+    baseline_model = models.CharField(max_length=200)
+    status_code = models.IntegerField(help_text="0: no status recorded.")
+    arm = models.CharField(max_length=40)
+    cache_miss_reason = models.CharField(
+        max_length=40, help_text="The provider's reason, on rows the cache forecast compares."
+    )
+
+    decisions = _count()
+    pruned = _count("Decisions pinch sent fewer tokens than it was given.")
+    tokens_saved = _count("Tokens pinch removed, over the pruned decisions.")
+    pruned_net_usd = _usd("Net saving (unpruned minus billed) over the billed pruned decisions.")
+    billed = _count("Decisions with both costs known (the provider reported usage).")
+    net_usd = _usd("Net saving over the billed decisions.")
+    billed_prompt_tokens = _count("Prompt tokens of the billed decisions.")
+    billed_removed_tokens = _count("Tokens pinch removed from the billed decisions.")
+    billed_completion_tokens = _count("Completion tokens of the billed decisions.")
+    billed_prompt_usd = _usd("The prompt as billed, over the billed decisions.")
+    unpruned_usd = _usd("The prompt unpruned, with the cache, over the billed decisions.")
+    relevance_fallbacks = _count()
+    latency_count = _count("Decisions with an upstream latency.")
+    latency_sum_ms = _usd()
+    # Cumulative, like Prometheus's buckets: latency at or under each of
+    # routing.summaries.contributions.LATENCY_BUCKETS_SECONDS, in order.
+    latency_le_0 = _count()
+    latency_le_1 = _count()
+    latency_le_2 = _count()
+    latency_le_3 = _count()
+    latency_le_4 = _count()
+    latency_le_5 = _count()
+    latency_le_6 = _count()
+    latency_le_7 = _count()
+    latency_le_8 = _count()
+    latency_le_9 = _count()
+    forecast_compared = _count("Decisions the cache forecast compares with the bill.")
+    predicted_read = _count()
+    predicted_total = _count()
+    billed_read = _count()
+    billed_total = _count()
+    cache_misses = _count()
+    cache_hits = _count()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "hour",
+                    "path",
+                    "chosen_model",
+                    "baseline_model",
+                    "status_code",
+                    "arm",
+                    "cache_miss_reason",
+                ],
+                name="decision_summary_uniq",
+            )
+        ]
+        # The unique constraint's index (hour first) serves every window read.
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H:00} {self.path} {self.chosen_model}: {self.decisions}"
+
+
+class KeySpend(models.Model):
+    """What one key spent in one hour, by chosen model: the budget check reads these."""
+
+    hour = models.DateTimeField()
+    api_key_id = models.IntegerField(help_text="The key's id; 0 for requests without a key.")
+    chosen_model = models.CharField(max_length=200)
+    decisions = _count()
+    prompt_usd = _usd("The prompt as billed, else as estimated.")
+    completion_tokens = _count()
+
+    class Meta:
+        constraints = [
+            # Also the index a budget check reads: one key's hours from its period's start.
+            models.UniqueConstraint(
+                fields=["api_key_id", "hour", "chosen_model"], name="key_spend_uniq"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H:00} key {self.api_key_id} {self.chosen_model}"
+
+
+class SavedTokens(models.Model):
+    """Pruned decisions of one day by tokens saved (to 3 significant digits): the median's
+    histogram.
+
+    By the day, not the hour: a day fills up to a few thousand buckets, so an
+    hour's grain would make this the largest table; the median reads whole days.
+    """
+
+    day = models.DateTimeField(help_text="The day's first instant (UTC).")
+    bucket = models.IntegerField(help_text="Tokens saved, to 3 significant digits.")
+    decisions = _count()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "bucket"], name="saved_tokens_uniq")]
+
+    def __str__(self):
+        return f"{self.day:%Y-%m-%d} bucket {self.bucket}: {self.decisions}"
+
+
+class CompressedTools(models.Model):
+    """Tool results pinch compressed in one hour, by tool name."""
+
+    hour = models.DateTimeField()
+    tool = models.CharField(max_length=200)
+    results = _count()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["hour", "tool"], name="compressed_tools_uniq")
+        ]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H:00} {self.tool}: {self.results}"

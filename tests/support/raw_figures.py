@@ -1,0 +1,235 @@
+"""The figures as the surfaces computed them from the raw decision log, before the summaries.
+
+Tests only: production reads the summary tables (routing/summaries/). These are
+the reference the summaries are held to on the same data (tests/routing/
+test_summaries_agree.py and the small run of bench/bench_scale.py): each
+function is the query a surface ran on the log, and hands its rows to the
+same pure arithmetic the surface uses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Coalesce, TruncHour
+
+from metrics.cache_forecast import forecast_from_rows
+from metrics.savings import causes_from_rows
+from metrics.summary import Window, net_figures, summary_from_rows
+from routing.cache_forecast import HIT, MISS, SURPRISES
+from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, RouteDecision
+from routing.pricing import PER_TOKENS
+from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS, READS, saved_bucket
+from routing.summaries.writes import DIMENSIONS, TABLES, summed
+
+COMPARED = Q(
+    predicted_cache_read_tokens__isnull=False,
+    cache_read_tokens__isnull=False,
+    usage_estimated=False,
+)
+
+
+def assert_same(shown, expected, where=""):
+    """Equal, floats to the micro-dollar (sums added in another order differ in the last bits)."""
+    if isinstance(expected, dict):
+        assert set(shown) == set(expected), where
+        for k in expected:
+            assert_same(shown[k], expected[k], f"{where}.{k}")
+    elif isinstance(expected, float):
+        assert shown == pytest.approx(expected, abs=2e-6, rel=1e-9), where
+    else:
+        assert shown == expected, where
+
+
+def _as_plain(groups) -> dict:
+    return {key: {k: v for k, v in figures.items() if v} for key, figures in groups.items()}
+
+
+def stored_summaries(since) -> dict:
+    """{table name: {dimensions: figures}} as the summary tables hold them, from ``since``."""
+    result = {}
+    for table in TABLES:
+        dimensions = DIMENSIONS[table]
+        figures = [
+            f.column
+            for f in table._meta.concrete_fields
+            if f.column not in dimensions and f.column != "id"
+        ]
+        rows = table.objects.filter(**{f"{dimensions[0]}__gte": since}).values()
+        result[table.__name__] = {
+            tuple(row[d] for d in dimensions): {c: row[c] for c in figures if row[c]}
+            for row in rows
+        }
+    return result
+
+
+def recomputed_summaries(since) -> dict:
+    """The same, summed from the log's rows from ``since``: what a rebuild would write."""
+    log = RouteDecision.objects.filter(created_at__gte=since).values(*READS)
+    totals = summed(log)
+    return {table.__name__: _as_plain(totals.get(table, {})) for table in TABLES}
+
+
+def pinch_summary(config, window: Window) -> dict:
+    pruned = window.decisions().pruned().with_tokens_saved()
+    histogram = Counter(
+        saved_bucket(saved) for saved in pruned.values_list("tokens_saved", flat=True)
+    )
+    by_model = list(
+        window.decisions()
+        .values_list("chosen_model")
+        .annotate(
+            n=Count("id"),
+            pruned=Count("id", filter=PRUNED),
+            saved=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED), 0),
+            net=Coalesce(Sum(NET_SAVED), 0.0),
+            billed=Count(NET_SAVED),
+        )
+        .order_by("chosen_model")
+    )
+    summary = summary_from_rows(by_model, histogram, config)
+    summary.update(net_figures(by_model, window))
+    return summary
+
+
+def exact_median_saved(window: Window) -> float:
+    """The median tokens saved over the window's pruned rows, exactly (the old figure)."""
+    values = sorted(
+        window.decisions().pruned().with_tokens_saved().values_list("tokens_saved", flat=True)
+    )
+    if not values:
+        return 0.0
+    middle = len(values) // 2
+    return float(values[middle]) if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def savings_by_cause(config, window: Window) -> dict:
+    rows = (
+        window.decisions()
+        .filter(BILLED)
+        .values_list("chosen_model", "baseline_model")
+        .annotate(
+            decisions=Count("id"),
+            prompt=Coalesce(Sum("prompt_tokens"), 0),
+            removed=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED), 0),
+            completion=Coalesce(Sum("completion_tokens"), 0),
+            billed=Sum("billed_prompt_cost_usd"),
+            unpruned=Sum("unpruned_cost_usd"),
+        )
+        .order_by("chosen_model", "baseline_model")
+    )
+    return causes_from_rows(rows, config)
+
+
+def cache_forecast(window: Window) -> dict:
+    compared = window.decisions().filter(COMPARED)
+    rows = (
+        compared.values_list("cache_miss_reason")
+        .annotate(
+            n=Count("id"),
+            misses=Count("id", filter=Q(cache_surprise=MISS)),
+            hits=Count("id", filter=Q(cache_surprise=HIT)),
+            predicted_read=Sum("predicted_cache_read_tokens"),
+            predicted_total=Sum(
+                Coalesce("predicted_cache_read_tokens", 0)
+                + Coalesce("predicted_cache_write_tokens", 0)
+                + Coalesce("predicted_uncached_tokens", 0)
+            ),
+            billed_read=Sum("cache_read_tokens"),
+            billed_total=Coalesce(Sum("prompt_tokens"), 0),
+        )
+        .order_by()
+    )
+    surprised = (
+        compared.filter(cache_surprise__in=SURPRISES)
+        .exclude(conversation="")
+        .values("conversation")
+        .distinct()
+        .count()
+    )
+    return forecast_from_rows(list(rows), surprised)
+
+
+def request_totals(window: Window) -> dict:
+    by_path, by_status = Counter(), Counter()
+    for path, status, n in (
+        window.decisions().values_list("path", "status_code").annotate(n=Count("id")).order_by()
+    ):
+        by_path[path] += n
+        by_status["unknown" if status is None else str(status)] += n
+    return {
+        "total": sum(by_path.values()),
+        "by_path": dict(sorted(by_path.items())),
+        "by_status": dict(sorted(by_status.items())),
+    }
+
+
+def all_time(decisions=None) -> Counter:
+    """Prometheus's all-time figures: requests by (path, model, status), tokens saved,
+    relevance fallbacks and the latency histogram, as one Counter."""
+    decisions = RouteDecision.objects.all() if decisions is None else decisions
+    figures = Counter()
+    for path, model, status, n in (
+        decisions.values_list("path", "chosen_model", "status_code")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        figures[
+            ("requests", path, model or "none", "unknown" if status is None else str(status))
+        ] += n
+    for saved in decisions.pruned().with_tokens_saved().values_list("tokens_saved", flat=True):
+        figures["tokens_saved"] += saved
+    figures["relevance_fallbacks"] += decisions.filter(relevance_fallback=True).count()
+    for latency in decisions.filter(upstream_latency_ms__isnull=False).values_list(
+        "upstream_latency_ms", flat=True
+    ):
+        figures["latency_count"] += 1
+        figures["latency_sum_ms"] += latency
+        for i, seconds in enumerate(LATENCY_BUCKETS_SECONDS):
+            figures[f"le_{i}"] += latency <= seconds * 1000
+    return figures
+
+
+def tools_compressed(window: Window) -> Counter:
+    totals = Counter()
+    for tools in (
+        window.decisions().filter(pinch_tools__isnull=False).values_list("pinch_tools", flat=True)
+    ):
+        for name, count in tools.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                totals[str(name)] += count
+    return totals
+
+
+def hourly_savings(window: Window) -> dict:
+    """{(hour, model): (tokens saved, net USD)} over the pruned rows: what the chart sums."""
+    rows = (
+        window.decisions()
+        .pruned()
+        .annotate(hour=TruncHour("created_at"))
+        .values_list("hour", "chosen_model")
+        .annotate(saved=Sum(TOKENS_SAVED), net=Coalesce(Sum(NET_SAVED), 0.0))
+        .order_by()
+    )
+    return {(hour, model): (saved, net) for hour, model, saved, net in rows}
+
+
+def key_spend(config, key_ids, start) -> dict:
+    """What routing.limits.budgets summed per key from the log, from ``start``."""
+    rows = (
+        RouteDecision.objects.filter(api_key_id__in=key_ids, created_at__gte=start)
+        .values_list("api_key_id", "chosen_model")
+        .annotate(
+            prompt=Sum(Coalesce(F("billed_prompt_cost_usd"), F("estimated_cost_usd"))),
+            completion=Sum("completion_tokens"),
+        )
+        .order_by()
+    )
+    spent = defaultdict(float)
+    for key_id, model_id, prompt, completion in rows:
+        model = config.model(model_id)
+        price = model.completion_price if model is not None else 0.0
+        spent[key_id] += (prompt or 0.0) + (completion or 0) * price / PER_TOKENS
+    return dict(spent)
