@@ -1,6 +1,6 @@
 """Admin's session list: one line per agent session, each linking to its decisions.
 
-The figures are ``metrics.sessions``' (the dashboard and ``pinch_summary
+The figures are ``routing.agent_sessions``' (the dashboard and ``pinch_summary
 --by-session`` show the same); the decisions behind a line are the decision
 log filtered by ``?session=``. Read-only, like the decision log.
 """
@@ -9,8 +9,8 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
-from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from routing.admin.read_only import ReadOnlyAdmin
+from routing.agent_sessions import SESSIONS_SHOWN, agent_sessions
 from routing.models import AgentSession
 
 

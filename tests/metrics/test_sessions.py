@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.utils import timezone
 
-from metrics.sessions import agent_sessions
+from routing.agent_sessions import agent_sessions
 from tests.support.decisions import decision, seed
 
 pytestmark = pytest.mark.django_db
@@ -31,6 +31,7 @@ def sessions(default_config):
             agent="claude-code",
             session_role=role,
             chosen_model=model,
+            conversation=f"claude-{role}",  # a conversation per role: main, subagent, title
             **fields,
         )
 
@@ -44,6 +45,7 @@ def sessions(default_config):
             age=timedelta(minutes=2),
             now=now,
             session=CODEX,
+            conversation="codex",
             agent="codex",
             session_role="main",
             user_turn=True,

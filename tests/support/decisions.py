@@ -4,6 +4,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from routing import conversations
 from routing.models import RouteDecision
 
 
@@ -33,7 +34,15 @@ def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecisi
 
 
 def seed(*rows: RouteDecision) -> list[RouteDecision]:
-    return RouteDecision.objects.bulk_create(rows)
+    """Insert the rows, each added to its conversation as the recording path adds it."""
+    created = RouteDecision.objects.bulk_create(rows)
+    conversations.record(columns(row) for row in created)
+    return created
+
+
+def columns(row: RouteDecision) -> dict:
+    """A decision's column values, as the recording path holds them."""
+    return {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
 
 
 def spooled_fields(**changes) -> dict:

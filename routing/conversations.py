@@ -1,0 +1,209 @@
+"""Keeping each conversation's row (routing/conversation_model.py) as its decisions are recorded.
+
+``record`` is called once per decision row inserted, in the same transaction
+(routing/recording/inserts.py, the one insert of the live write and the
+spool's drain), so a row written exactly once counts exactly once. It adds
+the row's figures to the conversation's totals in the database (``F()``
+expressions: two workers recording for one conversation never lose an
+increment) and moves the conversation's state to the row's only when the row
+is the conversation's latest: a row recorded late (spooled, drained after a
+later one) adds to the totals and leaves the state as the later one left it,
+the later-of rule routing.conversation_state applies to what it reads back.
+A blank value (a passthrough request has no routing state, pinch off leaves
+no ledger) leaves the one before, as each worker's memory does.
+
+``TOTALS`` is the one home of each running total: what a decision row adds
+(in Python, as it is written) and the same figure over decision rows (in
+SQL: ``recomputed``, which the migration builds the rows with and the tests
+hold the running totals to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Case, Count, F, Q, Sum, Value, When
+from django.db.models.functions import Coalesce, Concat, Greatest, Least
+from django.utils import timezone
+
+from routing.conversation_model import Conversation
+from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, tokens_saved
+
+# The conversation's state, on a decision's fields as the recording path holds them (and
+# the spool keeps them) but not on the decision row: what the next request reads back.
+STATE_FIELDS = ("route_state", "pinch_ledger", "payload_fingerprints")
+# What the conversation holds of its latest request: its field <- the decision's.
+HELD = {
+    "session": "session",
+    "agent": "agent",
+    "arm": "arm",
+    "model": "chosen_model",
+    "tier": "tier",
+    **{name: name for name in STATE_FIELDS},
+}
+# Taken from the latest request even when unknown (NULL): what it last answered.
+LAST = {"last_status": "status_code", "last_answer_tool_calls": "answer_tool_calls"}
+QUALITY = (
+    "quality_calls",
+    "quality_repeats_compressed",
+    "quality_repeats_whole",
+    "quality_seen_compressed",
+    "quality_seen_whole",
+    "quality_results",
+    "quality_errors",
+)
+
+FAILED = Q(status_code__isnull=True) | Q(status_code__gte=400)
+
+
+def _failed(row: dict) -> bool:
+    status = row.get("status_code")
+    return status is None or status >= 400
+
+
+def _billed(row: dict) -> bool:
+    return (
+        row.get("billed_prompt_cost_usd") is not None and row.get("unpruned_cost_usd") is not None
+    )
+
+
+def _role(role: str) -> Callable[[dict], int]:
+    return lambda row: int(row.get("session_role") == role)
+
+
+def _sum_of(column: str) -> Callable[[dict], int]:
+    return lambda row: row.get(column) or 0
+
+
+def _when_billed(value: Callable[[dict], float]) -> Callable[[dict], float]:
+    return lambda row: value(row) if _billed(row) else 0.0
+
+
+def _summed(expression, **extra):
+    return Coalesce(Sum(expression, **extra), Value(0))
+
+
+# Each total: (what one decision's fields add, the same over decision rows in SQL).
+TOTALS: dict[str, tuple[Callable[[dict], float], object]] = {
+    "requests": (lambda row: 1, Count("id")),
+    "failed_requests": (lambda row: int(_failed(row)), Count("id", filter=FAILED)),
+    "turns": (
+        lambda row: int(bool(row.get("user_turn")) and row.get("session_role") == "main"),
+        Count("id", filter=Q(user_turn=True, session_role="main")),
+    ),
+    "subagent_requests": (_role("subagent"), Count("id", filter=Q(session_role="subagent"))),
+    "background_requests": (
+        _role("background"),
+        Count("id", filter=Q(session_role="background")),
+    ),
+    "tokens_sent": (_sum_of("measured_tokens"), _summed("measured_tokens")),
+    "tokens_saved": (
+        lambda row: (
+            tokens_saved(row.get("pinch_original_tokens"), row.get("pinch_final_tokens")) or 0
+        ),
+        _summed(TOKENS_SAVED, filter=PRUNED),
+    ),
+    "billed_requests": (lambda row: int(_billed(row)), Count("id", filter=BILLED)),
+    "billed_usd": (
+        _when_billed(lambda row: row["billed_prompt_cost_usd"]),
+        Coalesce(Sum("billed_prompt_cost_usd", filter=BILLED), Value(0.0)),
+    ),
+    "unpruned_usd": (
+        _when_billed(lambda row: row["unpruned_cost_usd"]),
+        Coalesce(Sum("unpruned_cost_usd", filter=BILLED), Value(0.0)),
+    ),
+    "net_saved_usd": (
+        _when_billed(lambda row: row["unpruned_cost_usd"] - row["billed_prompt_cost_usd"]),
+        Coalesce(Sum(NET_SAVED, filter=BILLED), Value(0.0)),
+    ),
+    **{name: (_sum_of(name), _summed(name)) for name in QUALITY},
+}
+
+
+def decision_columns(fields: dict) -> dict:
+    """A decision's fields without the conversation's state: the decision row's columns."""
+    return {name: value for name, value in fields.items() if name not in STATE_FIELDS}
+
+
+def record(rows: Iterable[dict]) -> None:
+    """Add each inserted decision (its fields, state included) to its conversation's row.
+
+    Call inside the transaction that inserts them; rows without a
+    conversation (none since conversations were keyed) are left out.
+    """
+    for fields in rows:
+        if fields.get("conversation"):
+            _add(fields)
+
+
+def _value(name: str, value) -> Value:
+    return Value(value, output_field=Conversation._meta.get_field(name))
+
+
+def _add(fields: dict) -> None:
+    key, at = fields["conversation"], fields["created_at"]
+    added = {name: add(fields) for name, (add, _) in TOTALS.items()}
+    held = {name: fields.get(source) for name, source in HELD.items() if fields.get(source)}
+    last = {name: fields.get(source) for name, source in LAST.items()}
+    model = fields.get("chosen_model") or ""
+    latest = Q(last_at__lte=at)
+    changes = {name: F(name) + value for name, value in added.items() if value}
+    for name, value in {**held, **last}.items():
+        changes[name] = Case(When(latest, then=_value(name, value)), default=F(name))
+    changes["last_at"] = Greatest("last_at", _value("last_at", at))
+    changes["first_at"] = Least("first_at", _value("first_at", at))
+    if model:
+        changes["models_used"] = Case(
+            When(models_used__contains=f"|{model}|", then=F("models_used")),
+            default=Concat("models_used", _value("models_used", f"{model}|")),
+        )
+    rows = Conversation.objects.filter(key=key)
+    if rows.update(**changes):
+        return
+    new = Conversation(
+        key=key,
+        api_key_id=fields.get("api_key_id"),
+        first_at=at,
+        last_at=at,
+        models_used=f"|{model}|" if model else "|",
+        **added,
+        **held,
+        **last,
+    )
+    try:
+        with transaction.atomic():
+            new.save(force_insert=True)
+    except IntegrityError:
+        # Another worker created it between the update and the insert: add to theirs.
+        rows.update(**changes)
+
+
+def recomputed(decisions) -> dict[str, dict]:
+    """Each conversation's totals summed over ``decisions`` (a RouteDecision queryset), by key:
+    what the running totals must equal while none of its rows was purged."""
+    grouped = (
+        decisions.exclude(conversation="")
+        .values("conversation")
+        .annotate(**{name: total for name, (_, total) in TOTALS.items()})
+        .order_by()
+    )
+    return {row.pop("conversation"): row for row in grouped}
+
+
+def last_answers(start: datetime, end: datetime) -> list[tuple]:
+    """(arm, last decision time, whether its last answer asked for tools) of each
+    conversation last active between ``start`` and ``end``: one query, by its last_at index."""
+    return list(
+        Conversation.objects.filter(last_at__gte=start, last_at__lte=end)
+        .values_list("arm", "last_at", "last_answer_tool_calls")
+        .order_by()
+    )
+
+
+def clear_stale_fingerprints(kept: timedelta) -> int:
+    """Blank the payload fingerprints of conversations idle longer than ``kept``; returns how
+    many changed. They only serve to predict a cache the provider may still hold."""
+    stale = Conversation.objects.filter(last_at__lt=timezone.now() - kept)
+    return stale.exclude(payload_fingerprints="").update(payload_fingerprints="")

@@ -1,0 +1,29 @@
+"""The one insert of decision rows, for the live write and the spool's drain alike.
+
+Each row goes in with its conversation (routing.conversations.record), in
+one transaction: a row the database already holds (a drain run again after
+its commit, a journal entry whose request finished) is skipped, and so is
+its conversation's update, so a row written exactly once counts exactly
+once. The ids are the router's (routing/recording/ids.py), so which rows are
+already there is one look-up by primary key.
+"""
+
+from django.db import transaction
+
+from routing import conversations
+from routing.models import RouteDecision
+from routing.recording.values import fit
+
+
+def insert_decisions(rows: list[dict]) -> list[dict]:
+    """Insert the rows the database does not hold yet (by id) and add each to its
+    conversation; returns the rows inserted. Raises what the database raises."""
+    with transaction.atomic():
+        ids = [row["id"] for row in rows if row.get("id") is not None]
+        held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
+        new = [row for row in rows if row.get("id") is None or row["id"] not in held]
+        RouteDecision.objects.bulk_create(
+            [RouteDecision(**fit(conversations.decision_columns(row))) for row in new]
+        )
+        conversations.record(new)
+    return new
