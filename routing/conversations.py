@@ -202,6 +202,17 @@ def last_answers(start: datetime, end: datetime) -> list[tuple]:
     )
 
 
+def forget_idle(days: int) -> int:
+    """Delete the conversations whose last request is older than ``days`` days (their
+    decisions are purged at that age too); returns how many went. A conversation
+    still going keeps the totals of its whole life, purged rows included."""
+    if days < 1:
+        raise ValueError("days must be at least 1")
+    idle = Conversation.objects.filter(last_at__lt=timezone.now() - timedelta(days=days))
+    deleted, _ = idle.delete()
+    return deleted
+
+
 def clear_stale_fingerprints(kept: timedelta) -> int:
     """Blank the payload fingerprints of conversations idle longer than ``kept``; returns how
     many changed. They only serve to predict a cache the provider may still hold."""

@@ -1,5 +1,5 @@
-"""Old decision rows can be purged; the window the figures read is refused; old
-payload fingerprints are cleared."""
+"""Old decision rows and idle conversations can be purged; the window the figures read is
+refused; the payload fingerprints of idle conversations are cleared."""
 
 from datetime import timedelta
 from io import StringIO
@@ -9,7 +9,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from routing.conversation_model import Conversation
 from routing.models import RouteDecision
+from routing.recording.inserts import insert_decisions
+from tests.support.decisions import columns
 
 pytestmark = pytest.mark.django_db
 
@@ -50,29 +53,56 @@ def purge(older_than="90"):
     return out.getvalue()
 
 
-def state(row):
-    row.refresh_from_db()
+def recorded(days_ago, key, **state):
+    """A decision recorded ``days_ago`` for conversation ``key``, leaving it ``state``."""
+    row = RouteDecision(
+        created_at=timezone.now() - timedelta(days=days_ago),
+        conversation=key,
+        path="routed",
+        requested_model="auto",
+        chosen_model="m",
+        provider="p",
+        upstream_model="m",
+        measured_tokens=1,
+        estimated_cost_usd=0.0,
+    )
+    insert_decisions([columns(row, **state)])
+
+
+def state(key):
+    row = Conversation.objects.get(key=key)
     return row.payload_fingerprints, row.route_state, row.pinch_ledger
 
 
-def test_it_clears_the_payload_fingerprints_of_rows_older_than_a_day(default_config):
+def test_it_clears_the_payload_fingerprints_of_conversations_idle_for_a_day(default_config):
     kept = {"payload_fingerprints": "AAAABBBB", "route_state": "{}", "pinch_ledger": "[]"}
-    hour_old = decision(1 / 24, conversation="c1", **kept)
-    two_days_old = decision(2, conversation="c2", **kept)
+    recorded(1 / 24, "c1", **kept)
+    recorded(2, "c2", **kept)
     out = purge()
-    assert state(hour_old) == ("AAAABBBB", "{}", "[]")
+    assert state("c1") == ("AAAABBBB", "{}", "[]")
     # The routing state and the ledger stay: a resumed conversation still reads them.
-    assert state(two_days_old) == ("", "{}", "[]")
-    assert "Cleared the payload fingerprints of 1 older decisions." in out
+    assert state("c2") == ("", "{}", "[]")
+    assert "Cleared the payload fingerprints of 1 idle conversations." in out
     # Done once: the next run finds nothing left to clear.
-    assert "Cleared the payload fingerprints of 0 older decisions." in purge()
+    assert "Cleared the payload fingerprints of 0 idle conversations." in purge()
 
 
 def test_a_model_whose_cache_lasts_longer_keeps_them_that_long(router_config, write_config):
     router_config["models"][0]["cache_lifetime_seconds"] = 3 * 86400
     write_config(router_config)
-    two_days_old = decision(2, payload_fingerprints="AAAA")
-    four_days_old = decision(4, payload_fingerprints="AAAA")
+    recorded(2, "c2", payload_fingerprints="AAAA")
+    recorded(4, "c4", payload_fingerprints="AAAA")
     purge()
-    assert state(two_days_old)[0] == "AAAA"
-    assert state(four_days_old)[0] == ""
+    assert state("c2")[0] == "AAAA"
+    assert state("c4")[0] == ""
+
+
+def test_conversations_idle_past_the_purge_go_with_their_decisions(default_config):
+    recorded(100, "old")
+    recorded(100, "resumed")
+    recorded(1, "resumed")
+    out = purge()
+    assert set(Conversation.objects.values_list("key", flat=True)) == {"resumed"}
+    # A conversation still going keeps the totals of its whole life.
+    assert Conversation.objects.get(key="resumed").requests == 2
+    assert "Deleted 1 conversations idle for 90 days." in out

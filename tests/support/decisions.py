@@ -40,9 +40,11 @@ def seed(*rows: RouteDecision) -> list[RouteDecision]:
     return created
 
 
-def columns(row: RouteDecision) -> dict:
-    """A decision's column values, as the recording path holds them."""
-    return {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
+def columns(row: RouteDecision, **state) -> dict:
+    """A decision's column values, as the recording path holds them, with the ``state`` it
+    leaves its conversation (route_state, pinch_ledger, payload_fingerprints)."""
+    fields = {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
+    return {**fields, **state}
 
 
 def spooled_fields(**changes) -> dict:

@@ -1,15 +1,18 @@
-"""purge_decisions --older-than DAYS: delete old decision rows (run it from cron, daily)."""
+"""purge_decisions --older-than DAYS: delete old decision rows and the conversations idle as
+long (run it from cron, daily)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from routing.config.store import current_config
+from routing.conversations import forget_idle
 from routing.recording.decisions import clear_stale_fingerprints, purge_decisions
 
 
 class Command(BaseCommand):
     help = (
-        "Delete route decisions older than DAYS days (the dashboards look back 30 at most), "
-        "and clear the payload fingerprints of those older than a day."
+        "Delete route decisions older than DAYS days (the dashboards look back 30 at most) and "
+        "the conversations idle as long, and clear the payload fingerprints of conversations "
+        "idle for a day."
     )
 
     def add_arguments(self, parser):
@@ -23,5 +26,7 @@ class Command(BaseCommand):
             )
         deleted = purge_decisions(older_than)
         self.stdout.write(f"Deleted {deleted} decisions older than {older_than} days.")
+        forgotten = forget_idle(older_than)
+        self.stdout.write(f"Deleted {forgotten} conversations idle for {older_than} days.")
         cleared = clear_stale_fingerprints(current_config())
-        self.stdout.write(f"Cleared the payload fingerprints of {cleared} older decisions.")
+        self.stdout.write(f"Cleared the payload fingerprints of {cleared} idle conversations.")
