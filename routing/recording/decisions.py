@@ -17,6 +17,7 @@ docs/durability.md tells the whole path.
 """
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -175,23 +176,23 @@ def _write(decision: OpenDecision) -> None:
     touch = touch_due(key)
     with request_write():
         try:
-            # The row and its conversation (routing/recording/inserts.py) in one transaction.
-            with transaction.atomic():
-                written = insert_decisions([decision.fields])
+            # The row and its conversation are one transaction (routing/recording/inserts.py),
+            # the key's touch joins it.
+            with transaction.atomic() if touch else nullcontext():
+                insert_decisions([decision.fields], replayed=False)
                 if touch:
                     touch_api_key(key)
         except IntegrityError:
             fixed = spool.without_stale_key(decision.fields)
             if fixed is None:
-                raise
+                if decision.id is None or not RouteDecision.objects.filter(pk=decision.id).exists():
+                    raise
+                # The reserved id is taken (a database restored from a backup,
+                # ids reset by hand): a fresh one from the database keeps the row.
+                log.error("decision_id_taken id=%s", decision.id)
+                fixed = {**decision.fields, "id": None}
             decision.fields = fixed
-            written = insert_decisions([fixed])
-        if not written:
-            # The reserved id is taken (a database restored from a backup,
-            # ids reset by hand): a fresh one from the database keeps the row.
-            log.error("decision_id_taken id=%s", decision.id)
-            decision.fields = {**decision.fields, "id": None}
-            insert_decisions([decision.fields])
+            insert_decisions([fixed], replayed=False)
 
 
 def clear_stale_fingerprints(config) -> int:

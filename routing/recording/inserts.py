@@ -15,13 +15,21 @@ from routing.models import RouteDecision
 from routing.recording.values import fit
 
 
-def insert_decisions(rows: list[dict]) -> list[dict]:
+def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
     """Insert the rows the database does not hold yet (by id) and add each to its
-    conversation; returns the rows inserted. Raises what the database raises."""
-    with transaction.atomic():
-        ids = [row["id"] for row in rows if row.get("id") is not None]
-        held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
-        new = [row for row in rows if row.get("id") is None or row["id"] not in held]
+    conversation; returns the rows inserted. Raises what the database raises.
+
+    ``replayed`` False: the rows' ids were reserved for them just now (the live
+    write), so none can be there already and the look-up is spared: an id taken
+    all the same (ids reset by hand) raises IntegrityError, as a new row would.
+    """
+    # Inside the caller's transaction when there is one, without a savepoint of its own.
+    with transaction.atomic(savepoint=False):
+        new = rows
+        if replayed:
+            ids = [row["id"] for row in rows if row.get("id") is not None]
+            held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
+            new = [row for row in rows if row.get("id") is None or row["id"] not in held]
         RouteDecision.objects.bulk_create(
             [RouteDecision(**fit(conversations.decision_columns(row))) for row in new]
         )

@@ -5,8 +5,7 @@ from datetime import timedelta
 import pytest
 
 from routing.auth import create_api_key
-from routing.models import RouteDecision
-from tests.support.decisions import decision
+from tests.support.decisions import decision, seed
 
 MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 
@@ -25,16 +24,19 @@ def test_the_dashboard_query_count_does_not_grow_with_rows(
     client, staff_user, default_config, django_assert_num_queries, rows
 ):
     keys = [create_api_key(f"agent-{i}")[0] for i in range(5)]
-    RouteDecision.objects.bulk_create(
-        decision(
-            age=timedelta(hours=i * 3),
-            chosen_model=MODELS[i % len(MODELS)],
-            saved=None if i % 6 == 0 else (i % 9) * 250,
-            api_key=keys[i % len(keys)],
-            stream=i % 2 == 0,
-            session=f"session-{i % 7}",
+    seed(
+        *(
+            decision(
+                age=timedelta(hours=i * 3),
+                chosen_model=MODELS[i % len(MODELS)],
+                saved=None if i % 6 == 0 else (i % 9) * 250,
+                api_key=keys[i % len(keys)],
+                stream=i % 2 == 0,
+                session=f"session-{i % 7}",
+                conversation=f"conversation-{i % 7}",
+            )
+            for i in range(rows)
         )
-        for i in range(rows)
     )
     client.force_login(staff_user)
 

@@ -1,4 +1,5 @@
-"""The hot path reads no database and writes one row, and still sees every change in time.
+"""The hot path reads no database and writes one row (and its conversation's, in place), and
+still sees every change in time.
 
 Config rows and router keys are cached per process (routing/changes.py); a
 change saved through Django applies at the next request, one made behind
@@ -15,6 +16,7 @@ from django.test import Client
 
 from routing import changes
 from routing.auth import revoke_api_keys
+from routing.conversation_model import Conversation
 from routing.models import ApiKey, ConfigOverride, RouteDecision
 from routing.recording import spool
 from tests.support.decisions import spooled_fields as decision_fields
@@ -35,14 +37,25 @@ def post(db, router_config, api_key):
     return send
 
 
-def test_a_warm_request_costs_one_statement_the_decision_insert(post, django_assert_num_queries):
+def recorded(captured) -> bool:
+    """The statements are the decision's insert and its conversation's update, in place."""
+    first, second = (query["sql"] for query in captured.captured_queries)
+    return first.startswith('INSERT INTO "routing_routedecision"') and second.startswith(
+        'UPDATE "routing_conversation"'
+    )
+
+
+def test_a_warm_request_costs_two_statements_the_decision_and_its_conversation(
+    post, django_assert_num_queries
+):
     assert post().status_code == 200  # reads the key, the config rows, reserves ids
     assert ApiKey.objects.get().last_used_at is not None  # touched with the first row
-    with django_assert_num_queries(1) as captured:
+    with django_assert_num_queries(2) as captured:
         response = post()
     assert response.status_code == 200
-    assert captured.captured_queries[0]["sql"].startswith('INSERT INTO "routing_routedecision"')
+    assert recorded(captured)
     assert RouteDecision.objects.count() == 2
+    assert Conversation.objects.get().requests == 2
 
 
 def test_a_warm_request_of_a_limited_key_costs_no_more_statements(post, django_assert_num_queries):
@@ -50,10 +63,10 @@ def test_a_warm_request_of_a_limited_key_costs_no_more_statements(post, django_a
 
     set_key_limits(ApiKey.objects.get(), {"rpm_limit": 100, "budget_usd": 50.0})
     assert post().status_code == 200  # sums the key's spend, kept limits.spend_refresh_seconds
-    with django_assert_num_queries(1) as captured:
+    with django_assert_num_queries(2) as captured:
         response = post()
     assert response.status_code == 200
-    assert captured.captured_queries[0]["sql"].startswith('INSERT INTO "routing_routedecision"')
+    assert recorded(captured)
 
 
 def test_plain_answers_reuse_one_keep_alive_connection_to_the_upstream(post, upstream):
