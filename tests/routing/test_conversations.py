@@ -184,3 +184,60 @@ def test_workers_recording_one_conversation_at_once_lose_no_increment():
     assert conversation.requests == workers * each
     assert conversation.tokens_sent == workers * each * 10
     assert RouteDecision.objects.count() == workers * each
+
+
+BEFORE = [("routing", "0014_decision_payload_fingerprints")]
+AFTER = [("routing", "0015_conversation")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_builds_each_conversation_from_its_decision_rows():
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    Decision = executor.loader.project_state(BEFORE).apps.get_model("routing", "RouteDecision")
+
+    def old_row(seconds, conversation, model="m1", **fields):
+        return Decision(
+            created_at=T0 + timedelta(seconds=seconds),
+            conversation=conversation,
+            path="routed",
+            requested_model="auto",
+            chosen_model=model,
+            provider="p",
+            upstream_model=model,
+            measured_tokens=100 + seconds,
+            estimated_cost_usd=0.0,
+            **{"status_code": 200, **fields},
+        )
+
+    billed = {"billed_prompt_cost_usd": 0.01, "unpruned_cost_usd": 0.03}
+    Decision.objects.bulk_create(
+        [
+            old_row(1, "c1", route_state="first", pinch_ledger="L1", session="s", **billed),
+            # The latest of c1 was written before an earlier one (ids out of time order).
+            old_row(9, "c1", "m2", route_state="last", pinch_ledger="L9", status_code=500),
+            old_row(
+                5, "c1", route_state="middle", pinch_original_tokens=900, pinch_final_tokens=600
+            ),
+            old_row(3, "c2", route_state="only", quality_results=4, quality_errors=1, **billed),
+            old_row(4, "", route_state="before conversations were keyed"),
+        ]
+    )
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(AFTER)
+
+    summed = recomputed(RouteDecision.objects.all())
+    built = {c.key: c for c in Conversation.objects.all()}
+    assert set(built) == {"c1", "c2"}
+    for key, conversation in built.items():
+        assert {name: getattr(conversation, name) for name in TOTALS} == pytest.approx(summed[key])
+    c1 = built["c1"]
+    assert (c1.requests, c1.failed_requests, c1.tokens_saved) == (3, 1, 300)
+    assert c1.net_saved_usd == pytest.approx(0.02)
+    assert (c1.route_state, c1.pinch_ledger, c1.model, c1.last_status) == ("last", "L9", "m2", 500)
+    assert (c1.first_at, c1.last_at) == (T0 + timedelta(seconds=1), T0 + timedelta(seconds=9))
+    assert c1.models_used == "|m1|m2|"
+    assert (built["c2"].quality_errors, built["c2"].route_state) == (1, "only")
