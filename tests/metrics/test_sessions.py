@@ -83,6 +83,26 @@ def test_admin_lists_the_sessions_each_linking_to_its_decisions(client, staff_us
     assert decisions.context["cl"].result_count == 4
 
 
+def test_admin_lists_the_sessions_pinch_made_dearer_first(client, staff_user, sessions):
+    dearer = decision(
+        conversation="dear",
+        session="dear-session",
+        billed_prompt_cost_usd=0.05,
+        unpruned_cost_usd=0.01,
+        age=timedelta(hours=2),
+    )
+    seed(dearer)
+    staff_user.user_permissions.add(Permission.objects.get(codename="view_routedecision"))
+    client.force_login(staff_user)
+
+    newest_first = client.get("/admin/routing/agentsession/").context["sessions"]
+    assert [s.session for s in newest_first] == [CODEX, CLAUDE, "dear-session"]
+    page = client.get("/admin/routing/agentsession/?o=net")
+    # The dearer session first (-0.04), then those that saved nothing to report, then savers.
+    assert [s.session for s in page.context["sessions"]][0] == "dear-session"
+    assert page.context["sessions"][-1].session == CLAUDE
+
+
 def test_admin_sessions_need_the_decision_logs_permission(client, bare_staff_user, sessions):
     client.force_login(bare_staff_user)
     assert client.get("/admin/routing/agentsession/").status_code == 403
