@@ -17,8 +17,8 @@ from tests.support.decisions import columns
 pytestmark = pytest.mark.django_db
 
 
-def decision(days_ago, **fields):
-    return RouteDecision.objects.create(
+def unsaved(days_ago, **fields) -> RouteDecision:
+    return RouteDecision(
         created_at=timezone.now() - timedelta(days=days_ago),
         **fields,
         path="routed",
@@ -29,6 +29,12 @@ def decision(days_ago, **fields):
         measured_tokens=1,
         estimated_cost_usd=0.0,
     )
+
+
+def decision(days_ago, **fields):
+    row = unsaved(days_ago, **fields)
+    row.save()
+    return row
 
 
 def test_it_deletes_only_rows_older_than_the_given_days():
@@ -55,18 +61,7 @@ def purge(older_than="90"):
 
 def recorded(days_ago, key, **state):
     """A decision recorded ``days_ago`` for conversation ``key``, leaving it ``state``."""
-    row = RouteDecision(
-        created_at=timezone.now() - timedelta(days=days_ago),
-        conversation=key,
-        path="routed",
-        requested_model="auto",
-        chosen_model="m",
-        provider="p",
-        upstream_model="m",
-        measured_tokens=1,
-        estimated_cost_usd=0.0,
-    )
-    insert_decisions([columns(row, **state)])
+    insert_decisions([columns(unsaved(days_ago, conversation=key), **state)])
 
 
 def state(key):
