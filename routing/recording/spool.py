@@ -38,7 +38,7 @@ from pathlib import Path
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, DataError, IntegrityError, connection
+from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.db import Error as DatabaseFailure
 
 from routing.models import ApiKey
@@ -185,7 +185,9 @@ def without_stale_key(fields: dict) -> dict | None:
 
 
 def _insert(rows: list[dict]) -> None:
-    with request_write():
+    # A transaction (a savepoint inside one) of its own: a refused batch is rolled back
+    # whole, and the rows are tried again one by one.
+    with request_write(), transaction.atomic():
         insert_decisions([_columns(fields) for fields in rows])
 
 
