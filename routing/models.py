@@ -304,7 +304,8 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
 
 
 class AgentSession(RouteDecision):
-    """The decisions seen per agent session: admin's session list (routing.admin.sessions)."""
+    """Admin's session list (routing.admin.sessions: figures from the conversations' rows),
+    registered here so that it needs the decision log's permission."""
 
     class Meta:
         proxy = True

@@ -30,8 +30,10 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
             ids = [row["id"] for row in rows if row.get("id") is not None]
             held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
             new = [row for row in rows if row.get("id") is None or row["id"] not in held]
+        # Fitted once, for the decision's columns and its conversation's alike.
+        fitted = [fit(row) for row in new]
         RouteDecision.objects.bulk_create(
-            [RouteDecision(**fit(conversations.decision_columns(row))) for row in new]
+            [RouteDecision(**conversations.decision_columns(row)) for row in fitted]
         )
-        conversations.record(new)
+        conversations.record(fitted)
     return new
