@@ -3,9 +3,9 @@
 ``record`` is called once per decision row inserted, in the same transaction
 (routing/recording/inserts.py, the one insert of the live write and the
 spool's drain), so a row written exactly once counts exactly once. It adds
-the row's figures to the conversation's totals in the database (``F()``
-expressions: two workers recording for one conversation never lose an
-increment) and moves the conversation's state to the row's only when the row
+the row's figures to the conversation's totals in the database (one UPDATE
+of ``total = total + n``: two workers recording for one conversation never
+lose an increment) and moves the conversation's state to the row's only when the row
 is the conversation's latest: a row recorded late (spooled, drained after a
 later one) adds to the totals and leaves the state as the later one left it,
 the later-of rule routing.conversation_state applies to what it reads back.
@@ -20,12 +20,13 @@ hold the running totals to).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
-from django.db.models import Case, Count, F, Q, Sum, Value, When
-from django.db.models.functions import Coalesce, Concat, Greatest, Least
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from routing.conversation_model import Conversation
@@ -138,30 +139,59 @@ def record(rows: Iterable[dict]) -> None:
             _add(fields)
 
 
-def _value(name: str, value) -> Value:
-    return Value(value, output_field=Conversation._meta.get_field(name))
+@functools.cache
+def _update_sql(vendor: str) -> str:
+    """The UPDATE that adds a decision to its conversation's row, one statement.
+
+    Written out rather than built with ``F()`` and ``Case``: the ORM took 1.5 ms
+    to build it on every request, ten times the statement's own time
+    (SQLite, this machine). Plain SQL both databases take; every SET sees the
+    row as it was, so ``last_at <= %s`` asks whether this decision is the latest.
+    """
+    q = connection.ops.quote_name
+    latest = f"{q('last_at')} <= %s"
+    sets = [f"{q(name)} = {q(name)} + %s" for name in TOTALS]
+    # A blank value leaves the one before (NULLIF: '' is NULL, and COALESCE keeps the old).
+    sets += [
+        f"{q(name)} = CASE WHEN {latest} THEN COALESCE(NULLIF(%s, ''), {q(name)}) "
+        f"ELSE {q(name)} END"
+        for name in HELD
+    ]
+    sets += [f"{q(name)} = CASE WHEN {latest} THEN %s ELSE {q(name)} END" for name in LAST]
+    used = q("models_used")
+    sets += [
+        f"{used} = CASE WHEN %s = '' OR {used} LIKE %s ESCAPE '\\' THEN {used} "
+        f"ELSE {used} || %s END",
+        f"{q('first_at')} = CASE WHEN {q('first_at')} > %s THEN %s ELSE {q('first_at')} END",
+        f"{q('last_at')} = CASE WHEN {latest} THEN %s ELSE {q('last_at')} END",
+    ]
+    table = q(Conversation._meta.db_table)
+    return f"UPDATE {table} SET {', '.join(sets)} WHERE {q('key')} = %s"
+
+
+def _like(text: str) -> str:
+    """``text`` as a LIKE pattern matches it, anywhere (escaped with a backslash)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%|{escaped}|%"
 
 
 def _add(fields: dict) -> None:
     key, at = fields["conversation"], fields["created_at"]
     added = {name: add(fields) for name, (add, _) in TOTALS.items()}
-    held = {name: fields.get(source) for name, source in HELD.items() if fields.get(source)}
+    held = {name: fields.get(source) or "" for name, source in HELD.items()}
     last = {name: fields.get(source) for name, source in LAST.items()}
-    model = fields.get("chosen_model") or ""
-    latest = Q(last_at__lte=at)
-    changes = {name: F(name) + value for name, value in added.items() if value}
-    for name, value in {**held, **last}.items():
-        changes[name] = Case(When(latest, then=_value(name, value)), default=F(name))
-    changes["last_at"] = Greatest("last_at", _value("last_at", at))
-    changes["first_at"] = Least("first_at", _value("first_at", at))
-    if model:
-        changes["models_used"] = Case(
-            When(models_used__contains=f"|{model}|", then=F("models_used")),
-            default=Concat("models_used", _value("models_used", f"{model}|")),
-        )
-    rows = Conversation.objects.filter(key=key)
-    if rows.update(**changes):
-        return
+    model = held["model"]
+    when = connection.ops.adapt_datetimefield_value(at)
+    params = [*added.values()]
+    for value in held.values():
+        params += [when, value]
+    for value in last.values():
+        params += [when, value]
+    params += [model, _like(model), f"{model}|", when, when, when, when, key]
+    with connection.cursor() as cursor:
+        cursor.execute(_update_sql(connection.vendor), params)
+        if cursor.rowcount:
+            return
     new = Conversation(
         key=key,
         api_key_id=fields.get("api_key_id"),
@@ -177,7 +207,8 @@ def _add(fields: dict) -> None:
             new.save(force_insert=True)
     except IntegrityError:
         # Another worker created it between the update and the insert: add to theirs.
-        rows.update(**changes)
+        with connection.cursor() as cursor:
+            cursor.execute(_update_sql(connection.vendor), params)
 
 
 def recomputed(decisions) -> dict[str, dict]:

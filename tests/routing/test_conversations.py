@@ -41,7 +41,8 @@ traffic_rows = st.fixed_dictionaries(
         "quality_results": COUNTS,
         "quality_errors": COUNTS,
         "quality_repeats_compressed": COUNTS,
-        "chosen_model": st.sampled_from(["m1", "m2", "m3"]),
+        # LIKE's own characters too: "m%" must not read as already used where "m1" is.
+        "chosen_model": st.sampled_from(["m1", "m2", "m%", "m_", "m\\1"]),
         "answer_tool_calls": st.none() | st.booleans(),
         # How it reaches the database: written live, or drained from the spool (in a
         # batch with the rows after it), and whether a drain replays it once more.
