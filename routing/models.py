@@ -288,7 +288,7 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
             models.Index(fields=["created_at"], name="decision_created_idx"),
             # A key's spend in its budget period (routing/limits/budgets.py).
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
-            # The session list (metrics.sessions): grouped by session, newest first.
+            # A session's decisions: admin's ?session= filter (the session list links to it).
             models.Index(fields=["session", "created_at"], name="decision_session_idx"),
             # A conversation's decisions: admin's ?conversation= filter, rebuilding its
             # totals (routing.conversations.recomputed).

@@ -11,9 +11,9 @@ Exactly once: every spooled row carries its id (routing/recording/ids.py, or
 one reserved at drain time), and the drain inserts through the live write's
 insert (routing/recording/inserts.py), which skips a row whose id exists and
 its conversation's update with it, so a drain that stops between its commit
-and removing its file writes nothing twice when the next one runs. Draining first renames the spool
-(under an flock that appends also take, so no append lands in a file being
-drained), then writes it, then deletes it; a leftover ``draining-*`` file from
+and removing its file writes nothing twice when the next one runs. Draining
+first renames the spool (under an flock that appends also take, so no append
+lands in a file being drained), then writes it, then deletes it; a leftover ``draining-*`` file from
 a drain that died is picked up by the next. One drainer at a time across
 processes: a drain holds ``drain.lock`` for its whole run, and a worker that
 finds it taken leaves the work to its holder (two drainers of one file once
