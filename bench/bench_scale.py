@@ -216,13 +216,13 @@ def surfaces(repeat: int) -> dict[str, float]:
     from django.core.management import call_command
     from django.db import transaction
     from django.test import Client
+    from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 
     from metrics.cache_forecast import cache_forecast
     from metrics.key_budgets import key_budget_rows
     from metrics.quality import quality_summary
     from metrics.report import request_totals
     from metrics.savings import savings_by_cause
-    from metrics.sessions import SESSIONS_SHOWN, agent_sessions
     from metrics.summary import pinch_summary, summary_window
     from routing.auth import create_api_key, forget_checked_keys
     from routing.config.store import current_config

@@ -10,7 +10,7 @@ The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (``metrics.summary``), the savings per day and
 chosen model (one grouped query on the summary tables, below), the newest
 decisions (one query, with their API key joined in) and the agent sessions
-(two queries, ``metrics.sessions``).
+(two queries, ``routing.agent_sessions``).
 
 Savings per day cover the same window as the card (``summary_window``) and are
 priced the same way: each day's saved tokens at the blended prompt rate of the
@@ -35,8 +35,8 @@ from metrics.charts import DayPoint, savings_chart
 from metrics.key_budgets import cells, key_budget_rows
 from metrics.quality_card import quality_context
 from metrics.savings import savings_context
-from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
+from routing.agent_sessions import SESSIONS_SHOWN, agent_sessions
 from routing.config import RouterConfig
 from routing.formatting import format_days, money_tone, pinch_card
 from routing.knobs import knob_values

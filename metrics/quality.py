@@ -24,7 +24,8 @@ here they are added up:
   difference holds zero.
 
 Two queries whatever the traffic: one grouped by (arm, conversation, task,
-model), and one for each conversation's last answer.
+model), and one for each conversation's last answer (routing.conversations.last_answers,
+on the conversations' own rows).
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
 
 from metrics.intervals import Estimate, mean_difference, mean_interval, rate_difference, wilson
 from metrics.summary import DEFAULT_DAYS, summary_window
 from routing.config import RouterConfig
+from routing.conversations import last_answers
 from routing.experiments import CONTROL, arm_names
-from routing.models import RouteDecision
 
 IDLE = timedelta(hours=1)  # a conversation quiet this long after asking for tools has stopped
 RATE_DIGITS = 6
@@ -78,25 +79,6 @@ def _rows(window):
             results=Sum("quality_results"),
             errors=Sum("quality_errors"),
         )
-        .order_by()
-    )
-
-
-def _last_answers(window):
-    """(arm, last decision time, whether its answer asked for tools) per conversation."""
-    latest = RouteDecision.objects.filter(conversation=OuterRef("conversation")).order_by(
-        "-created_at", "-id"
-    )
-    return (
-        window.decisions()
-        .exclude(conversation="")
-        .values("conversation")
-        .annotate(
-            last_at=Max("created_at"),
-            asked=Subquery(latest.values("answer_tool_calls")[:1]),
-            last_arm=Subquery(latest.values("arm")[:1]),
-        )
-        .values_list("last_arm", "last_at", "asked")
         .order_by()
     )
 
@@ -232,4 +214,6 @@ def _versus(arm: _Arm, control: _Arm) -> dict:
 def quality_summary(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
     """The quality block over pinch_summary's window (two queries)."""
     window = summary_window(config, now, days)
-    return quality_from_rows(list(_rows(window)), list(_last_answers(window)), config, window.end)
+    return quality_from_rows(
+        list(_rows(window)), last_answers(window.start, window.end), config, window.end
+    )

@@ -1,17 +1,18 @@
-"""A conversation's state, read back from its last decision row by whichever worker serves it.
+"""A conversation's state, read back from its row by whichever worker serves it.
 
 Routing (routing.session_routing: the tier and held model) and pinch
 (routing.pruning: the ledger) each keep a small state per conversation, in
-the worker's memory (or Redis) and on every decision row
-(routing/conversation_columns.py). A worker takes its own while the request
-follows on from the one that saved it: then no other worker served the
-conversation since. Otherwise another worker or instance may have, with no
-Redis between them, and the conversation's state is the later of the
-worker's own and the one its last row recorded. The prefix probe
-(routing.prefix_probe) compares with the payload fingerprints on that same
-row. A request reads the row at most once, all three columns in one query
-(``LastRow``), whichever of the three needs it first. A row that cannot be
-read is logged and taken as absent, as a lost state always was.
+the worker's memory (or Redis) and on the conversation's row
+(routing/conversation_model.py, kept by routing.conversations as each
+decision is recorded). A worker takes its own while the request follows on
+from the one that saved it: then no other worker served the conversation
+since. Otherwise another worker or instance may have, with no Redis between
+them, and the conversation's state is the later of the worker's own and the
+one its row holds. The prefix probe (routing.prefix_probe) compares with the
+payload fingerprints on that same row. A request reads the row at most once,
+all three columns in one query by its unique key (``RecordedState``),
+whichever of the three needs it first. A row that cannot be read is logged
+and taken as absent, as a lost state always was.
 """
 
 from __future__ import annotations
@@ -22,17 +23,14 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from routing.models import RouteDecision
+from routing.conversation_model import Conversation
+from routing.conversations import STATE_FIELDS
 
 log = logging.getLogger(__name__)
 
 
-# What a request leaves on its decision row for the next one (conversation_columns.py).
-STATE_COLUMNS = ("route_state", "pinch_ledger", "payload_fingerprints")
-
-
-class LastRow:
-    """The state columns of a conversation's last decision row, read once per request.
+class RecordedState:
+    """The state columns of a conversation's row, read once per request.
 
     ``reader(column)`` is the ``read(key)`` that routing, pinch and the probe
     are given (None instead in a replay, which has no rows).
@@ -45,10 +43,11 @@ class LastRow:
         return lambda key: self.read(key, column)
 
     def read(self, key: str, column: str) -> str | None:
-        """What the conversation's last recorded request left in ``column``, or None."""
+        """What the conversation's latest recorded request left in ``column``, or None."""
         if key not in self._rows:
             try:
-                self._rows[key] = RouteDecision.objects.left_by_last(key, STATE_COLUMNS)
+                found = Conversation.objects.filter(key=key).values(*STATE_FIELDS)
+                self._rows[key] = next(iter(found), {})
             except DatabaseError as error:
                 # Named by the reader that asked first; the others read it as absent too.
                 log.warning("%s_unread reason=%s", column, type(error).__name__)

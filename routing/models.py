@@ -1,5 +1,5 @@
-"""What the router stores: its decisions, its API keys (with their limits and refusal counts)
-and the admin's config overrides.
+"""What the router stores: its decisions, its conversations (routing/conversation_model.py),
+its API keys (with their limits and refusal counts) and the admin's config overrides.
 
 Provider keys are never stored; router keys only as a SHA-256 hash (they are
 long random tokens, so a fast hash is enough to make a leaked table useless).
@@ -13,7 +13,7 @@ from django.db.models import ExpressionWrapper, F, Q
 from django.utils import timezone
 
 from routing.columns import measured_count
-from routing.conversation_columns import ConversationStateColumns
+from routing.conversation_model import Conversation  # noqa: F401  (a model of this app)
 from routing.forecast_columns import CacheForecastColumns
 from routing.quality_columns import QualityColumns
 from routing.summary_tables import *  # noqa: F403  (the summary tables are this app's models too)
@@ -154,18 +154,11 @@ class RouteDecisionQuerySet(models.QuerySet):
     def recent(self, limit: int = RECENT_DECISIONS):
         return self.order_by("-created_at", "-id")[:limit]
 
-    def left_by_last(self, conversation: str, columns) -> dict[str, str]:
-        """What the conversation's last recorded request left in ``columns`` (its state:
-        routing.conversation_state), {} for none: one row, by the (conversation, created_at)
-        index."""
-        rows = self.filter(conversation=conversation).order_by("-created_at")
-        return rows.values(*columns).first() or {}
-
 
 SESSION_ROLE_CHOICES = [("main", "main"), ("subagent", "subagent"), ("background", "background")]
 
 
-class RouteDecision(CacheForecastColumns, QualityColumns, ConversationStateColumns):
+class RouteDecision(CacheForecastColumns, QualityColumns):
     PATH_ROUTED = "routed"
     PATH_PASSTHROUGH = "passthrough"
     PATH_CHOICES = [(PATH_ROUTED, "routed"), (PATH_PASSTHROUGH, "passthrough")]
@@ -300,9 +293,10 @@ class RouteDecision(CacheForecastColumns, QualityColumns, ConversationStateColum
             models.Index(fields=["status_code", "created_at"], name="decision_status_created_idx"),
             # A key's spend in its budget period (routing/limits/budgets.py).
             models.Index(fields=["api_key", "created_at"], name="decision_key_created_idx"),
-            # The session list (metrics.sessions): grouped by session, newest first.
+            # A session's decisions: admin's ?session= filter (the session list links to it).
             models.Index(fields=["session", "created_at"], name="decision_session_idx"),
-            # A conversation's last state, read back (routing.conversation_state.LastRow).
+            # A conversation's decisions: admin's ?conversation= filter, rebuilding its
+            # totals (routing.conversations.recomputed).
             models.Index(fields=["conversation", "created_at"], name="decision_conversation_idx"),
         ]
 
@@ -315,7 +309,8 @@ class RouteDecision(CacheForecastColumns, QualityColumns, ConversationStateColum
 
 
 class AgentSession(RouteDecision):
-    """The decisions seen per agent session: admin's session list (routing.admin.sessions)."""
+    """Admin's session list (routing.admin.sessions: figures from the conversations' rows),
+    registered here so that it needs the decision log's permission."""
 
     class Meta:
         proxy = True

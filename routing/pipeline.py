@@ -34,7 +34,7 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
-from routing.conversation_state import LastRow
+from routing.conversation_state import RecordedState
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
 from routing.local_vision import with_local_vision
@@ -79,7 +79,7 @@ class Plan:
     measured_tokens: int
     prefix: tuple[int, int, int] | None
     prefix_fallback: bool = False  # see routing.prefix_probe
-    payload_fingerprints: str = ""  # the probe's, shortened, for the row (pinch.prefix.packed)
+    payload_fingerprints: str = ""  # the probe's, shortened (pinch.prefix.packed)
     conversation: str | None = None
     # The unpruned request's (cached, written) token split, estimated, when
     # pinch changed the payload; None when it went whole.
@@ -186,7 +186,7 @@ def plan_request(
     route, remember_route, route_state = None, None, ""
     # State other workers recorded is read back, except in a replay: it brings its own
     # store and has no decision rows.
-    reader = LastRow().reader if probe is None else lambda column: None
+    reader = RecordedState().reader if probe is None else lambda column: None
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(

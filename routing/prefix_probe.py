@@ -15,12 +15,12 @@ editing the first user message starts a new conversation.
 
 Per-message fingerprints of the previous payload are kept for one turn: in
 process memory (bounded by bytes, expiring on a timer), or in Redis when
-REDIS_URL is set so that every worker and host sees the previous turn. Each
-decision row keeps them shortened (``payload_fingerprints``, pinch.prefix.packed):
-with several workers and no Redis, a worker whose memory is not the turn just
-before this one (another worker served it) compares against the
-conversation's last row instead, as the ledger and the routing state are read
-back (routing.conversation_state).
+REDIS_URL is set so that every worker and host sees the previous turn. The
+conversation's row keeps the latest shortened (``payload_fingerprints``,
+pinch.prefix.packed; routing/conversation_model.py): with several workers and
+no Redis, a worker whose memory is not the turn just before this one (another
+worker served it) compares against that row instead, as the ledger and the
+routing state are read back (routing.conversation_state).
 
 With Redis configured, the process's memory does not know the previous turn
 (another worker or host may have served it), so figures taken while Redis is
@@ -33,8 +33,8 @@ outage never compares against a turn from an earlier one.
 The same store keeps pinch's ledger per conversation (pinch/payback.py: which
 tool results were decided, and how), and the conversation's routing state
 (routing/session_routing.py: its tier and model), each under its own key prefix: a few integers
-that spare rebuilding the decisions from the messages. Both are also on each
-decision row, where a worker that did not serve the conversation's last
+that spare rebuilding the decisions from the messages. Both are also on the
+conversation's row, where a worker that did not serve the conversation's last
 request reads them (routing.pruning.LedgerSlot, routing.session_routing.load_state).
 """
 
@@ -172,7 +172,7 @@ class PrefixFigures(NamedTuple):
     previous: int  # the previous payload's length (0: no previous turn known)
     current: int  # this payload's length
     fallback: bool = False  # Redis configured but unavailable: this process's memory only
-    packed: str = ""  # this payload's fingerprints, shortened, for the decision row
+    packed: str = ""  # this payload's fingerprints, shortened, for the conversation's row
 
 
 class PrefixProbe:
@@ -220,7 +220,7 @@ class PrefixProbe:
         ``turn_lengths``: the lengths the previous payload has when it was the
         turn just before this one, or this same request (a retry). Otherwise
         another worker may have served the turns since, and ``recorded(key)``
-        (the last decision row's ``payload_fingerprints``; None in a replay)
+        (the conversation row's ``payload_fingerprints``; None in a replay)
         is compared instead, when there is one.
         """
         current = message_fingerprints(payload_messages)

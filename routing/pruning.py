@@ -7,7 +7,7 @@ the caller's own list, and the payload goes upstream exactly as received.
 With ``pinch.payback.enabled`` (the default) the pure ``pinch.payback.plan``
 decides, under the cache prices of the model the request goes to, with the
 conversation's ledger from the prefix probe's store (memory, or Redis), or
-from its last decision row when another worker served it since
+from the conversation's row when another worker served it since
 (``LedgerSlot``); the ledger also holds when the conversation's last request
 was, so a request after a gap longer than the model's cache lifetime is
 planned cold. Any failure there logs ``pinch_payback_failed`` and sends the
@@ -56,7 +56,7 @@ class PinchOutcome:
     # The conversation's previous request was longer ago than the cache keeps
     # a prefix (None: unknown, no earlier request in the ledger's store).
     cold: bool | None = None
-    # The conversation's ledger after this request (Ledger.as_json), for its decision row.
+    # The conversation's ledger after this request (Ledger.as_json), for its row.
     ledger: str = ""
 
     @classmethod
@@ -107,8 +107,8 @@ _memo = BoundedMemo()
 class LedgerSlot:
     """Where one conversation's ledger lives: a store (the prefix probe's) and its key.
 
-    ``recorded(key)``: the ledger on the conversation's last decision row
-    (routing.conversation_state.LastRow; None in a replay, which has no rows).
+    ``recorded(key)``: the ledger on the conversation's row
+    (routing.conversation_state.RecordedState; None in a replay, which has no rows).
     """
 
     store: object
@@ -124,7 +124,7 @@ class LedgerSlot:
         return read_back(stored, follows, self.recorded, self.key, Ledger.from_json)
 
     def save(self, ledger: Ledger) -> str:
-        """Keep ``ledger`` in the store; its JSON, for the decision row."""
+        """Keep ``ledger`` in the store; its JSON, for the conversation's row."""
         raw = ledger.as_json()
         self.store.save_ledger(self.key, raw)
         return raw

@@ -30,7 +30,8 @@ the task is classified to, so its conversations hold the shifted tier too.
 
 The state (tier, model, where the task began, when) lives beside pinch's
 ledger in the prefix probe's store (process memory, or Redis), and on the
-request's decision row, which every worker and instance shares: a request
+conversation's row (routing/conversation_model.py, moved by each decision
+recorded), which every worker and instance shares: a request
 that does not follow on from the store's state (another worker may have
 served the conversation since) reads the row too and takes the later, so a
 conversation whose requests land on two workers with no Redis between them
@@ -236,7 +237,7 @@ def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
 
     The store's while the request follows on directly from it (one more
     assistant message) or repeats it (a retry); else the later of it and
-    ``recorded(key)``'s (the last row's ``route_state``): routing.conversation_state.
+    ``recorded(key)``'s (the conversation row's ``route_state``): routing.conversation_state.
     """
     stored = RouteState.from_json(store.load_route(key)) if store is not None else None
     follows = stored is not None and stored.turns in (turns - 1, turns)
@@ -249,7 +250,7 @@ def route_request(
     """``choose`` with the conversation's state (``load_state``); returns (choice, save).
 
     ``save(model)`` returns the state after the request once its model is
-    known, for its decision row, and keeps it in ``store`` (not when
+    known, for the conversation's row, and keeps it in ``store`` (not when
     ``remember`` is false: a dry run or a token count).
     """
     now = time.time()

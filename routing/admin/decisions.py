@@ -11,13 +11,6 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from routing.admin.read_only import ReadOnlyAdmin
-from routing.formatting import (
-    format_cost,
-    format_count_or_missing,
-    format_latency,
-    format_tokens_in_out,
-)
 from routing.admin.decision_list import (
     CappedPaginator,
     DayFilter,
@@ -26,6 +19,12 @@ from routing.admin.decision_list import (
     TierFilter,
 )
 from routing.admin.read_only import ReadOnlyAdmin
+from routing.formatting import (
+    format_cost,
+    format_count_or_missing,
+    format_latency,
+    format_tokens_in_out,
+)
 from routing.models import RouteDecision
 from routing.request_ids import decision_id_in, decision_request_id
 

@@ -4,10 +4,12 @@
 and gives it its id: no write yet, so a request rejected before the upstream
 call leaves nothing behind. ``finish_decision`` completes it with what
 happened upstream (status, attempts, latency, usage or an estimate) and writes
-it: one INSERT, after the network wait, so no write lock is ever held while
-an upstream answers. The key's ``last_used_at`` (at most once a minute) goes
-in the same transaction. If the database cannot take the write, the row goes
-to the spool (routing/recording/spool.py) and reaches the database later, exactly once.
+it: one transaction after the network wait, so no write lock is ever held
+while an upstream answers: the row, its conversation's row updated in place
+(routing.conversations, through routing/recording/inserts.py, the insert the
+spool's drain uses too) and the key's ``last_used_at`` (at most once a minute).
+If the database cannot take the write, the row goes to the spool
+(routing/recording/spool.py) and reaches the database later, exactly once.
 
 A worker killed between the two (a crash mid-stream) leaves its row in its
 journal (routing/recording/journal.py), and the next drain writes it marked interrupted.
@@ -15,6 +17,7 @@ docs/durability.md tells the whole path.
 """
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -22,6 +25,7 @@ from django.db import Error as DatabaseFailure
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from routing import conversations
 from routing.auth import touch_api_key, touch_due
 from routing.cache_forecast import forecast_fields, verdict_fields
 from routing.models import ApiKey, RouteDecision
@@ -29,15 +33,16 @@ from routing.pricing import billed_prompt_cost_usd
 from routing.recording import health, journal, spool
 from routing.recording import ids as decision_ids
 from routing.recording.db_writes import request_write
+from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
-from routing.summaries.writes import insert_decisions
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class OpenDecision:
-    """A row being built: ``fields`` are RouteDecision's column values."""
+    """A row being built: ``fields`` are RouteDecision's column values and the state it
+    leaves its conversation (routing.conversations.STATE_FIELDS)."""
 
     fields: dict
     api_key: ApiKey | None = None
@@ -167,40 +172,36 @@ def _spool(decision: OpenDecision) -> None:
 
 
 def _write(decision: OpenDecision) -> None:
-    row = RouteDecision(**decision.fields)
     key = decision.api_key
     touch = touch_due(key)
     with request_write():
         try:
-            # The row, its figures in the summaries and the key's touch: one transaction.
-            with transaction.atomic():
-                insert_decisions([row])
+            # The row and its conversation are one transaction (routing/recording/inserts.py),
+            # the key's touch joins it.
+            with transaction.atomic() if touch else nullcontext():
+                insert_decisions([decision.fields], replayed=False)
                 if touch:
                     touch_api_key(key)
         except IntegrityError:
             fixed = spool.without_stale_key(decision.fields)
             if fixed is None:
-                if row.pk is None or not RouteDecision.objects.filter(pk=row.pk).exists():
+                if decision.id is None or not RouteDecision.objects.filter(pk=decision.id).exists():
                     raise
                 # The reserved id is taken (a database restored from a backup,
                 # ids reset by hand): a fresh one from the database keeps the row.
-                log.error("decision_id_taken id=%s", row.pk)
+                log.error("decision_id_taken id=%s", decision.id)
                 fixed = {**decision.fields, "id": None}
             decision.fields = fixed
-            insert_decisions([RouteDecision(**fixed)])
+            insert_decisions([fixed], replayed=False)
 
 
 def clear_stale_fingerprints(config) -> int:
-    """Blank the payload fingerprints of rows older than a day, or than the longest
-    cache lifetime of ``config``'s models when that is longer; returns how many rows changed.
+    """Blank the payload fingerprints of conversations idle longer than a day, or than the
+    longest cache lifetime of ``config``'s models when that is longer; returns how many changed.
 
-    Only a conversation's last row is ever read for them (routing.prefix_probe),
-    and only to predict a cache the provider may still hold: an hour at most.
-    Every row keeps a whole payload's, so a long conversation's rows hold them
-    over and over (a 319-request session, 411 KB); without this they would
-    stay for the whole retention.
+    They are read only to predict a cache the provider may still hold (routing.prefix_probe):
+    an hour at most. A whole payload's, they are the largest part of a conversation's row.
     """
     lifetimes = [config.cache_prices(model).lifetime_seconds for model in config.models]
     kept = max(timedelta(days=1), timedelta(seconds=max(lifetimes, default=0)))
-    stale = RouteDecision.objects.filter(created_at__lt=timezone.now() - kept)
-    return stale.exclude(payload_fingerprints="").update(payload_fingerprints="")
+    return conversations.clear_stale_fingerprints(kept)

@@ -8,11 +8,12 @@ to the database: the next request of any worker that wrote its own row calls
 it when the spool is not empty, and so does ``manage.py drain_spool``.
 
 Exactly once: every spooled row carries its id (routing/recording/ids.py, or
-one reserved at drain time), and the drain inserts with "ignore a row whose id
-exists", so a drain that stops between its commit and removing its file
-writes nothing twice when the next one runs. Draining first renames the spool
-(under an flock that appends also take, so no append lands in a file being
-drained), then writes it, then deletes it; a leftover ``draining-*`` file from
+one reserved at drain time), and the drain inserts through the live write's
+insert (routing/recording/inserts.py), which skips a row whose id exists and
+its conversation's update with it, so a drain that stops between its commit
+and removing its file writes nothing twice when the next one runs. Draining
+first renames the spool (under an flock that appends also take, so no append
+lands in a file being drained), then writes it, then deletes it; a leftover ``draining-*`` file from
 a drain that died is picked up by the next. One drainer at a time across
 processes: a drain holds ``drain.lock`` for its whole run, and a worker that
 finds it taken leaves the work to its holder (two drainers of one file once
@@ -37,14 +38,14 @@ from pathlib import Path
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, DataError, IntegrityError, connection
+from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.db import Error as DatabaseFailure
 
-from routing.models import ApiKey, RouteDecision
+from routing.models import ApiKey
 from routing.recording import journal, stored
 from routing.recording.db_writes import request_write
+from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
-from routing.summaries.writes import insert_decisions
 
 log = logging.getLogger(__name__)
 
@@ -184,10 +185,10 @@ def without_stale_key(fields: dict) -> dict | None:
 
 
 def _insert(rows: list[dict]) -> None:
-    with request_write():
-        insert_decisions(
-            [RouteDecision(**fit(_columns(fields))) for fields in rows], ignore_conflicts=True
-        )
+    # A transaction (a savepoint inside one) of its own: a refused batch is rolled back
+    # whole, and the rows are tried again one by one.
+    with request_write(), transaction.atomic():
+        insert_decisions([_columns(fields) for fields in rows])
 
 
 def _write(rows: list[dict]) -> None:
@@ -226,8 +227,7 @@ def _reject(fields: dict, reason: str) -> None:
     """Keep a row the database will never take apart, with why, for a person to look at.
 
     Nothing the router writes should get here; it is what keeps one bad row
-    from stopping every later drain. (SQLite's INSERT OR IGNORE skips a row
-    that breaks NOT NULL without a word; PostgreSQL raises, and it lands here.)
+    from stopping every later drain.
     """
     log.error("spooled_decision_rejected id=%s reason=%s", fields.get("id"), reason[:300])
     _set_aside(encode_row({**fields, REASON_KEY: reason[:1000]}))

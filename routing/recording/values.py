@@ -89,7 +89,8 @@ def fit(fields: dict) -> dict:
         if field is None or name == "id" or name == "created_at":
             fitted[name] = value
         elif isinstance(field, models.BooleanField):
-            fitted[name] = bool(value)
+            # NULL stays NULL where the column keeps "not seen" (answer_tool_calls).
+            fitted[name] = None if value is None and field.null else bool(value)
         elif isinstance(field, models.IntegerField):
             fitted[name] = _integer(value, field)
         elif isinstance(field, models.FloatField):

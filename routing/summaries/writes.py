@@ -1,9 +1,9 @@
-"""Decision rows in, their figures added, in one transaction; and the tables rebuilt from the log.
+"""A decision's figures added to the summary tables; and the tables rebuilt from the log.
 
-``insert_decisions`` is the one insert of the decision log (the request path,
-routing/recording/decisions.py, and the spool drain, spool.py): a row written
-exactly once is summed exactly once, because its figures commit or roll back
-with it. Decision rows are never updated after that insert (the recording path
+``add_to_summaries`` runs inside the one insert of the decision log
+(routing/recording/inserts.py, for the request path and the spool's drain
+alike): a row written exactly once is summed exactly once, because its figures
+commit or roll back with it. Decision rows are never updated after that insert (the recording path
 writes each one when its answer ends), so nothing is ever subtracted.
 
 The figures go in as ``INSERT ... ON CONFLICT (dimensions) DO UPDATE SET
@@ -46,30 +46,6 @@ DIMENSIONS = {
 }
 MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a statement
 REBUILD_BATCH = 5000  # log rows read at a time by a rebuild
-
-
-def insert_decisions(rows: list[RouteDecision], ignore_conflicts: bool = False) -> int:
-    """Insert decision rows and add their figures, in one transaction; returns rows inserted.
-
-    ``ignore_conflicts``: a row whose id is already in the log is skipped (the
-    spool's exactly-once drain), and only the rows this call inserted are summed.
-    Otherwise a taken id raises IntegrityError and nothing is written.
-    """
-    # No savepoint of its own inside a caller's transaction: a failure rolls back the caller's.
-    with transaction.atomic(savepoint=False):
-        if not ignore_conflicts:
-            RouteDecision.objects.bulk_create(rows)
-            add_to_summaries(vars(row) for row in rows)
-            return len(rows)
-        ids = [row.pk for row in rows]
-        present = RouteDecision.objects.filter(pk__in=ids).values_list("pk", flat=True)
-        before = set(present)
-        RouteDecision.objects.bulk_create(rows, ignore_conflicts=True)
-        # After the insert, so a row the database skipped for any reason is not summed.
-        new = set(present.all()) - before
-        inserted = [row for row in rows if row.pk in new]
-        add_to_summaries(vars(row) for row in inserted)
-        return len(inserted)
 
 
 def add_to_summaries(rows: Iterable[Mapping]) -> None:

@@ -34,6 +34,7 @@ def test_the_dashboard_query_count_does_not_grow_with_rows(
                 api_key=keys[i % len(keys)],
                 stream=i % 2 == 0,
                 session=f"session-{i % 7}",
+                conversation=f"conversation-{i % 7}",
             )
             for i in range(rows)
         )

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.utils import timezone
 
-from metrics.sessions import agent_sessions
+from routing.agent_sessions import agent_sessions
 from tests.support.decisions import decision, seed
 
 pytestmark = pytest.mark.django_db
@@ -31,6 +31,7 @@ def sessions(default_config):
             agent="claude-code",
             session_role=role,
             chosen_model=model,
+            conversation=f"claude-{role}",  # a conversation per role: main, subagent, title
             **fields,
         )
 
@@ -44,6 +45,7 @@ def sessions(default_config):
             age=timedelta(minutes=2),
             now=now,
             session=CODEX,
+            conversation="codex",
             agent="codex",
             session_role="main",
             user_turn=True,
@@ -79,6 +81,26 @@ def test_admin_lists_the_sessions_each_linking_to_its_decisions(client, staff_us
     decisions = client.get(f"/admin/routing/routedecision/?session={CLAUDE}")
     assert decisions.status_code == 200
     assert decisions.context["cl"].result_count == 4
+
+
+def test_admin_lists_the_sessions_pinch_made_dearer_first(client, staff_user, sessions):
+    dearer = decision(
+        conversation="dear",
+        session="dear-session",
+        billed_prompt_cost_usd=0.05,
+        unpruned_cost_usd=0.01,
+        age=timedelta(hours=2),
+    )
+    seed(dearer)
+    staff_user.user_permissions.add(Permission.objects.get(codename="view_routedecision"))
+    client.force_login(staff_user)
+
+    newest_first = client.get("/admin/routing/agentsession/").context["sessions"]
+    assert [s.session for s in newest_first] == [CODEX, CLAUDE, "dear-session"]
+    page = client.get("/admin/routing/agentsession/?o=net")
+    # The dearer session first (-0.04), then those that saved nothing to report, then savers.
+    assert [s.session for s in page.context["sessions"]][0] == "dear-session"
+    assert page.context["sessions"][-1].session == CLAUDE
 
 
 def test_admin_sessions_need_the_decision_logs_permission(client, bare_staff_user, sessions):

@@ -1,4 +1,5 @@
-"""The hot path reads no database and writes one row, and still sees every change in time.
+"""The hot path reads no database and writes one row (and its conversation's, in place), and
+still sees every change in time.
 
 Config rows and router keys are cached per process (routing/changes.py); a
 change saved through Django applies at the next request, one made behind
@@ -17,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from routing import changes
 from routing.auth import revoke_api_keys
+from routing.conversation_model import Conversation
 from routing.models import ApiKey, ConfigOverride, RouteDecision
 from routing.recording import spool
 from tests.support.decisions import spooled_fields as decision_fields
@@ -37,30 +39,32 @@ def post(db, router_config, api_key):
     return send
 
 
-def only_the_decision_and_its_figures(captured) -> None:
-    """The statements of one transaction: the decision's INSERT, then one upsert per summary
-    table it adds to (docs/summaries.md); no read, no update."""
+def recorded(captured) -> None:
+    """The statements of one transaction: the decision's INSERT, its conversation's UPDATE in
+    place, then one upsert per summary table it adds to (docs/summaries.md); no read."""
     statements = [
         q["sql"]
         for q in captured.captured_queries
         if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
     ]
     assert statements[0].startswith('INSERT INTO "routing_routedecision"')
+    assert statements[1].startswith('UPDATE "routing_conversation"')
     summaries = ('"routing_decisionsummary"', '"routing_keyspend"')
-    assert [sql.split(" (")[0].removeprefix("INSERT INTO ") for sql in statements[1:]] == list(
+    assert [sql.split(" (")[0].removeprefix("INSERT INTO ") for sql in statements[2:]] == list(
         summaries
     )
-    assert all("ON CONFLICT" in sql for sql in statements[1:])
+    assert all("ON CONFLICT" in sql for sql in statements[2:])
 
 
-def test_a_warm_request_costs_one_insert_and_its_figures(post):
+def test_a_warm_request_costs_its_insert_its_conversations_update_and_its_figures(post):
     assert post().status_code == 200  # reads the key, the config rows, reserves ids
     assert ApiKey.objects.get().last_used_at is not None  # touched with the first row
     with CaptureQueriesContext(connection) as captured:
         response = post()
     assert response.status_code == 200
-    only_the_decision_and_its_figures(captured)
+    recorded(captured)
     assert RouteDecision.objects.count() == 2
+    assert Conversation.objects.get().requests == 2
 
 
 def test_a_warm_request_of_a_limited_key_costs_no_more_statements(post):
@@ -71,7 +75,7 @@ def test_a_warm_request_of_a_limited_key_costs_no_more_statements(post):
     with CaptureQueriesContext(connection) as captured:
         response = post()
     assert response.status_code == 200
-    only_the_decision_and_its_figures(captured)
+    recorded(captured)
 
 
 def test_plain_answers_reuse_one_keep_alive_connection_to_the_upstream(post, upstream):

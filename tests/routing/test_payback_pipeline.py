@@ -11,7 +11,8 @@ from django.conf import settings
 from pinch.payback import Ledger
 from routing import pruning
 from routing.auth import create_api_key
-from routing.conversation_state import LastRow
+from routing.conversation_model import Conversation
+from routing.conversation_state import RecordedState
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, forget_conversations, prefix_probe
 from tests.routing.test_prefix_probe import redis_url
@@ -69,12 +70,12 @@ def test_a_worker_without_the_ledger_sends_the_same_payload(
     for messages in requests:
         sdk.chat.completions.create(model="echo-hard", messages=messages)
     messages = requests[-1]
-    # Another worker: nothing in its memory, so it reads the ledger the last row recorded...
+    # Another worker: nothing in its memory, so it reads the ledger its conversation's row holds...
     forget_conversations()
     sdk.chat.completions.create(model="echo-hard", messages=messages)
     # ... or, with none recorded either, rebuilds the decisions from the messages.
     forget_conversations()
-    monkeypatch.setattr(LastRow, "read", lambda self, key, column: None)
+    monkeypatch.setattr(RecordedState, "read", lambda self, key, column: None)
     sdk.chat.completions.create(model="echo-hard", messages=messages)
     *_, first, second, third = upstream.bodies()
     assert first["messages"] == second["messages"] == third["messages"]
@@ -163,8 +164,10 @@ def test_a_worker_reads_the_recorded_ledger_only_when_its_own_is_not_the_last_on
     def broken(*args, **kwargs):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(RouteDecision.objects, "left_by_last", broken)
-    assert LastRow().read("c1", "pinch_ledger") is None  # rebuilt from the messages, as before
+    monkeypatch.setattr(Conversation.objects, "filter", broken)
+    assert (
+        RecordedState().read("c1", "pinch_ledger") is None
+    )  # rebuilt from the messages, as before
     assert "pinch_ledger_unread reason=OperationalError" in caplog.text
 
 

@@ -1,5 +1,5 @@
-"""Old decision rows can be purged; the window the figures read is refused; old
-payload fingerprints are cleared."""
+"""Old decision rows and idle conversations can be purged; the window the figures read is
+refused; the payload fingerprints of idle conversations are cleared."""
 
 from datetime import timedelta
 from io import StringIO
@@ -14,17 +14,19 @@ from django.utils import timezone
 
 from metrics.summary import pinch_summary
 from routing.auth import create_api_key
+from routing.conversation_model import Conversation
 from routing.models import RouteDecision
+from routing.recording.inserts import insert_decisions
 from routing.summaries.purge import purge_decisions
 from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+from tests.support.decisions import columns, seed
 from tests.support.decisions import decision as decision_row
-from tests.support.decisions import seed
 
 pytestmark = pytest.mark.django_db
 
 
-def decision(days_ago, **fields):
-    return RouteDecision.objects.create(
+def unsaved(days_ago, **fields) -> RouteDecision:
+    return RouteDecision(
         created_at=timezone.now() - timedelta(days=days_ago),
         **fields,
         path="routed",
@@ -35,6 +37,12 @@ def decision(days_ago, **fields):
         measured_tokens=1,
         estimated_cost_usd=0.0,
     )
+
+
+def decision(days_ago, **fields):
+    row = unsaved(days_ago, **fields)
+    row.save()
+    return row
 
 
 def test_it_deletes_only_rows_older_than_the_given_days():
@@ -59,32 +67,37 @@ def purge(older_than="90"):
     return out.getvalue()
 
 
-def state(row):
-    row.refresh_from_db()
+def recorded(days_ago, key, **state):
+    """A decision recorded ``days_ago`` for conversation ``key``, leaving it ``state``."""
+    insert_decisions([columns(unsaved(days_ago, conversation=key), **state)])
+
+
+def state(key):
+    row = Conversation.objects.get(key=key)
     return row.payload_fingerprints, row.route_state, row.pinch_ledger
 
 
-def test_it_clears_the_payload_fingerprints_of_rows_older_than_a_day(default_config):
+def test_it_clears_the_payload_fingerprints_of_conversations_idle_for_a_day(default_config):
     kept = {"payload_fingerprints": "AAAABBBB", "route_state": "{}", "pinch_ledger": "[]"}
-    hour_old = decision(1 / 24, conversation="c1", **kept)
-    two_days_old = decision(2, conversation="c2", **kept)
+    recorded(1 / 24, "c1", **kept)
+    recorded(2, "c2", **kept)
     out = purge()
-    assert state(hour_old) == ("AAAABBBB", "{}", "[]")
+    assert state("c1") == ("AAAABBBB", "{}", "[]")
     # The routing state and the ledger stay: a resumed conversation still reads them.
-    assert state(two_days_old) == ("", "{}", "[]")
-    assert "Cleared the payload fingerprints of 1 older decisions." in out
+    assert state("c2") == ("", "{}", "[]")
+    assert "Cleared the payload fingerprints of 1 idle conversations." in out
     # Done once: the next run finds nothing left to clear.
-    assert "Cleared the payload fingerprints of 0 older decisions." in purge()
+    assert "Cleared the payload fingerprints of 0 idle conversations." in purge()
 
 
 def test_a_model_whose_cache_lasts_longer_keeps_them_that_long(router_config, write_config):
     router_config["models"][0]["cache_lifetime_seconds"] = 3 * 86400
     write_config(router_config)
-    two_days_old = decision(2, payload_fingerprints="AAAA")
-    four_days_old = decision(4, payload_fingerprints="AAAA")
+    recorded(2, "c2", payload_fingerprints="AAAA")
+    recorded(4, "c4", payload_fingerprints="AAAA")
     purge()
-    assert state(two_days_old)[0] == "AAAA"
-    assert state(four_days_old)[0] == ""
+    assert state("c2")[0] == "AAAA"
+    assert state("c4")[0] == ""
 
 
 def seeded(days_ago, **fields):
@@ -137,3 +150,14 @@ def test_a_purge_removes_whole_utc_days(db):
     purge_decisions(31)
 
     assert [row.created_at for row in RouteDecision.objects.all()] == [after]
+
+
+def test_conversations_idle_past_the_purge_go_with_their_decisions(default_config):
+    recorded(100, "old")
+    recorded(100, "resumed")
+    recorded(1, "resumed")
+    out = purge()
+    assert set(Conversation.objects.values_list("key", flat=True)) == {"resumed"}
+    # A conversation still going keeps the totals of its whole life.
+    assert Conversation.objects.get(key="resumed").requests == 2
+    assert "Deleted 1 conversations idle for 90 days." in out

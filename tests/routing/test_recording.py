@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test import Client
 
+from routing.conversation_model import Conversation
 from routing.models import RouteDecision
 from routing.recording import decisions, health, spool
 from tests.support.decisions import spooled_fields
@@ -169,3 +170,13 @@ def test_requests_are_served_again_once_the_spool_can_take_a_row(
     assert chat(api_key).status_code == 503
     monkeypatch.setattr(health, "_spool_writable", lambda: True)  # room on the disk again
     assert chat(api_key).status_code == 200
+
+
+def test_an_answer_not_seen_stays_unknown_on_its_row_and_its_conversation(db):
+    spool.spool(spooled_fields(id=900501, conversation="c1", answer_tool_calls=None))
+    spool.spool(spooled_fields(id=900502, conversation="c2", answer_tool_calls=False))
+    spool.drain()
+    rows = dict(RouteDecision.objects.values_list("pk", "answer_tool_calls"))
+    assert rows == {900501: None, 900502: False}
+    held = dict(Conversation.objects.values_list("key", "last_answer_tool_calls"))
+    assert held == {"c1": None, "c2": False}

@@ -248,25 +248,35 @@ def test_background_work_carries_the_state_on_as_it_was_with_its_turns():
 
 
 @pytest.mark.django_db
-def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left(
+def test_the_state_read_back_from_the_conversation_is_the_latest_a_request_left(
     monkeypatch, caplog
 ):
     from django.db import OperationalError
 
-    from routing.conversation_state import LastRow, latest
-    from tests.support.decisions import decision, seed
+    from routing.conversation_model import Conversation
+    from routing.conversation_state import RecordedState, latest
+    from routing.recording.inserts import insert_decisions
+    from tests.support.decisions import columns, decision
 
     earlier = RouteState("easy", "claude-small", 1, 1000.0)
     later = RouteState("hard", "claude-big", 5, 1060.0)
-    seed(
-        decision(age=timedelta(seconds=60), conversation="c1", route_state=earlier.as_json()),
-        decision(age=timedelta(seconds=30), conversation="c1", route_state=later.as_json()),
-        decision(conversation="c2", route_state=earlier.as_json()),
-        decision(conversation="c3", route_state=""),  # background work, no state yet
+    insert_decisions(
+        [
+            columns(
+                decision(age=timedelta(seconds=30), conversation="c1"), route_state=later.as_json()
+            ),
+            # Recorded late (a spooled row): it counts, but leaves the later state alone.
+            columns(
+                decision(age=timedelta(seconds=60), conversation="c1"),
+                route_state=earlier.as_json(),
+            ),
+            columns(decision(conversation="c2"), route_state=earlier.as_json()),
+            columns(decision(conversation="c3"), route_state=""),  # background work, no state yet
+        ]
     )
 
     def recorded_state(key):
-        return LastRow().read(key, "route_state")
+        return RecordedState().read(key, "route_state")
 
     assert RouteState.from_json(recorded_state("c1")) == later
     assert recorded_state("c3") is None and recorded_state("c4") is None
@@ -277,50 +287,25 @@ def test_the_state_read_back_from_the_decision_rows_is_the_latest_a_request_left
     def broken(*args, **kwargs):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(RouteDecision.objects, "left_by_last", broken)
+    monkeypatch.setattr(Conversation.objects, "filter", broken)
     assert recorded_state("c1") is None  # a start, never a failed request
     assert "route_state_unread reason=OperationalError" in caplog.text
 
 
 @pytest.mark.django_db
-def test_a_request_reads_the_last_row_once_for_its_routing_ledger_and_fingerprints(
+def test_a_request_reads_its_conversation_once_for_its_routing_ledger_and_fingerprints(
     django_assert_num_queries,
 ):
-    from routing.conversation_state import LastRow
-    from tests.support.decisions import decision, seed
+    from routing.conversation_state import RecordedState
+    from routing.recording.inserts import insert_decisions
+    from tests.support.decisions import columns, decision
 
     state = RouteState("easy", "claude-small", 1, 1000.0).as_json()
-    seed(decision(conversation="c1", route_state=state, payload_fingerprints="0123abcd"))
-    row = LastRow()
+    insert_decisions(
+        [columns(decision(conversation="c1"), route_state=state, payload_fingerprints="0123abcd")]
+    )
+    row = RecordedState()
     with django_assert_num_queries(1):
         assert row.reader("route_state")("c1") == state
         assert row.reader("pinch_ledger")("c1") is None
         assert row.reader("payload_fingerprints")("c1") == "0123abcd"
-
-
-def test_a_compaction_stays_on_the_warm_model_when_that_reads_for_less_than_a_cold_write():
-    compaction = [
-        *conversation(1, loop=2),
-        {
-            "role": "user",
-            "content": "Your task is to create a detailed summary of the conversation so far.",
-        },
-    ]
-    # $15 read at 0.1 ($1.50/M) against $1 written at 1.25 ($1.25/M): the cheap model.
-    state = RouteState("hard", "claude-big", 1, 999.0)
-    choice = decide(compaction, state, "easy")
-    assert (choice.reason, choice.background, choice.tier, choice.hold) == (
-        "background",
-        "compaction",
-        "easy",
-        None,
-    )
-    # $5 read at 0.1 ($0.50/M) is cheaper than the cold write: the warm model.
-    data = tiered_config()
-    big = next(m for m in data["models"] if m["id"] == "claude-big")
-    big.update(prompt_price=5.0, cached_prompt_price=0.5)
-    choice = decide(compaction, state, "easy", config=validate_config(data))
-    assert (choice.reason, choice.tier, choice.hold) == ("background", "hard", "claude-big")
-    # Ten minutes later the cache is gone: the cheapest tier.
-    choice = decide(compaction, state, "easy", now=1600.0, config=validate_config(data))
-    assert (choice.tier, choice.hold) == ("easy", None)

@@ -21,9 +21,9 @@ from routing.limits.budgets import budget_period, spend_by_key
 from routing.models import PERIOD_DAY, PERIOD_MONTH, PERIOD_WEEK, ApiKey, RouteDecision
 from routing.recording import spool
 from routing.summaries.purge import purge_decisions
-from routing.summaries.writes import TABLES, insert_decisions, recompute
+from routing.summaries.writes import TABLES, recompute
 from tests.support import raw_figures as raw
-from tests.support.decisions import decision
+from tests.support.decisions import decision, seed
 
 pytestmark = pytest.mark.django_db
 
@@ -111,7 +111,7 @@ def record(traffic, keys) -> None:
         if how == "spooled":
             spool.spool(_columns(row))
             continue
-        insert_decisions([row])
+        seed(row)
         if how == "replayed":
             spool.spool(_columns(row))
     spool.drain(raise_errors=True)

@@ -5,9 +5,8 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from routing.summaries.writes import insert_decisions
 from routing.summary_tables import DecisionSummary, KeySpend
-from tests.support.decisions import decision
+from tests.support.decisions import decision, seed
 
 WRITERS = 4
 ROWS_EACH = 25
@@ -24,7 +23,7 @@ def test_concurrent_writers_add_every_decision_to_the_same_summary_rows():
         try:
             start.wait()
             for _ in range(ROWS_EACH):
-                insert_decisions([decision(saved=1000, estimated_cost_usd=0.5)])
+                seed(decision(saved=1000, estimated_cost_usd=0.5))
         except Exception as error:  # reported below, with the thread's own traceback lost
             errors.append(error)
         finally:

@@ -5,7 +5,7 @@ see the turn the other served (the prefix probe stays continuous through
 Redis), and the decision log must hold every request, from both. With no
 Redis between them (one database only, SQLite or PostgreSQL), the
 conversation still holds its model: the routing state is read back from the
-decision rows, as it is when a request lands on another gunicorn worker.
+conversation's row, as it is when a request lands on another gunicorn worker.
 """
 
 import contextlib

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from routing.models import RouteDecision
-from routing.summaries.writes import insert_decisions
+from routing.recording.inserts import insert_decisions
 
 
 def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecision:
@@ -34,9 +34,18 @@ def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecisi
 
 
 def seed(*rows: RouteDecision) -> list[RouteDecision]:
-    """Insert rows as the recording path does: with their figures in the summary tables."""
-    insert_decisions(list(rows))
+    """Insert rows as the recording path does: each with its conversation, its figures in
+    the summary tables."""
+    for row, inserted in zip(rows, insert_decisions([columns(row) for row in rows])):
+        row.pk = inserted["id"]
     return list(rows)
+
+
+def columns(row: RouteDecision, **state) -> dict:
+    """A decision's column values, as the recording path holds them, with the ``state`` it
+    leaves its conversation (route_state, pinch_ledger, payload_fingerprints)."""
+    fields = {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
+    return {**fields, **state}
 
 
 def spooled_fields(**changes) -> dict:

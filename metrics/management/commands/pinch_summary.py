@@ -8,8 +8,8 @@ from metrics.cache_forecast import cache_forecast, forecast_text
 from metrics.quality import quality_summary
 from metrics.quality_card import quality_lines
 from metrics.savings import cause_lines, savings_by_cause
-from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
+from routing.agent_sessions import SESSIONS_SHOWN, agent_sessions
 from routing.config import ConfigError
 from routing.config.store import current_config
 from routing.formatting import format_days, pinch_card

@@ -1,9 +1,11 @@
-"""purge_decisions --older-than DAYS: delete old decision rows in short batches (run it from
-cron, daily); routing/summaries/purge.py says what the summaries keep."""
+"""purge_decisions --older-than DAYS: delete old decision rows in short batches and the
+conversations idle as long (run it from cron, daily); routing/summaries/purge.py says what
+the summaries keep."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from routing.config.store import current_config
+from routing.conversations import forget_idle
 from routing.recording.decisions import clear_stale_fingerprints
 from routing.summaries.purge import purge_decisions
 
@@ -11,8 +13,8 @@ from routing.summaries.purge import purge_decisions
 class Command(BaseCommand):
     help = (
         "Delete route decisions of the whole days older than DAYS days (the dashboards look "
-        "back 30 at most) in batches, and clear the payload fingerprints of those older "
-        "than a day."
+        "back 30 at most) in batches, and the conversations idle as long, and clear the "
+        "payload fingerprints of conversations idle for a day."
     )
 
     def add_arguments(self, parser):
@@ -26,5 +28,7 @@ class Command(BaseCommand):
             )
         deleted = purge_decisions(older_than)
         self.stdout.write(f"Deleted {deleted} decisions older than {older_than} days.")
+        forgotten = forget_idle(older_than)
+        self.stdout.write(f"Deleted {forgotten} conversations idle for {older_than} days.")
         cleared = clear_stale_fingerprints(current_config())
-        self.stdout.write(f"Cleared the payload fingerprints of {cleared} older decisions.")
+        self.stdout.write(f"Cleared the payload fingerprints of {cleared} idle conversations.")

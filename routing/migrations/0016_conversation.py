@@ -1,0 +1,143 @@
+"""The Conversation table, built from the decision rows, which then lose the state columns.
+
+One aggregate query gives every conversation's totals (routing.conversations.TOTALS,
+the figures the write path adds up), one window query each conversation's last row
+(its state, what it holds), one the models it used; the rows go in by batches.
+"""
+
+from django.db import migrations, models
+from django.db.models import F, Max, Min, Window
+from django.db.models.functions import RowNumber
+
+import django.db.models.deletion
+
+BATCH = 1000
+# What a conversation holds of its last decision row: its field <- the row's.
+LAST_ROW = {
+    "api_key_id": "api_key_id",
+    "session": "session",
+    "agent": "agent",
+    "arm": "arm",
+    "model": "chosen_model",
+    "tier": "tier",
+    "route_state": "route_state",
+    "pinch_ledger": "pinch_ledger",
+    "payload_fingerprints": "payload_fingerprints",
+    "last_status": "status_code",
+    "last_answer_tool_calls": "answer_tool_calls",
+}
+
+
+def build_conversations(apps, schema_editor):
+    # The totals' one home; it names columns every decision row has had since 0014.
+    from routing.conversations import TOTALS
+
+    Decision = apps.get_model("routing", "RouteDecision")
+    Conversation = apps.get_model("routing", "Conversation")
+    decisions = Decision.objects.exclude(conversation="").order_by()
+    totals = {
+        row.pop("conversation"): row
+        for row in decisions.values("conversation")
+        .annotate(
+            first_at=Min("created_at"),
+            last_at=Max("created_at"),
+            **{name: total for name, (_, total) in TOTALS.items()},
+        )
+        .iterator()
+    }
+    used = {}
+    pairs = decisions.values_list("conversation", "chosen_model").distinct()
+    for key, model in pairs.iterator():
+        if model:
+            used.setdefault(key, []).append(model)
+    last_rows = (
+        decisions.annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=[F("conversation")],
+                order_by=[F("created_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(place=1)
+        .values("conversation", *set(LAST_ROW.values()))
+    )
+    batch = []
+    for last in last_rows.iterator():
+        key = last["conversation"]
+        batch.append(
+            Conversation(
+                key=key,
+                models_used="|" + "".join(f"{m}|" for m in sorted(used.get(key, ()))),
+                **{name: last[column] for name, column in LAST_ROW.items()},
+                **totals[key],
+            )
+        )
+        if len(batch) == BATCH:
+            Conversation.objects.bulk_create(batch)
+            batch = []
+    Conversation.objects.bulk_create(batch)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("routing", "0015_summaries"),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name='Conversation',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('key', models.CharField(help_text="The decisions' conversation hash (the router key is in its seed).", max_length=32, unique=True)),
+                ('session', models.CharField(blank=True, help_text='The agent session.', max_length=200)),
+                ('agent', models.CharField(blank=True, max_length=32)),
+                ('arm', models.CharField(blank=True, max_length=40)),
+                ('model', models.CharField(blank=True, help_text="Its last request's model.", max_length=200)),
+                ('tier', models.CharField(blank=True, max_length=50)),
+                ('models_used', models.TextField(blank=True)),
+                ('route_state', models.TextField(blank=True, help_text='The routing state (tier, model, where its task began, when): routing.session_routing.')),
+                ('pinch_ledger', models.TextField(blank=True, help_text="Pinch's ledger (pinch/ledger.py: what is decided, when).")),
+                ('payload_fingerprints', models.TextField(blank=True, help_text="The last payload's per-message hashes, shortened (pinch.prefix.packed), for the prefix probe; blanked a day after the last request.")),
+                ('first_at', models.DateTimeField(help_text='Its first decision.')),
+                ('last_at', models.DateTimeField(help_text='Its latest decision: whose state it holds.')),
+                ('last_status', models.IntegerField(blank=True, null=True)),
+                ('last_answer_tool_calls', models.BooleanField(blank=True, help_text='Its latest answer asked for tool calls (NULL: not seen).', null=True)),
+                ('requests', models.BigIntegerField(default=0, help_text='Decisions recorded.')),
+                ('failed_requests', models.BigIntegerField(default=0, help_text='Of those, answered with an error (or never answered).')),
+                ('turns', models.BigIntegerField(default=0, help_text='Requests of its main conversation in which the user spoke.')),
+                ('subagent_requests', models.BigIntegerField(default=0, help_text="Requests of a subagent (Claude Code's Agent tool).")),
+                ('background_requests', models.BigIntegerField(default=0, help_text='Background requests (titles, summaries).')),
+                ('tokens_sent', models.BigIntegerField(default=0, help_text='Estimated prompt tokens sent, after pinch.')),
+                ('tokens_saved', models.BigIntegerField(default=0, help_text='Prompt tokens pinch removed.')),
+                ('billed_requests', models.BigIntegerField(default=0, help_text='Requests whose provider reported usage (both costs known).')),
+                ('billed_usd', models.FloatField(default=0.0, help_text='Prompt cost as billed.')),
+                ('unpruned_usd', models.FloatField(default=0.0, help_text='Estimated prompt cost without pinch, of the billed requests.')),
+                ('net_saved_usd', models.FloatField(default=0.0, help_text='Unpruned minus billed cost, of the billed requests.')),
+                ('quality_calls', models.BigIntegerField(default=0, help_text="Tool calls in the agent's messages.")),
+                ('quality_repeats_compressed', models.BigIntegerField(default=0, help_text='Repeats of a call whose result it saw compressed.')),
+                ('quality_repeats_whole', models.BigIntegerField(default=0, help_text='Repeats of a call whose result it saw whole.')),
+                ('quality_seen_compressed', models.BigIntegerField(default=0, help_text='Tool results seen compressed, per turn.')),
+                ('quality_seen_whole', models.BigIntegerField(default=0, help_text='Tool results seen whole, per turn.')),
+                ('quality_results', models.BigIntegerField(default=0, help_text='Tool results.')),
+                ('quality_errors', models.BigIntegerField(default=0, help_text='Tool results that report an error.')),
+                ('api_key', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversations', to='routing.apikey')),
+            ],
+            options={
+                'ordering': ['-last_at'],
+                'indexes': [models.Index(fields=['last_at'], name='conversation_last_idx'), models.Index(fields=['session'], name='conversation_session_idx')],
+            },
+        ),
+        migrations.RunPython(build_conversations, migrations.RunPython.noop),
+        migrations.RemoveField(
+            model_name='routedecision',
+            name='payload_fingerprints',
+        ),
+        migrations.RemoveField(
+            model_name='routedecision',
+            name='pinch_ledger',
+        ),
+        migrations.RemoveField(
+            model_name='routedecision',
+            name='route_state',
+        ),
+    ]

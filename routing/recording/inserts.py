@@ -1,0 +1,44 @@
+"""The one insert of decision rows, for the live write and the spool's drain alike.
+
+Each row goes in with its conversation (routing.conversations.record) and its
+figures in the summary tables (routing.summaries.writes.add_to_summaries), in
+one transaction: a row the database already holds (a drain run again after
+its commit, a journal entry whose request finished) is skipped, and so are
+its conversation's update and its figures, so a row written exactly once
+counts exactly once. The ids are the router's (routing/recording/ids.py), so which rows are
+already there is one look-up by primary key.
+"""
+
+from django.db import transaction
+
+from routing import conversations
+from routing.models import RouteDecision
+from routing.recording.values import fit
+from routing.summaries.writes import add_to_summaries
+
+
+def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
+    """Insert the rows the database does not hold yet (by id), add each to its
+    conversation and its figures to the summaries; returns the rows inserted, each
+    with its id. Raises what the database raises.
+
+    ``replayed`` False: the rows' ids were reserved for them just now (the live
+    write), so none can be there already and the look-up is spared: an id taken
+    all the same (ids reset by hand) raises IntegrityError, as a new row would.
+    """
+    # Inside the caller's transaction when there is one, without a savepoint of its own.
+    with transaction.atomic(savepoint=False):
+        new = rows
+        if replayed:
+            ids = [row["id"] for row in rows if row.get("id") is not None]
+            held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
+            new = [row for row in rows if row.get("id") is None or row["id"] not in held]
+        # Fitted once, for the decision's columns and its conversation's alike.
+        fitted = [fit(row) for row in new]
+        columns = [conversations.decision_columns(row) for row in fitted]
+        created = RouteDecision.objects.bulk_create([RouteDecision(**row) for row in columns])
+        for row, decision in zip(new, created):
+            row["id"] = decision.pk  # a row without one gets the database's
+        conversations.record(fitted)
+        add_to_summaries(columns)
+    return new
