@@ -16,52 +16,26 @@ import time
 import pytest
 
 from tests.routing import test_opencode as opencode
-from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
+from tests.support import final_errors
+from tests.support.final_errors import REAL_CLIENT_CASES, break_config, refused_answers
 
 # The opencode test's own fixtures and helpers: one way to install, set up and run it.
 opencode_bin, scratch_repo = opencode.opencode_bin, opencode.scratch_repo
+final_config = final_errors.final_config  # the final-error tests' config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def data(upstream, write_config, monkeypatch):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    monkeypatch.delenv("ROUTER_TEST_UNSET_KEY", raising=False)
-    config = responses_config("http://127.0.0.1:9/unused", upstream.base_url)
-    config["providers"]["keyless"] = {
-        **config["providers"]["up"],
-        "api_key_env": "ROUTER_TEST_UNSET_KEY",
-    }
-    config["models"].append(
-        {"id": "needs-key", "provider": "keyless", "tier": "medium", "context_window": 32768}
-    )
-    write_config(config)
-    return config
-
-
-def refused(caplog) -> list[str]:
-    return [
-        f"{r.args[1]} {r.args[3]}"
-        for r in caplog.records
-        if r.name == "router.requests" and r.msg.startswith("answer_refused")
-    ]
-
-
 @pytest.mark.parametrize(
     "case, model, shown",
-    [
-        ("wrong router key", "script-agent", "Missing or invalid API key"),
-        ("unknown model", "script-agnet", "Did you mean 'script-agent'"),
-        ("provider key unset", "needs-key", "ROUTER_TEST_UNSET_KEY is not set"),
-        ("config broken", "script-agent", "pinch.budget_tokens"),
-    ],
+    # The AI SDK does not retry a 401 either: a wrong router key is final for opencode.
+    [("wrong router key", "script-agent", "Missing or invalid API key"), *REAL_CLIENT_CASES],
 )
 def test_opencode_stops_at_a_final_error_showing_the_routers_message(
     case,
     model,
     shown,
-    data,
+    final_config,
     write_config,
     tmp_path,
     live_server,
@@ -79,8 +53,7 @@ def test_opencode_stops_at_a_final_error_showing_the_routers_message(
     home.mkdir()
     key = "rk-wrong" if case == "wrong router key" else api_key
     if case == "config broken":
-        data["pinch"]["budget_tokens"] = -1
-        write_config(data)
+        break_config(final_config, write_config)
 
     with caplog.at_level(logging.WARNING, logger="router.requests"):
         started = time.time()
@@ -91,12 +64,12 @@ def test_opencode_stops_at_a_final_error_showing_the_routers_message(
     first = min((r.created for r in caplog.records if r.name == "router.requests"), default=ended)
     seconds = ended - first
     report = f"{seconds:.1f}s after the request ({ended - started:.1f}s in all) exit "
-    report += f"{done.returncode} refused {refused(caplog)}\n"
+    report += f"{done.returncode} refused {refused_answers(caplog)}\n"
     report += f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     print(report)
     assert shown in done.stdout + done.stderr, report
     # Two calls, neither retried (the AI SDK would make three of each): the task's, and
     # the session title opencode asks its small model for. How long it took is printed
     # (speed is the benchmarks' to measure, not a test's).
-    assert len(refused(caplog)) == 2, report
+    assert len(refused_answers(caplog)) == 2, report
     assert upstream.received == []

@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from routing.models import RouteDecision
+from tests.support.scripted_agent import tool_call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,26 +42,12 @@ def sdk(live_server, api_key, router_config, write_config):
     return openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
 
 
-def call(call_id: str) -> dict:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": "read_file", "arguments": '{"path": "big.log"}'},
-            }
-        ],
-    }
-
-
 # A long tool result, then one more tool round: the long one leaves pinch's window.
 CONVERSATION = [
     {"role": "user", "content": "Find the failing test in big.log."},
-    call("c1"),
+    tool_call("read_file", "c1", path="big.log"),
     {"role": "tool", "tool_call_id": "c1", "content": "log line with some words\n" * 400},
-    call("c2"),
+    tool_call("read_file", "c2", path="big.log"),
     {"role": "tool", "tool_call_id": "c2", "content": "ok"},
 ]
 
