@@ -19,9 +19,10 @@ machine; bench/claude_harness.py) once per scenario:
 
 Each prints Claude Code's exit code, the seconds from its start to its exit
 (the time to show the router's message, start-up included), what it printed,
-and how many requests the router answered; a final error passes when Claude
-Code stops in under ``FINAL_SECONDS`` after exactly one request for it, naming
-the router's message.
+and how many requests the router answered and refused; a final error passes
+when Claude Code stops in under ``FINAL_SECONDS`` after one refused request
+(two for a 404: Claude Code sends a refused stream once more, unstreamed),
+printing the router's message (for a 401 and a 404, its own words for them).
 
 Run: ``.venv/bin/python bench/check_final_errors.py [--scenario NAME ...]``
 Needs node/npm (Claude Code is installed as bench/claude_harness.py does).
@@ -59,11 +60,14 @@ class Scenario(NamedTuple):
     arguments: list[str]
     said: str  # what Claude Code must print: the router's own words (or the task's answer)
     final: bool = True
+    requests: int = 1  # the requests Claude Code makes before it stops
 
 
 SCENARIOS = {
     "wrong-key": Scenario([], "Invalid API key"),  # Claude Code words a 401 itself
-    "unknown-model": Scenario(["--model", "gtp-4.1"], "gtp-4.1"),
+    # A streamed request refused with a 404 is sent once more without streaming (Claude
+    # Code's own fallback, x-should-retry or not), at once: two requests, then it stops.
+    "unknown-model": Scenario(["--model", "gtp-4.1"], "gtp-4.1", requests=2),
     "provider-key-unset": Scenario(["--model", "keyless-model"], UNSET_KEY),
     "broken-config": Scenario([], "pinch.budget_tokens"),
     "shipped-default": Scenario([], "", final=False),
@@ -131,6 +135,8 @@ def run(scenario: str, binary: Path) -> dict:
             if scenario == "broken-config":
                 break_config(config, router)
             done, seconds = harness.run_claude(binary, repo, home, router, None, True, case)
+        # The router's log, once it has stopped: one answer_refused line per refused answer.
+        log = task.router.process.stdout.read().decode(errors="replace")
         try:
             printed = str(json.loads(done.stdout).get("result", ""))
         except ValueError:
@@ -141,6 +147,9 @@ def run(scenario: str, binary: Path) -> dict:
             "printed": printed[:400],
             "stderr": done.stderr[-300:],
             "upstream_requests": len(upstream.received),
+            "refused": [
+                line.split("status=", 1)[1] for line in log.splitlines() if "answer_refused" in line
+            ],
             **answered(tmp / "router.sqlite3"),
             "wrote_answer": (repo / "ANSWER.md").exists(),
         }
@@ -163,6 +172,7 @@ def passed(scenario: str, outcome: dict) -> bool:
         and outcome["seconds"] < FINAL_SECONDS
         and spec.said in outcome["printed"] + outcome["stderr"]
         and outcome["upstream_requests"] == 0
+        and len(outcome["refused"]) == spec.requests
     )
 
 

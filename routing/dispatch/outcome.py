@@ -39,16 +39,23 @@ class Outcome:
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).
 
-        Priced like the billed cost (routing.pricing): the cached part read, the
-        rest written when the model has a cache block (Anthropic), else at the
-        prompt price (a provider that caches by itself charges no write premium).
+        Priced like the billed cost (routing.pricing), against the cache the
+        bill had: the estimated cached part read only when the provider
+        billed cache reads for this request, the rest written only when it
+        billed cache writes (a model with a cache block, Anthropic), else at
+        the prompt price. A cache the bill never had would credit pinch's
+        request with reads it could not have got, and charge pinch the
+        difference (issue 41: "net loss with pinch" against an upstream that
+        reported no cached tokens).
         """
         if billed is None or self.model is None:
             return None
         if self.unpruned_split is None:
             return billed
         cached, rest = self.unpruned_split
-        written = rest if self.model.cache is not None else 0
+        if not self.cache_read_tokens:
+            cached, rest = 0, cached + rest
+        written = rest if self.model.cache is not None and self.cache_write_tokens else 0
         return billed_prompt_cost_usd(self.model, cached + rest, cached, written)
 
     def take_usage(self, usage):

@@ -24,6 +24,10 @@ ALIASES = {
     "asked, resolved",
     [
         ("claude-sonnet-4-5-20250929", "echo-hard"),  # exact
+        # Claude Code's 1M-context mark: the name without it, exact alias and id alike.
+        ("claude-sonnet-4-5-20250929[1m]", "echo-hard"),
+        ("echo-medium[1m]", "echo-medium"),
+        ("claude-opus-4-8[1m]", "auto"),
         ("claude-haiku-4-5", "echo-small"),  # the first glob that matches
         ("claude-haiku-4-5-20251001", "echo-small"),
         ("claude-opus-4-6", "auto"),

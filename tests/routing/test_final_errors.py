@@ -17,6 +17,12 @@ import pytest
 
 from routing.auth import create_api_key
 from tests.support.decisions import decision, seed
+from tests.support.final_errors import (
+    UNSET_KEY_ENV,
+    break_config,
+    refused_answers,
+    with_keyless_model,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,14 +56,8 @@ def client(request):
 @pytest.fixture
 def config(router_config, write_config, monkeypatch):
     """The test config plus ``needs-key``, on a provider whose key variable is unset."""
-    monkeypatch.delenv("ROUTER_TEST_UNSET_KEY", raising=False)
-    router_config["providers"]["keyless"] = {
-        **router_config["providers"]["up"],
-        "api_key_env": "ROUTER_TEST_UNSET_KEY",
-    }
-    router_config["models"].append(
-        {"id": "needs-key", "provider": "keyless", "tier": "medium", "context_window": 32768}
-    )
+    monkeypatch.delenv(UNSET_KEY_ENV, raising=False)
+    with_keyless_model(router_config)
     for name, upstream_model in [("rate-limited", "ra-0-99-x"), ("failing", "fail-500-99-x")]:
         router_config["models"].append(
             {
@@ -72,15 +72,6 @@ def config(router_config, write_config, monkeypatch):
     return router_config
 
 
-def refused(caplog) -> list[str]:
-    """The router's refused answers, one line each: ``<status> <path>``."""
-    return [
-        f"{r.args[1]} {r.args[3]}"
-        for r in caplog.records
-        if r.name == "router.requests" and r.msg.startswith("answer_refused")
-    ]
-
-
 def failed(client, live_server, key, model, content="hi", role="user"):
     with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as caught:
         client(live_server, key, model, content, role)
@@ -91,11 +82,6 @@ def spent_key() -> str:
     key, raw = create_api_key("spent", limits={"budget_usd": 1.0, "budget_period": "month"})
     seed(decision(api_key=key, chosen_model="echo-medium", estimated_cost_usd=2.0))
     return raw
-
-
-def broken(config, write_config):
-    config["pinch"]["budget_tokens"] = -1
-    write_config(config)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +102,7 @@ def test_a_final_error_is_sent_once_and_says_not_to_retry(
     if callable(key):
         key = key()
     if case == "config broken":
-        broken(config, write_config)
+        break_config(config, write_config)
     role = "narrator" if case == "bad request" else "user"  # a role neither protocol has
 
     with caplog.at_level(logging.WARNING, logger="router.requests"):
@@ -126,7 +112,7 @@ def test_a_final_error_is_sent_once_and_says_not_to_retry(
         assert error.status_code == status
     assert error.status_code < 500 and error.status_code not in (408, 409)
     assert error.response.headers["x-should-retry"] == "false"
-    assert len(refused(caplog)) == 1, refused(caplog)
+    assert len(refused_answers(caplog)) == 1, refused_answers(caplog)
     assert upstream.received == []
 
 
@@ -137,7 +123,7 @@ def test_a_body_over_the_limit_is_sent_once(client, live_server, api_key, config
 
     assert error.status_code == 413
     assert error.response.headers["x-should-retry"] == "false"
-    assert len(refused(caplog)) == 1
+    assert len(refused_answers(caplog)) == 1
 
 
 @pytest.mark.parametrize("model, status", [("rate-limited", 429), ("failing", 500)])
@@ -151,5 +137,5 @@ def test_an_upstream_rate_limit_or_5xx_is_still_retried_by_the_sdk(
     assert "x-should-retry" not in error.response.headers
     if status == 429:
         assert error.response.headers["retry-after"] == "0"
-    assert len(refused(caplog)) == 1 + RETRIES
+    assert len(refused_answers(caplog)) == 1 + RETRIES
     assert len(upstream.received) == 2 * (1 + RETRIES)  # the router's own retry, each time
