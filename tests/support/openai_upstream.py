@@ -370,7 +370,13 @@ def gzip_bomb() -> bytes:
 def odd_usage(model: str) -> dict | None:
     """``oddusage-*``: counts of every wrong type; ``hugeusage-*``: counts no column can hold."""
     if model.startswith("oddusage"):
-        return {"prompt_tokens": "11", "completion_tokens": {"n": 7}, "prompt_tokens_details": 5}
+        return {
+            "prompt_tokens": "11",
+            "completion_tokens": {"n": 7},
+            "total_tokens": 18.5,
+            "prompt_tokens_details": 5,
+            "completion_tokens_details": {"reasoning_tokens": None},
+        }
     if model.startswith("hugeusage"):
         return {"prompt_tokens": 10**20, "completion_tokens": 2**31, "total_tokens": 10**20}
     return None
