@@ -314,7 +314,7 @@ def _decide(
     window = _protected_start(
         session.messages, knobs.keep_last_turns, knobs.keep_last_tool_results, end=length
     )
-    undecided = [i for i in session.results[ledger.decided :] if i < window]
+    undecided = session.results[ledger.decided : bisect_left(session.results, window)]
     if not undecided:
         return replace(ledger, length=length), 0.0
 
