@@ -173,3 +173,21 @@ def test_a_prompt_part_of_300_kb_is_refused_at_tpm_2000(
 @pytest.mark.parametrize("messages", list(CHAT.values()), ids=list(CHAT))
 def test_the_measure_counts_a_part_as_its_characters(messages):
     assert measure_prompt_tokens(messages, None) >= 300_000 // 3
+
+
+def test_without_usage_from_the_upstream_the_row_estimates_every_part(
+    live_server, router_config, upstream, api_key
+):
+    body = {"model": "nousage-model", "messages": CHAT["tool-call arguments"], "tools": TOOLS}
+
+    response = requests.post(
+        live_server.url + "/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=30,
+    )
+
+    assert response.status_code == 200
+    row = RouteDecision.objects.get()
+    assert row.usage_estimated and row.prompt_tokens >= 300_000 // 3
+    assert row.estimated_cost_usd >= 0.1  # 100k tokens at $1 per million, not 19 tokens' worth
