@@ -10,11 +10,12 @@ took 0.58 s and 0.41 s.
 """
 
 from pinch import payback
-from pinch.payback import CacheModel, PaybackKnobs, plan
+from pinch.payback import CacheModel, plan
 from tests.pinch.test_payback import replay_session, session
+from tests.support.knobs import shipped_knobs
 
 ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
-KNOBS = PaybackKnobs(budget_tokens=2000, min_payback=1.0, turns_ahead=1.0)
+KNOBS = shipped_knobs(budget_tokens=2000, min_payback=1.0, turns_ahead=1.0)
 
 
 def plain_removed(session_, ledger) -> int:
