@@ -151,18 +151,23 @@ NAMES = (
 )
 
 
+def post(live_server, path: str, body: dict, raw_key: str):
+    """The body to ``path`` with the key as both SDKs send it."""
+    return requests.post(
+        live_server.url + path,
+        json=body,
+        headers={"Authorization": f"Bearer {raw_key}", "x-api-key": raw_key},
+        timeout=30,
+    )
+
+
 @pytest.mark.parametrize("path, body", CASES, ids=NAMES)
 def test_a_prompt_part_of_300_kb_is_refused_at_tpm_2000(
     live_server, responses_config_data, upstream, anthropic_upstream, path, body
 ):
     _, raw = create_api_key("small", limits={"tpm_limit": 2000})
 
-    response = requests.post(
-        live_server.url + path,
-        json=body,
-        headers={"Authorization": f"Bearer {raw}", "x-api-key": raw},
-        timeout=30,
-    )
+    response = post(live_server, path, body, raw)
 
     assert response.status_code == 429, response.text[:300]
     assert "2000" in response.text
@@ -180,12 +185,7 @@ def test_without_usage_from_the_upstream_the_row_estimates_every_part(
 ):
     body = {"model": "nousage-model", "messages": CHAT["tool-call arguments"], "tools": TOOLS}
 
-    response = requests.post(
-        live_server.url + "/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {api_key}"},
-        timeout=30,
-    )
+    response = post(live_server, "/v1/chat/completions", body, api_key)
 
     assert response.status_code == 200
     row = RouteDecision.objects.get()
