@@ -8,15 +8,24 @@ the request pipeline needs it.
 
 from pinch.core import next_step_start, prune_context, trim_candidates
 from pinch.ranking import order_by_relevance
-from pinch.tokens import CHARS_PER_TOKEN, estimate_tokens, extract_text, last_user_text
+from pinch.tokens import (
+    CHARS_PER_TOKEN,
+    estimate_tokens,
+    extract_text,
+    last_user_text,
+    message_tokens,
+    value_tokens,
+)
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "estimate_tokens",
     "extract_text",
     "last_user_text",
+    "message_tokens",
     "next_step_start",
     "order_by_relevance",
     "prune_context",
     "trim_candidates",
+    "value_tokens",
 ]

@@ -257,16 +257,19 @@ def _protected_start(
     keep_last_turns: int,
     keep_last_tool_results: int | None,
     window_step: int | None = None,
+    end: int | None = None,
 ) -> int:
+    """Where the protected window of ``messages[:end]`` starts (``end``: all of them)."""
+    end = len(messages) if end is None else min(end, len(messages))
     turns = max(keep_last_turns, 1)
     results = None if keep_last_tool_results is None else max(keep_last_tool_results, 1)
     step = 1 if window_step is None else max(window_step, 1)
     if results is not None and step > 1:
-        return _stepped_start(messages, turns, results, step)
+        return _stepped_start(messages[:end], turns, results, step)
     # Walking back from the end, whichever rule is satisfied first marks the
     # later of the two starts, which is the one that applies.
     seen_turns = seen_results = 0
-    for i in range(len(messages) - 1, -1, -1):
+    for i in range(end - 1, -1, -1):
         role = _role(messages[i])
         if role == "user":
             seen_turns += 1

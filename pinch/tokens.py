@@ -33,6 +33,73 @@ def estimate_tokens(text: str | None) -> int:
     return len(text) // CHARS_PER_TOKEN
 
 
+def message_tokens(message: Any) -> int:
+    """Every part of ``message`` a model is sent, at three characters a token.
+
+    Its text (``extract_text``), and what that leaves out but the upstream is
+    sent all the same: tool calls' names and arguments, image data URLs,
+    thinking, any other part's strings. The router's measure of a prompt (its
+    context window, cost estimate and rate limits: routing.selection): 300 KB in
+    a tool call's arguments is as much prompt as 300 KB of text. Pinch's own
+    budget still reads the text alone (``extract_text``): counting the calls
+    there too made the payback steps cost more than no pinch on 2 corpus sessions.
+    """
+    if not isinstance(message, dict):
+        return 0
+    return estimate_tokens(extract_text(message)) + _unread_chars(message) // CHARS_PER_TOKEN
+
+
+def value_tokens(value: Any) -> int:
+    """The strings of a JSON value (a block the chat form leaves out), three characters a token."""
+    return _string_chars(value) // CHARS_PER_TOKEN
+
+
+# Message keys that name or link rather than say something (role, tool name, call id).
+_LABELS = frozenset({"role", "name", "tool_call_id", "content"})
+
+
+def _unread_chars(message: dict) -> int:
+    """Characters of ``message`` that ``extract_text`` does not read."""
+    total = 0
+    for key, value in message.items():
+        if key not in _LABELS:
+            total += len(value) if isinstance(value, str) else _string_chars(value)
+    content = message.get("content")
+    if not isinstance(content, list):
+        return total
+    stack = [content]
+    while stack:
+        parts = stack.pop()
+        if not isinstance(parts, list):
+            continue
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                continue
+            if kind == "tool_result":
+                stack.append(part.get("content"))
+                continue
+            total += _string_chars(part)
+    return total
+
+
+def _string_chars(value: Any) -> int:
+    """The characters of every string in a JSON value (not keys, not ``type`` tags)."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(v for k, v in item.items() if k != "type")
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total
+
+
 def extract_text(message: Any) -> str:
     """Return the text a model would read in ``message``'s content.
 

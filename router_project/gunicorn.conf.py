@@ -13,6 +13,10 @@ same typed helpers as Django's settings: a bad value stops gunicorn naming it.
 """
 
 from router_project.env import env_int, env_str
+from router_project.wsgi_edges import json_server_errors
+
+# gunicorn's own refusals (414, 431, 400 on a broken request line) in JSON, not HTML.
+json_server_errors()
 
 bind = env_str("ROUTER_BIND", "127.0.0.1:8000")
 workers = env_int("ROUTER_WORKERS", 2)

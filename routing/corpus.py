@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from routing.transcripts import looks_like_transcript, transcript_sessions
+from routing.transcripts import UNREADABLE, looks_like_transcript, transcript_sessions
 
 _REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS_DIR = _REPO.parent / "shared" / "corpus" / "conversations"
+
+# The most of one file the loader reads: well above the longest agent log seen (tens of
+# MB), far below what a file that never ends (a link to /dev/zero) would take.
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 class CorpusError(ValueError):
@@ -85,17 +90,20 @@ def load_session(path: Path) -> Session:
     return sessions[0]
 
 
-def load_file(path: Path) -> list[Session]:
+def load_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> list[Session]:
     """The sessions in one file: a conversation file's one, or a log's windows, in order
-    (the second named ``<file>#2``)."""
+    (the second named ``<file>#2``). A file that is not a regular one (a FIFO, a
+    device, through a link too) is refused without being opened; one of more than
+    ``max_bytes`` without being read."""
     path = Path(path)
+    text = _text(path, max_bytes)
     if path.suffix == ".jsonl":
-        windows = _transcript(path)
+        windows = _transcript(path, text)
         names = [path.name, *(f"{path.name}#{k}" for k in range(2, len(windows) + 1))]
         return [_session(name, {**data, "source": str(path)}) for name, data in zip(names, windows)]
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
         raise CorpusError(f"{path}: cannot read a JSON conversation ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise CorpusError(f"{path}: not a conversation file (no 'messages' list)")
@@ -115,17 +123,33 @@ def _session(name: str, data: dict[str, Any]) -> Session:
     )
 
 
-def _transcript(path: Path) -> list[dict[str, Any]]:
+def _text(path: Path, max_bytes: int) -> str:
+    """The file's text, read only if it is a regular file of at most ``max_bytes``."""
     try:
-        with path.open(encoding="utf-8") as lines:
-            first = next((line for line in lines if line.strip()), "")
-            if first and not looks_like_transcript(first):
-                raise CorpusError(
-                    f"{path}: not a Claude Code or Codex CLI session log (JSON records a line)"
-                )
-            return transcript_sessions([first, *lines])
-    except (OSError, UnicodeDecodeError) as error:
-        raise CorpusError(f"{path}: cannot read a session log ({error})") from None
+        found = os.stat(path)  # through a link: /dev/zero is a device
+        if not stat.S_ISREG(found.st_mode):
+            raise CorpusError(f"{path}: not a regular file (a FIFO, device or socket), not read")
+        if found.st_size > max_bytes:
+            raise CorpusError(f"{path}: {found.st_size} bytes, over the limit of {max_bytes}")
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)  # a file that grew since: still bounded
+        if len(raw) > max_bytes:
+            raise CorpusError(f"{path}: more than {max_bytes} bytes, over the limit")
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorpusError(f"{path}: not text (a binary file?)") from None
+    except OSError as error:
+        raise CorpusError(f"{path}: cannot read it ({error.strerror or error})") from None
+
+
+def _transcript(path: Path, text: str) -> list[dict[str, Any]]:
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    if first and not looks_like_transcript(first):
+        raise CorpusError(
+            f"{path}: not a Claude Code or Codex CLI session log (JSON records a line)"
+        )
+    return transcript_sessions(lines)
 
 
 def _times(raw: Any) -> dict[int, float]:
@@ -140,15 +164,35 @@ def _times(raw: Any) -> dict[int, float]:
     return times
 
 
-def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
+def load_sessions(
+    paths: Iterable[str | Path] | None = None,
+    skipped: list[str] | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
+) -> list[Session]:
     """Sessions from files and directories: in a directory, every ``*.json`` in it and every
     ``*.jsonl`` under it (Codex CLI files its logs by day), by path.
 
     No paths: the corpus folder (``corpus_dir()``). A log with compactions
     gives one session per context window. In a directory, a session log with
     no request of its own (a Claude Code subagent's, all sidechain) is passed
-    over; named on its own, it is loaded as it is.
+    over; named on its own, it is loaded as it is. ``skipped``: a list that
+    takes the reason of each file that cannot be loaded (the run goes on
+    without it); without one, such a file raises CorpusError.
     """
+
+    def load(file: Path) -> list[Session]:
+        try:
+            loaded = load_file(file, max_file_bytes)
+        except CorpusError as error:
+            if skipped is None:
+                raise
+            skipped.append(str(error))
+            return []
+        notes = loaded[0].meta.get("notes") if loaded else None
+        if skipped is not None and notes and UNREADABLE in notes[0]:
+            skipped.append(f"{file}: {notes[0]}")
+        return loaded
+
     sessions: list[Session] = []
     for raw in [corpus_dir()] if paths is None else paths:
         path = Path(raw)
@@ -160,13 +204,13 @@ def load_sessions(paths: Iterable[str | Path] | None = None) -> list[Session]:
                     "(Claude Code, Codex CLI) in this directory"
                 )
             for file in found:
-                for session in load_file(file):
+                for session in load(file):
                     if file.suffix != ".jsonl" or any(session.turns()):
                         sessions.append(session)
-        elif path.is_file():
-            sessions.extend(load_file(path))
+        elif path.exists():
+            sessions.extend(load(path))
         else:
             raise CorpusError(f"{path}: no such file or directory")
     if not sessions:
-        raise CorpusError("no conversation files given")
+        raise CorpusError("no conversation files given" + "".join(f"; {s}" for s in skipped or ()))
     return sessions

@@ -227,6 +227,8 @@ def plan_request(
         now=now,
     )
     measured = measure_prompt_tokens(send_messages, request.tools)
+    if request.source is not None:
+        measured += request.source.left_out_tokens  # thinking, documents: sent natively
 
     if path == RouteDecision.PATH_ROUTED:
         candidates = candidates_for(

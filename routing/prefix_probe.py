@@ -51,7 +51,7 @@ from cachetools import TTLCache
 from pinch import extract_text
 from pinch.prefix import common_prefix_length, message_fingerprints, packed, unpacked
 from routing.registry import Registry
-from routing.shared_redis import RedisUnavailable, shared_redis
+from routing.shared_redis import FallbackLog, RedisUnavailable, shared_redis
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +182,15 @@ class PrefixProbe:
         self.routes = MemoryPrefixStore()  # routing.session_routing's state per conversation
         self.redis = RedisPrefixStore(redis_url) if redis_url else None
         self._on_memory = False  # Redis failed and memory holds the outage's turns
+        # Each kind of state logs its outage once, not once a request.
+        self._outages = {
+            prefix: FallbackLog(
+                f"{name}_redis_unavailable reason=%s; kept in this process's memory",
+                f"{name}_redis_recovered",
+                log,
+            )
+            for prefix, name in _STATE_NAMES.items()
+        }
 
     def load_ledger(self, key: str) -> str | None:
         """The conversation's pinch ledger as stored (JSON text), or None."""
@@ -200,18 +209,23 @@ class PrefixProbe:
     def _load(self, memory: MemoryPrefixStore, prefix: str, key: str) -> str | None:
         if self.redis is not None:
             try:
-                return self.redis.get(key, prefix)
+                found = self.redis.get(key, prefix)
             except RedisUnavailable as error:  # degrade to memory, never fail the request
-                log.warning("%s_redis_unavailable reason=%s", _STATE_NAMES[prefix], error)
+                self._outages[prefix].fell_back(error)
+            else:
+                self._outages[prefix].recovered()
+                return found
         return memory.get(key)
 
     def _save(self, memory: MemoryPrefixStore, prefix: str, key: str, raw: str) -> None:
         if self.redis is not None:
             try:
                 self.redis.put(key, raw, prefix)
-                return
             except RedisUnavailable as error:
-                log.warning("%s_redis_unavailable reason=%s", _STATE_NAMES[prefix], error)
+                self._outages[prefix].fell_back(error)
+            else:
+                self._outages[prefix].recovered()
+                return
         memory.put(key, raw)
 
     def figures(self, key: str, payload_messages, turn_lengths=(), recorded=None) -> PrefixFigures:

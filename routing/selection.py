@@ -8,7 +8,7 @@ the fallback chain when the chosen model's provider fails.
 
 import json
 
-from pinch import CHARS_PER_TOKEN, estimate_tokens, extract_text
+from pinch import CHARS_PER_TOKEN, estimate_tokens, extract_text, message_tokens
 from routing.config import ModelConfig, RouterConfig
 from routing.errors import RouterError
 from routing.pricing import blended_prompt_price
@@ -33,15 +33,19 @@ def estimated_tokens(messages, tools) -> int:
 def measure_prompt_tokens(messages, tools) -> int:
     """The prompt the router fits into a context window and prices.
 
-    pinch's estimate, but a non-empty message counts at least one token (``"hi"``
-    is 0 by characters / 3) and every message carries the API's overhead. The
-    pinch core keeps its plain characters / 3, so pinch's figures stay comparable
-    across versions; only this measure, the one the window and the price see, differs.
+    Every part of each message at three characters a token (``pinch.message_tokens``:
+    text, tool calls' arguments, images' data URLs, thinking...), a non-empty
+    message at least one token (``"hi"`` is 0 by characters / 3), and the API's
+    overhead per message. The window, the price, the budget's estimate and the
+    key's tpm all read this one figure. The pinch core keeps its plain text
+    characters / 3 for its budget, so pinch's figures stay comparable across versions.
     """
     total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
     for message in messages:
-        text = extract_text(message)
-        total += MESSAGE_OVERHEAD_TOKENS + (max(1, estimate_tokens(text)) if text else 0)
+        tokens = message_tokens(message)
+        if not tokens and extract_text(message):
+            tokens = 1  # "hi" is 0 by characters / 3, but it is not nothing
+        total += MESSAGE_OVERHEAD_TOKENS + tokens
     return total
 
 

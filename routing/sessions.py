@@ -12,6 +12,11 @@ belong to the session: agents name theirs, and each decision carries the name.
 * Any other client: the router's own conversation key (routing.prefix_probe),
   so a session is at least one conversation.
 
+A name the agent gives is scoped to the router key that sent it
+(``<name>@<key id>``): another key sending the same session id (a copied
+config, a guess) is another session, never merged into the first key's line.
+The conversation key holds the router key already.
+
 Inside a session, Claude Code runs a subagent (its ``Agent`` tool, ``Task``
 before 2.x) as a conversation of its own under the same session id, and small
 background requests (a title, a summary) with no tools. So: a request
@@ -106,7 +111,8 @@ def session_tag(meta: dict, request, api_key_id, conversation: str | None) -> Se
     source = getattr(request.source, "body", None)
     body = source if isinstance(source, dict) else request.body
     agent = agent_of(meta)
-    session = named_session(meta, body)
+    named = named_session(meta, body)
+    session = f"{named}@{api_key_id}" if named else ""
     if not session:
         session = conversation or conversation_key(
             api_key_id, request.model, request.messages, request.conversation

@@ -113,6 +113,11 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started, wire):
         outcome.latency_ms = round(monotonic_ms() - started, 2)
         if outcome.prompt_tokens is None:
             _estimate_usage(outcome, plan, watcher.answer_chars)
+        elif not watcher.completed:
+            # Cut before the final usage (a client gone before message_delta): what was
+            # sent, not the placeholder an opening event counts (message_start's 1).
+            sent = watcher.answer_chars // CHARS_PER_TOKEN
+            outcome.completion_tokens = max(outcome.completion_tokens or 0, sent)
         finish_decision(decision, outcome)
 
     try:
@@ -134,6 +139,13 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started, wire):
         outcome.status = CLIENT_CLOSED_STATUS
         outcome.error = "client disconnected"
         raise
+    except Exception as error:
+        # A fault of the router's own mid-stream: the client has had its 200, so the
+        # stream ends with an error event and the row says what happened, not 200.
+        log.exception("stream_relay_failed decision=%s", decision.id)
+        outcome.status = 500
+        outcome.error = f"router error mid-stream: {type(error).__name__}"
+        yield wire.stream_error_event(500, "The router failed while relaying this stream.")
     finally:
         finish()
 

@@ -1,12 +1,14 @@
 """Admitting a request under its key's limits, before any upstream call.
 
-Two steps, because the rate limit needs what pinch made of the request:
+Two steps, because the token limit needs what pinch made of the request:
 
 1. ``admit(key, config)``, before planning: a key at or over its hard budget
-   is refused; past its soft budget, the answer carries ``X-Router-Budget-Warning``
-   and, when the key has ``budget_fallback``, ``auto`` goes a tier cheaper;
-2. ``Admission.take(measured_tokens)``, after planning: one request and the
-   prompt tokens measured after pinch, from the key's per-minute buckets.
+   is refused; so is one over its rpm (the request is taken from its bucket
+   then: a refused request, however large, costs no planning); past its
+   soft budget, the answer carries ``X-Router-Budget-Warning`` and, when
+   the key has ``budget_fallback``, ``auto`` goes a tier cheaper;
+2. ``Admission.take(measured_tokens)``, after planning: the prompt tokens
+   measured after pinch, from the key's per-minute token bucket.
 
 A key with no limits costs neither a query nor a bucket. A refusal is counted
 (routing.limits.refusals) and raised as a RouterError the view renders in the
@@ -55,38 +57,48 @@ class Admission:
             f"resets {resets:%Y-%m-%dT%H:%M:%SZ}"
         }
 
-    def take(self, measured_tokens: int) -> None:
-        """Take one request and ``measured_tokens`` from the key's buckets, or refuse."""
+    def take_request(self) -> None:
+        """Take this request from the key's request bucket, or refuse: before planning."""
         key = self.key
-        rpm, tpm = key.rpm_limit or 0, key.tpm_limit or 0
-        if not self.limited or not (rpm or tpm):
+        rpm = key.rpm_limit or 0
+        if not self.limited or not rpm:
             return
-        if tpm and measured_tokens > tpm:
+        outcome = rate_buckets().take(key.pk, rpm, key.tpm_limit or 0, 0, count=1)
+        if not outcome.taken:
+            count_refusal(key, outcome.short)
+            raise rate_limited(key, outcome.short, outcome.wait_ms, rpm, 1)
+
+    def take(self, measured_tokens: int) -> None:
+        """Take ``measured_tokens`` from the key's token bucket, or refuse: after planning."""
+        key = self.key
+        tpm = key.tpm_limit or 0
+        if not self.limited or not tpm:
+            return
+        if measured_tokens > tpm:
             count_refusal(key, LimitRefusal.REASON_TPM)
             raise too_large(key, tpm, measured_tokens)
-        outcome = rate_buckets().take(key.pk, rpm, tpm, measured_tokens)
-        if outcome.taken:
-            return
-        count_refusal(key, outcome.short)
-        if outcome.short == LimitRefusal.REASON_RPM:
-            raise rate_limited(key, outcome.short, outcome.wait_ms, rpm, 1)
-        raise rate_limited(key, outcome.short, outcome.wait_ms, tpm, measured_tokens)
+        outcome = rate_buckets().take(key.pk, key.rpm_limit or 0, tpm, measured_tokens, count=0)
+        if not outcome.taken:
+            count_refusal(key, outcome.short)
+            raise rate_limited(key, outcome.short, outcome.wait_ms, tpm, measured_tokens)
 
 
 def admit(key: ApiKey, config: RouterConfig, dry_run: bool = False) -> Admission:
-    """The key's admission for this request; raises LimitExceeded when its budget is spent.
+    """The key's admission for this request; raises LimitExceeded when its budget is spent
+    or it is over its requests per minute.
 
     A dry run (X-Router-Dry-Run) calls no upstream: it is never refused nor counted.
     """
     if dry_run:
         return Admission(key, limited=False)
-    if not has_budget(key):
-        return Admission(key)
-    state = spend_cache.state(key, config)
-    if state is not None and state.exhausted:
-        count_refusal(key, LimitRefusal.REASON_BUDGET)
-        raise budget_exhausted(key, state)
-    return Admission(key, state)
+    admission = Admission(key)
+    if has_budget(key):
+        admission.budget = spend_cache.state(key, config)
+        if admission.budget is not None and admission.budget.exhausted:
+            count_refusal(key, LimitRefusal.REASON_BUDGET)
+            raise budget_exhausted(key, admission.budget)
+    admission.take_request()
+    return admission
 
 
 def rate_buckets() -> rate.FileBuckets | rate.RedisBuckets:

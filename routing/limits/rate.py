@@ -2,11 +2,12 @@
 
 Each limited key has a bucket of requests (capacity ``rpm``, refilled at
 ``rpm``/60 a second) and one of prompt tokens (capacity ``tpm``, the same
-way). A request takes one request and its measured prompt tokens (after
-pinch) from both, or from neither: a request refused by one limit does not
-spend the other. A bucket refills continuously, so a key kept at its limit
-is admitted at the limit's pace, not in bursts at each minute's start, and
-a refusal knows exactly how long until it would pass (its Retry-After).
+way). A request takes its one request before it is planned (a request over
+the key's rpm costs no classify, pinch or planning), then its measured
+prompt tokens (after pinch); a step refused by one limit spends neither. A
+bucket refills continuously, so a key kept at its limit is admitted at the
+limit's pace, not in bursts at each minute's start, and a refusal knows
+exactly how long until it would pass (its Retry-After).
 
 With a Redis URL the buckets live in Redis, shared by every worker and host,
 and one Lua script reads, refills, decides and writes them (atomic: two
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from routing.registry import Registry
-from routing.shared_redis import RedisUnavailable, shared_redis
+from routing.shared_redis import FallbackLog, RedisUnavailable, shared_redis
 
 log = logging.getLogger("router.limits")
 
@@ -48,27 +49,27 @@ _BUCKET_BYTES = 96
 # than the keys a deployment has; a key forgotten this way is simply full.
 MAX_MEMORY_BUCKETS = 10_000
 
-# KEYS[1]: the key's bucket hash. ARGV: rpm, tpm (0 = no limit), tokens.
+# KEYS[1]: the key's bucket hash. ARGV: rpm, tpm (0 = no limit), tokens, requests (1 or 0).
 # Returns {1, 0, ''} when taken, {0, wait_ms, 'rpm' or 'tpm'} (the limit that
 # waits longest) when refused. The same arithmetic
 # as ``take`` below, which the memory store runs (tests hold the two to it).
 TAKE_SCRIPT = """
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
-local rpm, tpm, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local rpm, tpm, cost, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local state = redis.call('HMGET', KEYS[1], 'r', 't', 'at')
 local at = tonumber(state[3]) or now
 local elapsed = math.max(now - at, 0)
 local r = math.min(rpm, (tonumber(state[1]) or rpm) + elapsed * rpm / 60000)
 local t = math.min(tpm, (tonumber(state[2]) or tpm) + elapsed * tpm / 60000)
 local wait_r, wait_t = 0, 0
-if rpm > 0 and r < 1 then wait_r = (1 - r) * 60000 / rpm end
+if rpm > 0 and r < n then wait_r = (n - r) * 60000 / rpm end
 if tpm > 0 and t < cost then wait_t = (cost - t) * 60000 / tpm end
 if wait_r > 0 or wait_t > 0 then
   if wait_r >= wait_t then return {0, math.ceil(wait_r), 'rpm'} end
   return {0, math.ceil(wait_t), 'tpm'}
 end
-redis.call('HSET', KEYS[1], 'r', tostring(r - 1), 't', tostring(t - cost), 'at', tostring(now))
+redis.call('HSET', KEYS[1], 'r', tostring(r - n), 't', tostring(t - cost), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], 60000)
 return {1, 0, ''}
 """
@@ -90,19 +91,22 @@ class Bucket:
     at_ms: float
 
 
-def take(bucket: Bucket | None, now_ms: float, rpm: int, tpm: int, cost: int):
-    """(Taken, bucket after): the arithmetic of TAKE_SCRIPT, in Python. Pure."""
+def take(bucket: Bucket | None, now_ms: float, rpm: int, tpm: int, cost: int, count: int = 1):
+    """(Taken, bucket after): the arithmetic of TAKE_SCRIPT, in Python. Pure.
+
+    ``count`` requests (1, or 0 for a request's tokens alone) and ``cost`` tokens.
+    """
     at = bucket.at_ms if bucket else now_ms
     elapsed = max(now_ms - at, 0)
     requests = min(rpm, (bucket.requests if bucket else rpm) + elapsed * rpm / MS_PER_MINUTE)
     tokens = min(tpm, (bucket.tokens if bucket else tpm) + elapsed * tpm / MS_PER_MINUTE)
-    wait_requests = (1 - requests) * MS_PER_MINUTE / rpm if rpm > 0 and requests < 1 else 0
+    wait_requests = (count - requests) * MS_PER_MINUTE / rpm if rpm > 0 and requests < count else 0
     wait_tokens = (cost - tokens) * MS_PER_MINUTE / tpm if tpm > 0 and tokens < cost else 0
     if wait_requests > 0 or wait_tokens > 0:
         if wait_requests >= wait_tokens:
             return Taken(False, math.ceil(wait_requests), "rpm"), bucket
         return Taken(False, math.ceil(wait_tokens), "tpm"), bucket
-    return Taken(True), Bucket(requests - 1, tokens - cost, now_ms)
+    return Taken(True), Bucket(requests - count, tokens - cost, now_ms)
 
 
 class MemoryBuckets:
@@ -112,33 +116,15 @@ class MemoryBuckets:
         self._lock = threading.Lock()
         self._buckets: dict[int, Bucket] = {}
 
-    def take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
+    def take(self, key_id: int, rpm: int, tpm: int, cost: int, count: int = 1) -> Taken:
         now = time.monotonic() * 1000
         with self._lock:
-            outcome, bucket = take(self._buckets.get(key_id), now, rpm, tpm, cost)
+            outcome, bucket = take(self._buckets.get(key_id), now, rpm, tpm, cost, count)
             if outcome.taken:
                 if len(self._buckets) >= MAX_MEMORY_BUCKETS:
                     self._buckets.clear()
                 self._buckets[key_id] = bucket
         return outcome
-
-
-class _Fallback:
-    """Whether a store is on its fallback, logged once when it goes there and once back."""
-
-    def __init__(self, gone: str, back: str):
-        self.gone, self.back = gone, back
-        self.active = False
-
-    def fell_back(self, error: Exception) -> None:
-        if not self.active:
-            log.warning(self.gone, error)
-            self.active = True
-
-    def recovered(self) -> None:
-        if self.active:
-            log.warning(self.back)
-            self.active = False
 
 
 class FileBuckets:
@@ -155,21 +141,22 @@ class FileBuckets:
     def __init__(self, directory: str | os.PathLike, memory: MemoryBuckets):
         self.directory = directory
         self.memory = memory
-        self._state = _Fallback(
+        self._state = FallbackLog(
             "rate_limits_per_process: %s; each worker limits keys alone",
             f"rate_limits_per_host: {directory} holds the limits again",
+            log,
         )
 
-    def take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
+    def take(self, key_id: int, rpm: int, tpm: int, cost: int, count: int = 1) -> Taken:
         try:
-            outcome = self._take(key_id, rpm, tpm, cost)
+            outcome = self._take(key_id, rpm, tpm, cost, count)
         except OSError as error:
             self._state.fell_back(error)
-            return self.memory.take(key_id, rpm, tpm, cost)
+            return self.memory.take(key_id, rpm, tpm, cost, count)
         self._state.recovered()
         return outcome
 
-    def _take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
+    def _take(self, key_id: int, rpm: int, tpm: int, cost: int, count: int) -> Taken:
         path = os.path.join(self.directory, f"{key_id}.bucket")
         try:
             handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -179,7 +166,7 @@ class FileBuckets:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX)
             bucket = _read_bucket(os.pread(handle, _BUCKET_BYTES, 0))
-            outcome, after = take(bucket, time.time() * 1000, rpm, tpm, cost)
+            outcome, after = take(bucket, time.time() * 1000, rpm, tpm, cost, count)
             if outcome.taken:
                 # Always the same length, so that nothing of a longer one stays behind.
                 written = f"{after.requests!r} {after.tokens!r} {after.at_ms!r}"
@@ -207,9 +194,10 @@ class RedisBuckets:
         self.redis = shared_redis(url)
         self.fallback = fallback
         self._scripts: dict[int, object] = {}  # id(client) -> its registered script
-        self._state = _Fallback(
+        self._state = FallbackLog(
             "rate_limits_local: %s; each host limits keys alone",
             f"rate_limits_shared: Redis at {self.redis.location} holds the limits again",
+            log,
         )
 
     def _script(self, client):
@@ -218,16 +206,16 @@ class RedisBuckets:
             script = self._scripts[id(client)] = client.register_script(TAKE_SCRIPT)
         return script
 
-    def take(self, key_id: int, rpm: int, tpm: int, cost: int) -> Taken:
+    def take(self, key_id: int, rpm: int, tpm: int, cost: int, count: int = 1) -> Taken:
         try:
             taken, wait, short = self.redis.call(
                 lambda client: self._script(client)(
-                    keys=[f"{REDIS_PREFIX}{key_id}"], args=[rpm, tpm, cost]
+                    keys=[f"{REDIS_PREFIX}{key_id}"], args=[rpm, tpm, cost, count]
                 )
             )
         except RedisUnavailable as error:
             self._state.fell_back(error)
-            return self.fallback.take(key_id, rpm, tpm, cost)
+            return self.fallback.take(key_id, rpm, tpm, cost, count)
         self._state.recovered()
         return Taken(bool(taken), int(wait), short.decode() if isinstance(short, bytes) else short)
 

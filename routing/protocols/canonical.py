@@ -17,6 +17,7 @@ class Source(Protocol):
 
     body: dict
     untranslatable: tuple
+    left_out_tokens: int  # the prompt in parts the chat messages leave out
 
     @property
     def needs_native(self) -> bool: ...

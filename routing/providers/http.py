@@ -37,6 +37,7 @@ from routing.errors import ProviderError
 from routing.protocols.base import Event
 from routing.providers.base import Provider
 from routing.providers.deadlines import attempt_seconds, read_body, read_events
+from routing.providers.redact import StreamRedactor
 
 # Per host: idle keep-alive connections kept (a worker's threads, gunicorn.conf.py's
 # 128 by default, mostly wait on slow clients, not upstreams); more are opened when needed.
@@ -168,7 +169,7 @@ class HttpProvider(Provider):
             self.name,
             self.config.max_answer_bytes,
         )
-        redactor = self.redactor()
+        redactor = StreamRedactor(self.redactor())
         for raw in events:
-            event = Event.parse(raw)
-            yield redactor.event(event, raw) if redactor.might_hide(raw) else event
+            yield from redactor.feed(Event.parse(raw), raw)
+        yield from redactor.close()

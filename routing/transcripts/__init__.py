@@ -25,14 +25,17 @@ from typing import Any
 from routing.transcripts.claude_code import NO_RESULT, claude_code_sessions
 from routing.transcripts.codex import is_rollout, rollout_sessions
 
-__all__ = ["NO_RESULT", "looks_like_transcript", "transcript_sessions"]
+__all__ = ["NO_RESULT", "UNREADABLE", "looks_like_transcript", "transcript_sessions"]
+
+# The note a log's first session carries when lines of it could not be read.
+UNREADABLE = "unreadable line(s) skipped"
 
 
 def looks_like_transcript(first_line: str) -> bool:
     """Whether a ``.jsonl`` file's first non-empty line is a record: an object with a ``type``."""
     try:
         record = json.loads(first_line)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth
         return False
     return isinstance(record, dict) and isinstance(record.get("type"), str)
 
@@ -46,7 +49,7 @@ def transcript_sessions(lines: Iterable[str]) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested past the parser's depth too
             unreadable += 1
             continue
         if isinstance(record, dict):
@@ -54,5 +57,5 @@ def transcript_sessions(lines: Iterable[str]) -> list[dict[str, Any]]:
     codex = bool(records) and is_rollout(records[0])
     sessions = rollout_sessions(records) if codex else claude_code_sessions(records)
     if unreadable:
-        sessions[0]["meta"]["notes"].insert(0, f"{unreadable} unreadable line(s) skipped")
+        sessions[0]["meta"]["notes"].insert(0, f"{unreadable} {UNREADABLE}")
     return sessions

@@ -184,7 +184,7 @@ def test_codex_runs_several_commands_through_the_router_and_prints_its_answer(
     assert all(r.status_code == 200 and r.stream and r.chosen_model == model for r in rows)
     # One run, one session: Codex's prompt_cache_key, its session id.
     (session,) = {(r.session, r.agent) for r in rows}
-    assert re.fullmatch(r"[0-9a-f-]{36}", session[0]) and session[1] == "codex", session
+    assert re.fullmatch(r"[0-9a-f-]{36}@\d+", session[0]) and session[1] == "codex", session
     assert [r.user_turn for r in rows] == [True, False, False, False]
     # web_search left out for the chat model, and said so on every row.
     omitted = ["web_search"] if model == "script-agent" else None

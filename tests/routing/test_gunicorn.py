@@ -88,3 +88,38 @@ def test_head_of_the_front_page_is_answered_without_a_body_and_logs_nothing(tmp_
     log = served.process.stdout.read().decode()
     assert '"HEAD / HTTP/1.1" 200' in log  # the access log saw them
     assert "no-body response" not in log
+
+
+def _raw_request(url: str, request: bytes) -> tuple[int, str, bytes]:
+    """(status, content type, body) of a raw HTTP/1.1 request sent over a socket."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers.get("Content-Type", ""), body
+
+
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"GET /v1/models?" + b"a" * 10_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+        (b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10_000 + b"\r\n\r\n", 431),
+    ],
+    ids=["request line too long", "header too large"],
+)
+def test_gunicorns_own_refusals_answer_json_not_html(served_router, request_bytes, status):
+    code, content_type, body = _raw_request(served_router.url, request_bytes)
+
+    assert code == status
+    assert content_type == "application/json"
+    error = json.loads(body)["error"]
+    assert error["message"] and error["type"] == "invalid_request_error"
+    assert b"<html" not in body

@@ -6,6 +6,7 @@ import openai
 import pytest
 import requests
 
+from pinch import message_tokens
 from routing.models import RouteDecision
 from routing.selection import measure_prompt_tokens
 
@@ -55,15 +56,17 @@ def test_long_agent_conversation_arrives_upstream_pruned_with_other_messages_int
     assert decision.pinch_final_tokens == sent_tokens
     # The router's measure adds each message's overhead to pinch's characters / 3.
     assert decision.measured_tokens == measure_prompt_tokens(sent, None)
-    assert decision.measured_tokens == sent_tokens + 3 * len(sent) + 3
+    # The measure counts the calls pinch leaves alone too (pinch.message_tokens).
+    assert decision.measured_tokens == sum(message_tokens(m) for m in sent) + 3 * len(sent) + 3
     assert sum(decision.pinch_tools.values()) == len(changed)
 
 
 def test_routed_window_choice_sees_the_pruned_size(
     sdk, router_config, write_config, upstream, corpus_dir
 ):
-    # Unpruned, the conversation (~100k tokens) fits only echo-hard's window;
-    # pruned to 20k it fits the 32k medium models, so the cheapest of them wins.
+    # Unpruned, the conversation (~42k tokens, 15k of them tool calls, which pinch
+    # leaves alone) fits only echo-hard's window; pruned toward 20k it fits the
+    # 32k medium models, so the cheapest of them wins.
     # (The classifier is told to call the task medium, not hard.)
     router_config["pinch"]["budget_tokens"] = 20000
     router_config["classifier"] = {
@@ -75,7 +78,7 @@ def test_routed_window_choice_sees_the_pruned_size(
         }
     }
     write_config(router_config)
-    messages = [m for m in last_assistant_request(corpus_messages(corpus_dir))]
+    messages = corpus_messages(corpus_dir)[:150]  # up to an assistant turn
     reply = sdk.chat.completions.with_raw_response.create(model="auto", messages=messages)
     assert reply.headers["X-Router-Tier"] == "medium"
     assert reply.headers["X-Router-Model"] == "text-only"

@@ -174,3 +174,29 @@ def test_decision_rows_say_when_the_prefix_was_measured_without_redis(
     rows = list(RouteDecision.objects.order_by("id"))
     assert [(r.prefix_match, r.prefix_fallback) for r in rows] == [(0, True), (1, True)]
     assert silent_redis.accepted == 1
+
+
+@pytest.mark.django_db
+def test_redis_down_is_logged_once_per_outage_not_once_a_request(
+    client, router_config, settings, caplog
+):
+    from routing.auth import create_api_key
+    from tests.support.ports import refused_port
+
+    _, raw = create_api_key("limited", limits={"rpm_limit": 1000, "tpm_limit": 10**6})
+    with refused_port() as port:
+        settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+        for n in range(12):
+            response = client.post(
+                "/v1/chat/completions",
+                {"model": "auto", "messages": msgs(*[str(k) for k in range(n + 1)])},
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {raw}",
+            )
+            assert response.status_code == 200
+
+    lines = [r.getMessage() for r in caplog.records if "redis" in r.getMessage().lower()]
+    assert lines, "the outage is logged"
+    # Each user of Redis says so once: the breaker, the probe, the ledger, the routes, the limits.
+    assert len(lines) <= 6, lines
+    assert len(lines) == len(set(line.split(":")[0].split(" ")[0] for line in lines)), lines

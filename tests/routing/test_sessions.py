@@ -73,7 +73,14 @@ def request(messages=ASKED, tools=(AGENT_TOOL, READ_TOOL), source=None, **body):
 )
 def test_the_session_is_the_one_the_agent_names(meta, source, session, agent):
     tag = session_tag(meta, request(source=source), 1, "conversation-hash")
-    assert (tag.session, tag.agent) == (session, agent)
+    assert (tag.session, tag.agent) == (f"{session}@1", agent)
+
+
+def test_another_key_naming_the_same_session_is_another_session():
+    meta = {**CLAUDE_CODE, "HTTP_X_CLAUDE_CODE_SESSION_ID": SESSION}
+    first = session_tag(meta, request(), 1, "conversation-hash").session
+    other = session_tag(meta, request(), 2, "conversation-hash").session
+    assert first != other and SESSION in first and SESSION in other
 
 
 def test_without_a_name_the_session_is_the_routers_conversation():

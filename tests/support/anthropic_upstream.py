@@ -38,6 +38,8 @@ What it answers is chosen by the model name:
 - ``POST /v1/messages/count_tokens``: the request's tokens, counted as the cache counts them;
 - ``claude-leaks-key-*``: answers and streams the key it was sent, every
   mention ``\\u``-escaped (a spelling only decoding reveals);
+- ``claude-splitkey-*``: streams the key it was sent cut between two text deltas
+  (tests/support/split_key.py);
 - ``claude-drip-*``: a plain answer sent one byte every 50 ms;
 - ``claude-gzip-*``: a plain answer, gzip-compressed;
 - otherwise: text, or one tool call when tools are offered and the last turn
@@ -60,6 +62,7 @@ from anthropic.types.message_count_tokens_params import MessageCountTokensParams
 from anthropic.types.message_create_params import MessageCreateParamsBase
 from pydantic import TypeAdapter, ValidationError
 
+from tests.support import split_key
 from tests.support.local_server import LocalHandler, LocalServer
 
 ANSWER = "Hello from the Anthropic test upstream."
@@ -369,6 +372,9 @@ class AnthropicHandler(LocalHandler):
         if model.startswith("claude-leaks-key"):
             self.leaked_key = self.headers.get("x-api-key", "")
             message["content"] = [{"type": "text", "text": f"the key is {self.leaked_key}"}]
+        if model.startswith("claude-splitkey"):
+            key = self.headers.get("x-api-key", "")
+            message["content"] = [{"type": "text", "text": split_key.answer(key)}]
         if body.get("stream"):
             return self._stream(message, model)
         server.check(sdk.Message.model_validate, message)
@@ -476,8 +482,10 @@ class AnthropicHandler(LocalHandler):
                 }
             )
             words = block["text"].split(" ")
-            for k, word in enumerate(words):
-                piece = word if k == len(words) - 1 else word + " "
+            pieces = [w + " " for w in words[:-1]] + words[-1:]
+            if model.startswith("claude-splitkey"):
+                pieces = split_key.deltas(self.headers.get("x-api-key", ""))
+            for k, piece in enumerate(pieces):
                 self._event(
                     {
                         "type": "content_block_delta",

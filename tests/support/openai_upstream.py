@@ -17,6 +17,8 @@ by the ``model`` the router sends, so one server serves every scenario:
 - ``breaks-*``: a stream that stops mid-answer (the connection drops).
 - ``quotes-key-*``: a 401 whose message quotes the key it was sent.
 - ``says-<words>``: answers with <words> (e.g. a tier name for the LLM classifier).
+- ``*splitkey*`` (chat completions and /v1/responses): a stream that names the
+  key it was sent, cut between two text deltas (tests/support/split_key.py).
 - ``leaks-key-*``: echoes the key it was sent in every spelling JSON allows (as is,
   fully and partly ``\\u``-escaped), in a chunked 200 body, in every SSE event
   (one of them split across writes) and, for ``leaks-key-401``, in an error.
@@ -53,7 +55,7 @@ import json
 import re
 import time
 
-from tests.support import responses_upstream
+from tests.support import responses_upstream, split_key
 from tests.support.local_server import LocalHandler, LocalServer
 from tests.support.scripted import script_step, usage_of
 
@@ -120,6 +122,9 @@ class UpstreamHandler(LocalHandler):
         if model.startswith("garbage"):
             return self._raw(200, b"<html>not json</html>", "text/html")
         if self.path.endswith("/responses"):
+            if "splitkey" in model:
+                key = self._sent_key()
+                return responses_upstream.answer(self, body, split_key.answer(key), key)
             return responses_upstream.answer(self, body, ANSWER)
         if body.get("stream"):
             return self._stream(body, slow=model.startswith("slow"))
@@ -245,8 +250,12 @@ class UpstreamHandler(LocalHandler):
         if calls:
             chunks.append(self._chunk(body, {}, "tool_calls"))
         else:
-            for word in self._text(body).split(" "):
-                chunks.append(self._chunk(body, {"content": word + " "}))
+            if "splitkey" in body.get("model", ""):
+                pieces = split_key.deltas(self._sent_key())
+            else:
+                pieces = [word + " " for word in self._text(body).split(" ")]
+            for piece in pieces:
+                chunks.append(self._chunk(body, {"content": piece}))
             chunks.append(self._chunk(body, {}, "stop"))
         wants_usage = (body.get("stream_options") or {}).get("include_usage")
         if wants_usage and not body.get("model", "").startswith("nousage"):
@@ -276,9 +285,12 @@ class UpstreamHandler(LocalHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _sent_key(self) -> str:
+        return self.headers.get("Authorization", "").removeprefix("Bearer ")
+
     def _key_spellings(self) -> str:
         """The key as JSON string content: as is, fully escaped, half escaped."""
-        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        key = self._sent_key()
         escaped = "".join(f"\\u{ord(c):04x}" for c in key)
         half = key[: len(key) // 2] + escaped[6 * (len(key) // 2) :]
         return f"plain {key} escaped {escaped} half {half}"
@@ -358,7 +370,13 @@ def gzip_bomb() -> bytes:
 def odd_usage(model: str) -> dict | None:
     """``oddusage-*``: counts of every wrong type; ``hugeusage-*``: counts no column can hold."""
     if model.startswith("oddusage"):
-        return {"prompt_tokens": "11", "completion_tokens": {"n": 7}, "prompt_tokens_details": 5}
+        return {
+            "prompt_tokens": "11",
+            "completion_tokens": {"n": 7},
+            "total_tokens": 18.5,
+            "prompt_tokens_details": 5,
+            "completion_tokens_details": {"reasoning_tokens": None},
+        }
     if model.startswith("hugeusage"):
         return {"prompt_tokens": 10**20, "completion_tokens": 2**31, "total_tokens": 10**20}
     return None

@@ -15,6 +15,7 @@ in the input, as the chat side does.
 import json
 import time
 
+from tests.support import split_key
 from tests.support.scripted import script_step, usage_of
 
 ENCRYPTED = "gAAAAB-opaque-reasoning-blob=="
@@ -110,8 +111,9 @@ def response(body, output, status="completed") -> dict:
     }
 
 
-def events(body, answer: str, server) -> list:
-    """The event stream of the answer, as (type, payload) pairs in order."""
+def events(body, answer: str, server, cut_key: str | None = None) -> list:
+    """The event stream of the answer, as (type, payload) pairs in order; with ``cut_key``,
+    its text in two deltas with that key cut between them (tests/support/split_key.py)."""
     output = output_items(body, answer, server)
     done = response(body, output)
     shell = {**done, "status": "in_progress", "output": []}
@@ -134,11 +136,11 @@ def events(body, answer: str, server) -> list:
                 ),
                 ("response.content_part.added", {**ids, "part": part}),
             ]
-            found += [
-                ("response.output_text.delta", {**ids, "delta": w + " "})
-                for w in text.split(" ")[:-1]
-            ]
-            found.append(("response.output_text.delta", {**ids, "delta": text.split(" ")[-1]}))
+            words = text.split(" ")
+            pieces = [w + " " for w in words[:-1]] + words[-1:]
+            if cut_key:
+                pieces = split_key.deltas(cut_key)
+            found += [("response.output_text.delta", {**ids, "delta": p}) for p in pieces]
             found += [
                 ("response.output_text.done", {**ids, "text": text}),
                 ("response.content_part.done", {**ids, "part": item["content"][0]}),
@@ -163,7 +165,7 @@ def events(body, answer: str, server) -> list:
     return found
 
 
-def answer(handler, body, text: str) -> None:
+def answer(handler, body, text: str, cut_key: str | None = None) -> None:
     """Serve one POST /v1/responses for the OpenAI test upstream; ``text``: its answer."""
     if not body.get("stream"):
         return handler._json(200, response(body, output_items(body, text, handler.server)))
@@ -172,7 +174,7 @@ def answer(handler, body, text: str) -> None:
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
     try:
-        for number, (kind, payload) in enumerate(events(body, text, handler.server)):
+        for number, (kind, payload) in enumerate(events(body, text, handler.server, cut_key)):
             data = json.dumps({"type": kind, "sequence_number": number, **payload})
             handler._write_chunk(f"event: {kind}\ndata: {data}\n\n".encode())
         handler._write_chunk(b"")

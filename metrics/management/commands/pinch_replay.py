@@ -11,7 +11,7 @@ from metrics.replay import (
     replay_config,
     write_json_lines,
 )
-from routing.corpus import CorpusError, load_sessions
+from routing.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
 from routing.replay import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
 from routing.replay_prices import CONFIGURED, Prices, describe_configured_prices
 from routing.replay_quality import replay_quality
@@ -78,6 +78,13 @@ class Command(BaseCommand):
             off="pinch.payback.enabled = false (prune to the budget on every request)",
         )
         parser.add_argument("--no-pinch", action="store_true", help="pinch.enabled = false")
+        parser.add_argument(
+            "--max-file-mb",
+            type=int,
+            default=MAX_FILE_BYTES // 2**20,
+            metavar="MB",
+            help="a file larger than this is skipped, unread (default: %(default)s)",
+        )
         parser.add_argument(
             "--set",
             dest="config_sets",
@@ -149,9 +156,12 @@ class Command(BaseCommand):
             )
             config = replay_config(overrides)
             model = replay_model(config, model)
-            sessions = load_sessions(paths)
+            skipped: list[str] = []
+            sessions = load_sessions(paths, skipped, options["max_file_mb"] * 2**20)
         except (ReplayError, CorpusError) as error:
             raise CommandError(str(error)) from None
+        for reason in skipped:
+            self.stderr.write(f"skipped {reason}")
         # Opened before the replay: a typo in the path should not cost a full run.
         try:
             out = open(json_out, "w", encoding="utf-8") if json_out else None  # noqa: SIM115

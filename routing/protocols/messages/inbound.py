@@ -28,7 +28,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pinch import value_tokens
 from routing.protocols.messages.shapes import THINKING_BLOCKS, MessagesRequest
+
+# Blocks the chat messages carry (every other block is measured apart: left_out_tokens).
+_MAPPED_BLOCKS = frozenset({"text", "tool_use", "tool_result", "image"})
 
 # Anthropic tool_choice type -> chat-completions tool_choice.
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
@@ -45,6 +49,9 @@ class MessagesSource:
     block_of: list = field(default_factory=list)
     # what a chat-completions upstream cannot be sent: "messages[0].content[1]: 'document'"
     untranslatable: tuple = ()
+    # the prompt in blocks the chat messages leave out (thinking, documents): still
+    # prompt to a native upstream, and to the key's limits (pinch.value_tokens)
+    left_out_tokens: int = 0
 
     @property
     def needs_native(self) -> bool:
@@ -135,8 +142,18 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
     for i, tool in enumerate(body.get("tools") or ()):
         if not _is_custom_tool(tool):
             untranslatable.append(f"tools[{i}]: server tool {tool.get('type')!r}")
+    left_out = sum(
+        value_tokens(block)
+        for turn in body["messages"]
+        for block in _blocks(turn["content"])
+        if block.get("type") not in _MAPPED_BLOCKS
+    )
     source = MessagesSource(
-        body=body, results=results, block_of=block_of, untranslatable=tuple(untranslatable)
+        body=body,
+        results=results,
+        block_of=block_of,
+        untranslatable=tuple(untranslatable),
+        left_out_tokens=left_out,
     )
     return chat, source
 

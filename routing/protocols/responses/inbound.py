@@ -77,6 +77,7 @@ class ResponsesSource:
     dropped_reasoning: int = 0
     # built-in tool types the client lets the router leave out ("*": all)
     optional_tools: frozenset = frozenset()
+    left_out_tokens: int = 0  # (see MessagesSource): the items map to chat messages
 
     @property
     def refused_tools(self) -> list:

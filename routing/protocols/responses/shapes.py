@@ -13,25 +13,32 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
+def _count(value) -> int:
+    """A usage figure the Responses shape can carry: a count, else 0 (it has no "unknown").
+
+    Chat upstreams have sent null, strings, floats and objects where a count belongs.
+    """
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _details(usage: dict, name: str) -> dict:
+    details = usage.get(name)
+    return details if isinstance(details, dict) else {}
+
+
 def responses_usage(usage) -> dict:
     """Chat-completions usage -> Responses usage."""
     usage = usage if isinstance(usage, dict) else {}
-    prompt = usage.get("prompt_tokens") or 0
-    completion = usage.get("completion_tokens") or 0
-    prompt_details = usage.get("prompt_tokens_details")
-    completion_details = usage.get("completion_tokens_details")
-    cached = (prompt_details or {}).get("cached_tokens") if isinstance(prompt_details, dict) else 0
-    reasoning = (
-        (completion_details or {}).get("reasoning_tokens")
-        if isinstance(completion_details, dict)
-        else 0
-    )
+    prompt = _count(usage.get("prompt_tokens"))
+    completion = _count(usage.get("completion_tokens"))
+    cached = _count(_details(usage, "prompt_tokens_details").get("cached_tokens"))
+    reasoning = _count(_details(usage, "completion_tokens_details").get("reasoning_tokens"))
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": cached or 0},
+        "input_tokens_details": {"cached_tokens": cached},
         "output_tokens": completion,
-        "output_tokens_details": {"reasoning_tokens": reasoning or 0},
-        "total_tokens": usage.get("total_tokens") or prompt + completion,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": _count(usage.get("total_tokens")) or prompt + completion,
     }
 
 
