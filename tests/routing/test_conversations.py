@@ -147,11 +147,12 @@ def test_two_keys_sending_the_same_session_and_messages_keep_two_conversations(t
     by_key = {c.api_key.name: c for c in Conversation.objects.select_related("api_key")}
     assert {name: c.requests for name, c in by_key.items()} == {"alice": 2, "bob": 1}
     assert by_key["alice"].key != by_key["bob"].key
+    # Each key's session is its own line, named for the key (routing/sessions.py).
+    ids = {name: c.api_key_id for name, c in by_key.items()}
     sessions = agent_sessions()
-    assert sorted((s.session, s.requests) for s in sessions) == [
-        ("ses_shared", 1),
-        ("ses_shared", 2),
-    ]
+    assert sorted((s.session, s.requests) for s in sessions) == sorted(
+        [(f"ses_shared@{ids['alice']}", 2), (f"ses_shared@{ids['bob']}", 1)]
+    )
 
 
 @pytest.mark.django_db(transaction=True)

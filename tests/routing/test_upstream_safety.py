@@ -91,7 +91,9 @@ def test_a_key_echoed_in_an_error_is_redacted_after_decoding(post, with_models, 
 
     response = post("leaks-key-401")
 
-    assert response.status_code == 502  # the provider refused the router's key: not a 401
+    # The provider refused the router's key: the operator's to fix, final (not a 401, not a 5xx).
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "provider_key_rejected"
     assert response.json()["error"]["message"].count("[redacted]") == 3
     assert_no_key(response.text, RouteDecision.objects.get().error, caplog.text)
 
@@ -101,7 +103,7 @@ def test_a_stream_request_refused_with_the_key_is_redacted_too(post, with_models
 
     response = post("leaks-key-401", stream=True)
 
-    assert response.status_code == 502
+    assert response.status_code == 400
     assert_no_key(response.text, RouteDecision.objects.get().error)
 
 
