@@ -7,6 +7,7 @@ dashboard and the TUI; everything else is on the decision's page.
 """
 
 from django.contrib import admin
+from django.db import DatabaseError
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -19,6 +20,8 @@ from routing.admin.decision_list import (
     TierFilter,
 )
 from routing.admin.read_only import ReadOnlyAdmin
+from routing.config import ConfigError
+from routing.config.store import current_config
 from routing.formatting import (
     format_cost,
     format_count_or_missing,
@@ -114,8 +117,20 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
                     "classifier",
                     "measured",
                     "over_the_window",
-                    "cost",
                     "streamed",
+                ]
+            },
+        ),
+        (
+            "Money (prompt)",
+            {
+                "fields": [
+                    "cost",
+                    "unpruned",
+                    "net",
+                    "prices",
+                    "cache_forecast",
+                    "ranking_estimate",
                 ]
             },
         ),
@@ -238,9 +253,65 @@ class RouteDecisionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     def tokens_in_out(self, obj):
         return format_tokens_in_out(obj.prompt_tokens, obj.completion_tokens, obj.usage_estimated)
 
-    @admin.display(description="est. prompt cost", ordering="estimated_cost_usd")
+    @admin.display(description="billed prompt", ordering="billed_prompt_cost_usd")
     def cost(self, obj):
+        """What the provider billed for the prompt (the dashboard's "billed"); before an answer,
+        or without usage, the router's estimate, marked as one."""
+        if obj.billed_prompt_cost_usd is None:
+            return f"{format_cost(obj.estimated_cost_usd)} (est.)"
+        return format_cost(obj.billed_prompt_cost_usd)
+
+    @admin.display(description="unpruned (est.)", ordering="unpruned_cost_usd")
+    def unpruned(self, obj):
+        """The same request's prompt without pinch, at the cache the bill had (an estimate)."""
+        return "—" if obj.unpruned_cost_usd is None else format_cost(obj.unpruned_cost_usd)
+
+    @admin.display(description="net saved with pinch")
+    def net(self, obj):
+        """Unpruned minus billed: what pinch saved net of the cache; coloured when it cost."""
+        if obj.unpruned_cost_usd is None or obj.billed_prompt_cost_usd is None:
+            return "—"
+        net = obj.unpruned_cost_usd - obj.billed_prompt_cost_usd
+        if net < 0:
+            return format_html('<span class="failed">{} (dearer)</span>', format_cost(net))
+        return format_cost(net)
+
+    @admin.display(description="ranking estimate")
+    def ranking_estimate(self, obj):
+        """The prompt cost the router ranked candidates by, before the call."""
         return format_cost(obj.estimated_cost_usd)
+
+    @admin.display(description="prices used (per 1M tokens)")
+    def prices(self, obj):
+        """The chosen model's prices in the current config (the ones these figures use)."""
+        try:
+            models = current_config().models
+        except (ConfigError, DatabaseError) as error:
+            return f"— (the config cannot be read: {error})"
+        model = next((m for m in models if m.id == obj.chosen_model), None)
+        if model is None:
+            return "—  (the model is no longer configured)"
+        cached = model.cached_prompt_price
+        return (
+            f"prompt ${model.prompt_price:g}, cached "
+            f"{'—' if cached is None else f'${cached:g}'}, completion ${model.completion_price:g}"
+        )
+
+    @admin.display(description="cache: predicted → billed")
+    def cache_forecast(self, obj):
+        """The router's cache prediction beside what the provider billed, and the surprise."""
+        if obj.predicted_cache_read_tokens is None:
+            return "—"
+        predicted = (
+            f"read {format_count_or_missing(obj.predicted_cache_read_tokens)}, "
+            f"written {format_count_or_missing(obj.predicted_cache_write_tokens)}"
+        )
+        billed = (
+            f"read {format_count_or_missing(obj.cache_read_tokens)}, "
+            f"written {format_count_or_missing(obj.cache_write_tokens)}"
+        )
+        surprise = f" ({obj.cache_surprise})" if obj.cache_surprise else ""
+        return f"{predicted} → {billed}{surprise}"
 
     @admin.display(description="key", ordering="api_key__name")
     def key(self, obj):

@@ -40,7 +40,7 @@ def test_the_list_shows_tokens_saved_and_the_useful_columns(staff_client, saving
         "Status",
         "Tokens in → out",
         "Tokens saved",
-        "Est. prompt cost",
+        "Billed prompt",
         "Latency",
         "Key",
     ]
@@ -76,11 +76,11 @@ def test_the_list_formats_numbers_money_and_latency(staff_client, db):
         "auto → gpt-4.1-mini",
         "123,456 → 7,890",
         ">27,000<",
-        "&lt;$0.0001",  # one precision down the column, not $0.0000004 beside $0.0494
+        "&lt;$0.0001 (est.)",  # one precision down the column, not $0.0000004 beside $0.0494
         "46 ms",
         "≈ 5 → 2",
         "4.5 s",
-        "$0.0494",
+        "$0.0494 (est.)",  # no usage billed: the router's estimate, marked as one
     ):
         assert text in body, text
     assert "icon-no.svg" not in body  # no red ✖ for "not streamed" in the list
@@ -108,6 +108,34 @@ def test_the_detail_page_shows_the_cost_and_counts_formatted(staff_client, db):
     assert "&lt;$0.0001" in body and "0.00000040000000000000003" not in body
     assert "40,050" in body and "46 ms" in body
     assert "icon-no.svg" not in body
+
+
+def test_the_detail_page_lets_an_operator_check_the_money(staff_client, default_config):
+    """Billed, unpruned and net side by side, the prices they use and the cache prediction:
+    the net is unpruned minus billed, to the cent, and a dearer request says so."""
+    (cheaper, dearer) = seed(
+        decision(
+            chosen_model="gpt-4.1",
+            billed_prompt_cost_usd=0.0255,
+            unpruned_cost_usd=0.0400,
+            predicted_cache_read_tokens=9_000,
+            predicted_cache_write_tokens=1_000,
+            cache_read_tokens=0,
+            cache_write_tokens=10_000,
+            cache_surprise="miss",
+        ),
+        decision(chosen_model="gpt-4.1", billed_prompt_cost_usd=0.0255, unpruned_cost_usd=0.0100),
+    )
+    body = staff_client.get(f"{CHANGELIST}{cheaper.pk}/change/").content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", " ", body).split())
+    assert "Billed prompt: $0.0255" in text
+    assert "Unpruned (est.): $0.0400" in text
+    assert "Net saved with pinch: $0.0145" in text
+    assert "Prices used (per 1M tokens): prompt $2, cached $0.5, completion $8" in text
+    assert "read 9,000, written 1,000 → read 0, written 10,000 (miss)" in text
+
+    body = staff_client.get(f"{CHANGELIST}{dearer.pk}/change/").content.decode()
+    assert '<span class="failed">-$0.0155 (dearer)</span>' in body
 
 
 def test_the_detail_page_reads_times_tries_and_tools_as_sentences_not_json(staff_client, db):
