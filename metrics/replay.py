@@ -243,6 +243,53 @@ def render_table(
     return "\n".join([line(rows[0]), rule, *body, rule, line(rows[-1]), footer, risk])
 
 
+def verdict(
+    result: ReplayResult, prices: Prices, priced: dict[Prices, ReplayResult], model: str
+) -> str:
+    """The user's question answered in one line: what pinch would have saved on these
+    sessions, in tokens and at ``prices``, and whether any session would have cost more
+    under any of the cache price models replayed (``priced``), the worst by how much."""
+    total = result.total
+    saved = total.saved_share
+    baseline, cost = total.baseline_cost(prices), total.cost(prices)
+    where = "at each request's configured prices" if prices is CONFIGURED else "at the prices given"
+    if baseline > 0:
+        money = (
+            f"{_dollars(baseline - cost)} of {_dollars(baseline)} {where} "
+            f"({_ratio(cost / baseline)} the cost without it)"
+        )
+    else:
+        money = (
+            f"no money: {model} costs $0 in this config; name a priced model (--model) "
+            "or a price (--price-per-1m) to see dollars"
+        )
+    dearer = sorted(
+        {name for model_, run in priced.items() for name in run.costlier_sessions(model_)}
+    )
+    worst = max(
+        (
+            ratio
+            for run_prices, run in priced.items()
+            for s in run.sessions
+            if (ratio := s.cost_ratio(run_prices)) is not None
+        ),
+        default=1.0,
+    )
+    if dearer:
+        risk = (
+            f"{len(dearer)} session{'s' if len(dearer) != 1 else ''} dearer under some cache "
+            f"price model ({', '.join(dearer)}), the worst at {worst:.3f}x"
+        )
+    else:
+        risk = f"no session dearer under any cache price model (worst {worst:.3f}x)"
+    sessions = len(result.sessions)
+    return (
+        f"On these {sessions} session{'s' if sessions != 1 else ''} ({total.requests:,} "
+        f"requests) pinch would have sent {_percent(saved)} fewer prompt tokens and saved "
+        f"{money}; {risk}."
+    )
+
+
 def describe_settings(config: RouterConfig, model: str | None) -> str:
     """One line saying what was replayed with, so a pasted table carries its settings."""
     pinch = config.pinch

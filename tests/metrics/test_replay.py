@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -49,6 +50,7 @@ def run(default_config, paths, tmp_path):
             *(files or paths),
             "--json",
             str(out),
+            "--table",
             *options,
             stdout=stdout,
             stderr=stderr,
@@ -287,7 +289,7 @@ def test_refused_requests_are_reported_on_stderr(write_default_config, paths):
         }
     )
     stdout, stderr = StringIO(), StringIO()
-    call_command("pinch_replay", paths[0], stdout=stdout, stderr=stderr)
+    call_command("pinch_replay", paths[0], "--table", stdout=stdout, stderr=stderr)
 
     assert "request(s) refused by the router" in stderr.getvalue()
     assert "001.json turn" in stderr.getvalue() and ": 400 " in stderr.getvalue()
@@ -711,3 +713,40 @@ def test_by_default_each_request_is_priced_at_its_models_configured_prices(
         model = default_config.model(model_id)
         assert f"{model_id} ${model.prompt_price:g}/1M" in line
     assert "x (config)" in stdout
+
+
+def test_the_first_line_is_the_verdict_and_the_table_waits_for_a_flag(default_config, paths):
+    stdout = StringIO()
+    call_command("pinch_replay", *paths, "--price-per-1m", "3", stdout=stdout, stderr=StringIO())
+    first, *rest = stdout.getvalue().splitlines()
+    assert re.fullmatch(
+        r"On these 3 sessions \([\d,]+ requests\) pinch would have sent \d+\.\d% fewer prompt "
+        r"tokens and saved \$[\d,.]+ of \$[\d,.]+ at the prices given \(0\.\d+x the cost "
+        r"without it\); (no session dearer under any cache price model \(worst \d\.\d+x\)|"
+        r"\d+ sessions? dearer under some cache price model \(.+\), the worst at \d\.\d+x)\.",
+        first,
+    ), first
+    assert not any(line.startswith("session ") for line in rest)  # no table
+    assert "--table" in rest[-1]
+
+
+def test_a_free_model_says_how_to_see_dollars(default_config, paths):
+    stdout = StringIO()
+    call_command(
+        "pinch_replay", paths[0], "--model", "qwen-small", stdout=stdout, stderr=StringIO()
+    )
+    first = stdout.getvalue().splitlines()[0]
+    assert "qwen-small costs $0 in this config; name a priced model (--model)" in first
+
+
+def test_without_paths_it_reads_the_agents_own_log_folders(default_config, monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(CommandError, match="neither ~/.claude/projects nor ~/.codex/sessions"):
+        call_command("pinch_replay", stdout=StringIO(), stderr=StringIO())
+
+    project = tmp_path / ".claude" / "projects" / "demo"
+    project.mkdir(parents=True)
+    write_log(project / f"{SESSION}.jsonl", review_session())
+    stdout = StringIO()
+    call_command("pinch_replay", stdout=stdout, stderr=StringIO())
+    assert stdout.getvalue().startswith("On these 1 session")

@@ -27,7 +27,9 @@ def replay(*args, timeout=120) -> tuple[str, str]:
 
     def run():
         try:
-            call_command("pinch_replay", *args, "--no-payback", stdout=stdout, stderr=stderr)
+            call_command(
+                "pinch_replay", *args, "--no-payback", "--table", stdout=stdout, stderr=stderr
+            )
         except BaseException as error:  # noqa: BLE001 (reported below)
             failed.append(error)
 

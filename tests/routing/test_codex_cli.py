@@ -238,7 +238,7 @@ def test_the_rollout_codex_wrote_replays_as_the_requests_the_router_sent(
 
     # The command finds it under CODEX_HOME's sessions folder, as a user points it there.
     out = StringIO()
-    call_command("pinch_replay", str(home / "sessions"), "--by-family", stdout=out)
+    call_command("pinch_replay", str(home / "sessions"), "--by-family", "--table", stdout=out)
     assert re.search(r"^Codex CLI +4 +0 ", out.getvalue(), re.M), out.getvalue()  # 4 requests
 
 

@@ -1,5 +1,7 @@
 """pinch_replay PATH...: what pinch would save on recorded agent sessions (see routing.replay)."""
 
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics.replay import (
@@ -9,6 +11,7 @@ from metrics.replay import (
     render_quality_table,
     render_table,
     replay_config,
+    verdict,
     write_json_lines,
 )
 from routing.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
@@ -17,6 +20,8 @@ from routing.replay_prices import CONFIGURED, Prices, describe_configured_prices
 from routing.replay_quality import replay_quality
 
 BAR_WIDTH = 40
+# Where Claude Code and Codex CLI keep their session logs unless told otherwise.
+DEFAULT_LOG_FOLDERS = ("~/.claude/projects", "~/.codex/sessions")
 
 
 def _add_switch(parser, name: str, on: str, off: str) -> None:
@@ -38,13 +43,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "paths",
-            nargs="+",
+            nargs="*",
             metavar="PATH",
             help=(
                 "a conversation file (*.json) or an agent's session log (*.jsonl: Claude "
-                "Code's or Codex CLI's), or a directory of them (~/.claude/projects/<project>, "
-                "~/.codex/sessions)"
+                "Code's or Codex CLI's), or a directory of them; none: the logs Claude Code "
+                f"and Codex CLI keep by default ({', '.join(DEFAULT_LOG_FOLDERS)})"
             ),
+        )
+        parser.add_argument(
+            "--table",
+            action="store_true",
+            help="after the verdict, the table per session (or family) and the quality table",
         )
         parser.add_argument(
             "--json",
@@ -137,6 +147,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, paths, json_out, model, **options):
+        paths = paths or self._default_logs()
         if options["tools_tokens"] < 0:
             raise CommandError("--tools-tokens: must be 0 or more")
         try:
@@ -195,16 +206,32 @@ class Command(BaseCommand):
             settings += f" tools_tokens={options['tools_tokens']}"
         if options["no_cold_gaps"]:
             settings += " cold_gaps=off"
+        self.stdout.write(verdict(result, prices, priced, model))
         self.stdout.write(settings)
         self.stdout.write(self._prices_line(prices, config, result))
-        self.stdout.write(render_table(result, prices, priced, options["by_family"]))
-        self.stdout.write(
-            "What the agents did next (per result and turn seen; 95% Wilson intervals): "
-            "exposure = the real agent repeated a call whose result pinch compressed"
-        )
-        self.stdout.write(render_quality_table(replay_quality(sessions, result)))
+        if options["table"]:
+            self.stdout.write(render_table(result, prices, priced, options["by_family"]))
+            self.stdout.write(
+                "What the agents did next (per result and turn seen; 95% Wilson intervals): "
+                "exposure = the real agent repeated a call whose result pinch compressed"
+            )
+            self.stdout.write(render_quality_table(replay_quality(sessions, result)))
+        else:
+            self.stdout.write("Per session, and what the agents did next: --table.")
         if result.errors:
             self.stderr.write(describe_errors(result))
+
+    @staticmethod
+    def _default_logs() -> list[str]:
+        """Claude Code's and Codex CLI's own log folders, those that exist."""
+        folders = [Path(folder).expanduser() for folder in DEFAULT_LOG_FOLDERS]
+        found = [str(folder) for folder in folders if folder.is_dir()]
+        if not found:
+            raise CommandError(
+                "Give the sessions to replay (files or folders): neither "
+                f"{' nor '.join(DEFAULT_LOG_FOLDERS)} exists here."
+            )
+        return found
 
     @staticmethod
     def _prices(options) -> Prices:
