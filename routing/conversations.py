@@ -90,9 +90,13 @@ def _summed(expression, **extra):
 TOTALS: dict[str, tuple[Callable[[dict], float], object]] = {
     "requests": (lambda row: 1, Count("id")),
     "failed_requests": (lambda row: int(_failed(row)), Count("id", filter=FAILED)),
+    # A turn is the user speaking and the model answering: the retries of a failed call
+    # (an agent resends the same turn until it gives up) are not turns.
     "turns": (
-        lambda row: int(bool(row.get("user_turn")) and row.get("session_role") == "main"),
-        Count("id", filter=Q(user_turn=True, session_role="main")),
+        lambda row: int(
+            bool(row.get("user_turn")) and row.get("session_role") == "main" and not _failed(row)
+        ),
+        Count("id", filter=Q(user_turn=True, session_role="main") & ~FAILED),
     ),
     "subagent_requests": (_role("subagent"), Count("id", filter=Q(session_role="subagent"))),
     "background_requests": (

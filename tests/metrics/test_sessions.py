@@ -143,3 +143,23 @@ def test_pinch_summary_by_session_as_json_has_the_services_figures(sessions):
     assert [r["session"] for r in rows] == [CODEX, CLAUDE]
     assert rows[1]["requests"] == 4 and rows[1]["turns"] == 1
     assert rows[1]["net_saved_usd"] == pytest.approx(0.015)
+
+
+def test_the_retries_of_a_failed_prompt_are_not_turns(default_config):
+    """One failed `claude -p "hi"`, retried ten times by the agent, then a prompt that works."""
+
+    def hi(minutes, status):
+        return decision(
+            age=timedelta(minutes=minutes),
+            session=CLAUDE,
+            agent="claude-code",
+            session_role="main",
+            conversation="claude-main",
+            user_turn=True,
+            status_code=status,
+        )
+
+    seed(*(hi(20 - i, 529) for i in range(11)), hi(5, 200))
+
+    (claude,) = agent_sessions()
+    assert (claude.requests, claude.turns) == (12, 1)
