@@ -46,7 +46,7 @@ def only_the_decision_and_its_figures(captured) -> None:
         if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
     ]
     assert statements[0].startswith('INSERT INTO "routing_routedecision"')
-    summaries = ('"routing_decisionsummary"', '"routing_keyspend"')
+    summaries = ('"routing_decisionsummary"', '"routing_keyspend"', '"routing_conversationhour"')
     assert [sql.split(" (")[0].removeprefix("INSERT INTO ") for sql in statements[1:]] == list(
         summaries
     )
