@@ -7,8 +7,7 @@ The per-decision verdict is ``routing.cache_forecast``; this counts them for
 (routing/summaries/): the compared decisions by the provider's miss reason,
 with the predicted and billed cache reads summed, so the share of the prompt
 the router expected read stands beside the share the provider billed read;
-and one on the log for the conversations with a surprise (a conversation's own
-figure; surprises are few).
+and one on the conversation hours for the conversations with a surprise.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from __future__ import annotations
 from django.db.models import Sum
 
 from metrics.summary import Window
-from routing.cache_forecast import SURPRISES
+from routing.summary_tables import ConversationHour
 
 SHARE_DIGITS = 4
 
@@ -39,13 +38,8 @@ def cache_forecast(window: Window) -> dict:
         .order_by()
     )
     surprised = (
-        window.decisions()
-        .filter(
-            predicted_cache_read_tokens__isnull=False,
-            cache_read_tokens__isnull=False,
-            usage_estimated=False,
-            cache_surprise__in=SURPRISES,
-        )
+        window.summaries(ConversationHour)
+        .filter(surprises__gt=0)
         .exclude(conversation="")
         .values("conversation")
         .distinct()

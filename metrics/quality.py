@@ -23,7 +23,9 @@ here they are added up:
   ``significant`` false and a verdict saying so while the interval of the
   difference holds zero.
 
-Two queries whatever the traffic: one grouped by (arm, conversation, task,
+Two queries whatever the traffic: one on the conversation hours of the summary
+tables (routing/summaries/: a conversation fills an hour or two, so it reads
+about 30 times fewer rows than the log), grouped by (arm, conversation, task,
 model), and one for each conversation's last answer (routing.conversations.last_answers,
 on the conversations' own rows).
 """
@@ -34,18 +36,18 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Sum
 
 from metrics.intervals import Estimate, mean_difference, mean_interval, rate_difference, wilson
 from metrics.summary import DEFAULT_DAYS, summary_window
 from routing.config import RouterConfig
 from routing.conversations import last_answers
 from routing.experiments import CONTROL, arm_names
+from routing.summaries.contributions import NO_TASK
+from routing.summary_tables import ConversationHour
 
 IDLE = timedelta(hours=1)  # a conversation quiet this long after asking for tools has stopped
 RATE_DIGITS = 6
-AFTER_PRUNE = Q(quality_seen_compressed__gt=0)
 
 
 @dataclass
@@ -61,26 +63,28 @@ class _Arm:
 
 
 def _rows(window):
-    return (
-        window.decisions()
-        .values_list("arm", "conversation", "quality_task", "chosen_model")
+    """The window's conversation hours (routing/summaries/), by arm, conversation, task, model."""
+    return [
+        (arm, conversation, None if task == NO_TASK else task, *figures)
+        for arm, conversation, task, *figures in window.summaries(ConversationHour)
+        .values_list("arm", "conversation", "task", "chosen_model")
         .annotate(
-            rows=Count("id"),
-            billed=Sum("billed_prompt_cost_usd"),
-            billed_rows=Count("billed_prompt_cost_usd"),
+            rows=Sum("decisions"),
+            billed=Sum("billed_usd"),
+            billed_rows=Sum("billed_decisions"),
             completion=Sum("completion_tokens"),
-            prompt=Sum(Coalesce("prompt_tokens", "measured_tokens")),
-            repeats_compressed=Sum("quality_repeats_compressed"),
-            repeats_whole=Sum("quality_repeats_whole"),
-            seen_compressed=Sum("quality_seen_compressed"),
-            seen_whole=Sum("quality_seen_whole"),
-            results_after=Sum("quality_results", filter=AFTER_PRUNE),
-            errors_after=Sum("quality_errors", filter=AFTER_PRUNE),
-            results=Sum("quality_results"),
-            errors=Sum("quality_errors"),
+            prompt=Sum("prompt_tokens"),
+            repeats_compressed=Sum("repeats_compressed"),
+            repeats_whole=Sum("repeats_whole"),
+            seen_compressed=Sum("seen_compressed"),
+            seen_whole=Sum("seen_whole"),
+            results_after=Sum("results_after_prune"),
+            errors_after=Sum("errors_after_prune"),
+            results=Sum("results"),
+            errors=Sum("errors"),
         )
         .order_by()
-    )
+    ]
 
 
 def _completion_usd(config: RouterConfig, model_id: str, tokens) -> float:

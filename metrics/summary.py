@@ -34,8 +34,7 @@ cost does not grow with the traffic: the window's hours by chosen model, and
 its days' histogram of tokens saved for the median (each saving rounded down
 to 3 significant digits, so the median is at most 1 % low; whole days). The
 window starts at the hour its start falls in. The conversations cheaper and
-dearer are a conversation's own figures and still read the log, grouped by
-conversation.
+dearer sum each conversation's hours (``ConversationHour``).
 """
 
 from __future__ import annotations
@@ -49,11 +48,11 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from routing.config import RouterConfig
-from routing.models import NET_SAVED, RouteDecision
+from routing.models import RouteDecision
 from routing.periods import billing_period
 from routing.pricing import prompt_cost_usd
 from routing.summaries.contributions import day_of, hour_of
-from routing.summary_tables import DecisionSummary, SavedTokens
+from routing.summary_tables import ConversationHour, DecisionSummary, SavedTokens
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals
@@ -118,13 +117,13 @@ def saved_histogram(window: Window) -> Counter:
 
 def net_figures(by_model: list[tuple], window: Window) -> dict:
     """The net saving and the billed calls (from ``model_rows``), and the conversations pinch
-    made cheaper or dearer (each conversation's own net: from the log, by conversation)."""
+    made cheaper or dearer (each conversation's own net, from its hours)."""
     by_conversation = (
-        window.decisions()
-        .billed()
+        window.summaries(ConversationHour)
+        .filter(net_decisions__gt=0)
         .exclude(conversation="")
         .values_list("conversation")
-        .annotate(net=Sum(NET_SAVED))
+        .annotate(net=Sum("net_usd"))
         .order_by()
     )
     cheaper = dearer = 0

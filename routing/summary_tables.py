@@ -144,3 +144,44 @@ class CompressedTools(models.Model):
 
     def __str__(self):
         return f"{self.hour:%Y-%m-%d %H:00} {self.tool}: {self.results}"
+
+
+class ConversationHour(models.Model):
+    """One conversation's decisions in one hour, by arm, chosen model and task: the figures
+    that are a conversation's own (the quality block, conversations made cheaper or dearer or
+    surprised). An agent's conversation lasts minutes to hours, so it fills one or two of
+    these: at the sizing case about 5 rows a conversation, 30 times fewer than its decisions.
+    """
+
+    hour = models.DateTimeField()
+    conversation = models.CharField(max_length=32)
+    arm = models.CharField(max_length=40)
+    chosen_model = models.CharField(max_length=200)
+    task = models.IntegerField(help_text="The quality task (routing/quality.py); -1: none.")
+    decisions = _count()
+    billed_usd = _usd("The prompt as billed, over the decisions with it.")
+    billed_decisions = _count("Decisions with a billed prompt cost.")
+    completion_tokens = _count()
+    prompt_tokens = _count("Prompt tokens as reported, else as measured.")
+    repeats_compressed = _count()
+    repeats_whole = _count()
+    seen_compressed = _count()
+    seen_whole = _count()
+    results_after_prune = _count("Tool results answering a message sent after a prune.")
+    errors_after_prune = _count()
+    results = _count()
+    errors = _count()
+    net_usd = _usd("Net saving over the billed decisions (both costs known).")
+    net_decisions = _count("Billed decisions (both costs known).")
+    surprises = _count("Decisions the cache forecast compares whose bill surprised it.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "conversation", "arm", "chosen_model", "task"],
+                name="conversation_hour_uniq",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H:00} {self.conversation}: {self.decisions}"

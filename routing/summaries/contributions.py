@@ -26,7 +26,13 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
 from routing.cache_forecast import HIT, MISS
-from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+from routing.summary_tables import (
+    CompressedTools,
+    ConversationHour,
+    DecisionSummary,
+    KeySpend,
+    SavedTokens,
+)
 
 # Upstream LLM calls take from a fraction of a second (a short completion on a
 # small model) to minutes (a long stream on a large one); the buckets span both.
@@ -60,7 +66,17 @@ READS = (
     "predicted_uncached_tokens",
     "cache_surprise",
     "cache_miss_reason",
+    "conversation",
+    "quality_task",
+    "measured_tokens",
+    "quality_repeats_compressed",
+    "quality_repeats_whole",
+    "quality_seen_compressed",
+    "quality_seen_whole",
+    "quality_results",
+    "quality_errors",
 )
+NO_TASK = -1  # quality_task NULL: the request was no tool round of a task
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -159,8 +175,47 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
     )
     if pruned:
         yield SavedTokens, (day_of(hour), saved_bucket(saved)), {"decisions": 1}
+    yield ConversationHour, _conversation_key(hour, fields), _conversation_figures(fields, figures)
     tools = fields.get("pinch_tools")
     if isinstance(tools, dict):
         for name, count in tools.items():
             if isinstance(count, int) and not isinstance(count, bool):
                 yield CompressedTools, (hour, str(name)[:200]), {"results": count}
+
+
+def _conversation_key(hour: datetime, fields: Mapping) -> tuple:
+    task = fields.get("quality_task")
+    return (
+        hour,
+        fields.get("conversation") or "",
+        fields.get("arm") or "",
+        fields.get("chosen_model") or "",
+        NO_TASK if task is None else task,
+    )
+
+
+def _conversation_figures(fields: Mapping, decision: dict) -> dict:
+    """What a decision adds to its conversation's hour (``decision``: its DecisionSummary
+    figures, for the net saving and the cache's surprise, defined there once)."""
+    billed_usd = fields.get("billed_prompt_cost_usd")
+    prompt = fields.get("prompt_tokens")
+    results, errors = _n(fields.get("quality_results")), _n(fields.get("quality_errors"))
+    after_prune = _n(fields.get("quality_seen_compressed")) > 0
+    return {
+        "decisions": 1,
+        "billed_usd": billed_usd or 0.0,
+        "billed_decisions": int(billed_usd is not None),
+        "completion_tokens": _n(fields.get("completion_tokens")),
+        "prompt_tokens": _n(fields.get("measured_tokens") if prompt is None else prompt),
+        "repeats_compressed": _n(fields.get("quality_repeats_compressed")),
+        "repeats_whole": _n(fields.get("quality_repeats_whole")),
+        "seen_compressed": _n(fields.get("quality_seen_compressed")),
+        "seen_whole": _n(fields.get("quality_seen_whole")),
+        "results_after_prune": results if after_prune else 0,
+        "errors_after_prune": errors if after_prune else 0,
+        "results": results,
+        "errors": errors,
+        "net_usd": decision["net_usd"],
+        "net_decisions": decision["billed"],
+        "surprises": decision.get("cache_misses", 0) + decision.get("cache_hits", 0),
+    }

@@ -12,7 +12,8 @@ the summaries keep of a purged day (docs/summaries.md):
 
 - ``DecisionSummary`` rows stay: they are Prometheus's all-time counters, which
   must never go down, and a few hundred rows a day;
-- ``KeySpend``, ``SavedTokens`` and ``CompressedTools`` serve only the windows
+- ``KeySpend``, ``SavedTokens``, ``CompressedTools`` and ``ConversationHour``
+  serve only the windows
   (a budget period, the 30 days, a billing month: 31 days at most) and go with
   the log's rows, before the same cutoff.
 """
@@ -25,7 +26,7 @@ from django.utils import timezone
 
 from routing.models import RouteDecision
 from routing.summaries.contributions import day_of
-from routing.summary_tables import CompressedTools, KeySpend, SavedTokens
+from routing.summary_tables import CompressedTools, ConversationHour, KeySpend, SavedTokens
 
 PURGE_BATCH = 5000  # rows a statement: a few milliseconds of lock on PostgreSQL or SQLite
 
@@ -47,5 +48,6 @@ def purge_decisions(older_than_days: int, batch: int = PURGE_BATCH) -> int:
         deleted += count
     KeySpend.objects.filter(hour__lt=cutoff).delete()
     CompressedTools.objects.filter(hour__lt=cutoff).delete()
+    ConversationHour.objects.filter(hour__lt=cutoff).delete()
     SavedTokens.objects.filter(day__lt=cutoff).delete()
     return deleted

@@ -27,9 +27,15 @@ from django.db import connection, transaction
 
 from routing.models import RouteDecision
 from routing.summaries.contributions import READS, contributions, day_of
-from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
+from routing.summary_tables import (
+    CompressedTools,
+    ConversationHour,
+    DecisionSummary,
+    KeySpend,
+    SavedTokens,
+)
 
-TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools)
+TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools, ConversationHour)
 DIMENSIONS = {
     DecisionSummary: (
         "hour",
@@ -43,6 +49,7 @@ DIMENSIONS = {
     KeySpend: ("hour", "api_key_id", "chosen_model"),
     SavedTokens: ("day", "bucket"),
     CompressedTools: ("hour", "tool"),
+    ConversationHour: ("hour", "conversation", "arm", "chosen_model", "task"),
 }
 MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a statement
 REBUILD_BATCH = 5000  # log rows read at a time by a rebuild

@@ -49,7 +49,7 @@ def recorded(captured) -> None:
     ]
     assert statements[0].startswith('INSERT INTO "routing_routedecision"')
     assert statements[1].startswith('UPDATE "routing_conversation"')
-    summaries = ('"routing_decisionsummary"', '"routing_keyspend"')
+    summaries = ('"routing_decisionsummary"', '"routing_keyspend"', '"routing_conversationhour"')
     assert [sql.split(" (")[0].removeprefix("INSERT INTO ") for sql in statements[2:]] == list(
         summaries
     )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from metrics import prometheus
 from metrics.cache_forecast import cache_forecast
 from metrics.dashboard import daily_savings
+from metrics.quality import quality_summary
 from metrics.report import request_totals
 from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary, summary_window
@@ -33,6 +34,12 @@ MODELS = ("qwen-small", "gpt-4.1-mini", "gpt-4.1", "retired-model", "")
 PERIODS = (PERIOD_DAY, PERIOD_WEEK, PERIOD_MONTH)
 usd = st.integers(0, 2_000_000).map(lambda n: n / 1_000_000)
 count = st.one_of(st.none(), st.integers(0, 9))
+
+
+def _part_of(whole: str, part: str, draw) -> dict:
+    """A count and a part of it (errors among results, repeats among results seen)."""
+    total = draw(count)
+    return {whole: total, part: None if total is None else draw(st.integers(0, total))}
 
 
 @st.composite
@@ -60,6 +67,7 @@ def rows(draw, max_days):
         "arm": draw(st.sampled_from(["control", "holdout", "fast-arm"])),
         "status_code": draw(st.sampled_from([200, 200, 429, 502, None])),
         "conversation": draw(st.sampled_from(["", "c1", "c2", "c3"])),
+        "quality_task": draw(st.one_of(st.none(), st.integers(0, 3))),
         "estimated_cost_usd": draw(usd),
         "prompt_tokens": draw(st.one_of(st.none(), st.integers(0, 200_000))),
         "completion_tokens": draw(st.one_of(st.none(), st.integers(0, 9_000))),
@@ -72,12 +80,9 @@ def rows(draw, max_days):
                 st.dictionaries(st.sampled_from(["bash", "read", "grep"]), st.integers(1, 5)),
             )
         ),
-        "quality_repeats_compressed": draw(count),
-        "quality_repeats_whole": draw(count),
-        "quality_seen_compressed": draw(count),
-        "quality_seen_whole": draw(count),
-        "quality_results": draw(count),
-        "quality_errors": draw(count),
+        **_part_of("quality_seen_compressed", "quality_repeats_compressed", draw),
+        **_part_of("quality_seen_whole", "quality_repeats_whole", draw),
+        **_part_of("quality_results", "quality_errors", draw),
     }
     if pinch is not None:
         final, removed = pinch
@@ -127,6 +132,8 @@ def assert_surfaces_match_the_log(config, keys):
         savings_by_cause(config, now=NOW), raw.savings_by_cause(config, window), "causes"
     )
     raw.assert_same(cache_forecast(window), raw.cache_forecast(window), "forecast")
+    quality = quality_summary(config, now=NOW)
+    raw.assert_same(quality, raw.quality_summary(config, window), "quality")
     totals = request_totals(window)
     del totals["since"]
     raw.assert_same(totals, raw.request_totals(window), "requests")

@@ -16,8 +16,9 @@ from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from metrics.cache_forecast import forecast_from_rows
+from metrics.quality import _last_answers, quality_from_rows
 from metrics.savings import causes_from_rows
-from metrics.summary import Window, net_figures, summary_from_rows
+from metrics.summary import DOLLAR_DIGITS, Window, summary_from_rows
 from routing.cache_forecast import HIT, MISS, SURPRISES
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, RouteDecision
 from routing.pricing import PER_TOKENS
@@ -90,8 +91,48 @@ def pinch_summary(config, window: Window) -> dict:
         .order_by("chosen_model")
     )
     summary = summary_from_rows(by_model, histogram, config)
-    summary.update(net_figures(by_model, window))
+    nets = (
+        window.decisions()
+        .billed()
+        .exclude(conversation="")
+        .values_list("conversation")
+        .annotate(net=Sum(NET_SAVED))
+        .order_by()
+    )
+    rounded = [round(net, DOLLAR_DIGITS) for _, net in nets]
+    summary.update(
+        net_dollars_saved_usd_30d=round(sum(row[4] for row in by_model), DOLLAR_DIGITS),
+        billed_calls_30d=sum(row[5] for row in by_model),
+        conversations_cheaper_30d=sum(net > 0 for net in rounded),
+        conversations_dearer_30d=sum(net < 0 for net in rounded),
+    )
     return summary
+
+
+def quality_summary(config, window: Window) -> dict:
+    """The quality block from the log grouped by (arm, conversation, task, model)."""
+    after_prune = Q(quality_seen_compressed__gt=0)
+    rows = (
+        window.decisions()
+        .values_list("arm", "conversation", "quality_task", "chosen_model")
+        .annotate(
+            rows=Count("id"),
+            billed=Sum("billed_prompt_cost_usd"),
+            billed_rows=Count("billed_prompt_cost_usd"),
+            completion=Sum("completion_tokens"),
+            prompt=Sum(Coalesce("prompt_tokens", "measured_tokens")),
+            repeats_compressed=Sum("quality_repeats_compressed"),
+            repeats_whole=Sum("quality_repeats_whole"),
+            seen_compressed=Sum("quality_seen_compressed"),
+            seen_whole=Sum("quality_seen_whole"),
+            results_after=Sum("quality_results", filter=after_prune),
+            errors_after=Sum("quality_errors", filter=after_prune),
+            results=Sum("quality_results"),
+            errors=Sum("quality_errors"),
+        )
+        .order_by()
+    )
+    return quality_from_rows(list(rows), list(_last_answers(window)), config, window.end)
 
 
 def exact_median_saved(window: Window) -> float:
