@@ -263,7 +263,7 @@ def test_the_admin_decision_list_shows_what_an_operator_looks_for_at_1400_px(
         "STATUS",
         "TOKENS IN → OUT",
         "TOKENS SAVED",
-        "EST. PROMPT COST",
+        "BILLED PROMPT",
         "LATENCY",
         "KEY",
     ]

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from metrics.cache_forecast import forecast_from_rows
-from metrics.quality import _last_answers, quality_from_rows
+from metrics.quality import quality_from_rows
 from metrics.savings import causes_from_rows
 from metrics.summary import DOLLAR_DIGITS, Window, summary_from_rows
 from routing.cache_forecast import HIT, MISS, SURPRISES
@@ -132,7 +132,29 @@ def quality_summary(config, window: Window) -> dict:
         )
         .order_by()
     )
-    return quality_from_rows(list(rows), list(_last_answers(window)), config, window.end)
+    return quality_from_rows(
+        list(rows), list(last_answers_from_the_log(window)), config, window.end
+    )
+
+
+def last_answers_from_the_log(window: Window):
+    """(arm, last decision time, whether its answer asked for tools) per conversation
+    active in the window, from the log itself (what the conversations' rows keep)."""
+    latest = RouteDecision.objects.filter(conversation=OuterRef("conversation")).order_by(
+        "-created_at", "-id"
+    )
+    return (
+        window.decisions()
+        .exclude(conversation="")
+        .values("conversation")
+        .annotate(
+            last_at=Max("created_at"),
+            asked=Subquery(latest.values("answer_tool_calls")[:1]),
+            last_arm=Subquery(latest.values("arm")[:1]),
+        )
+        .values_list("last_arm", "last_at", "asked")
+        .order_by()
+    )
 
 
 def exact_median_saved(window: Window) -> float:
