@@ -13,7 +13,7 @@ label is a round number, over the same number of steps above zero, so both
 zeros are one line. A day pinch made dearer (net below zero) adds whole steps
 below that line; bars grow up from it, the net line dips under it.
 
-Dollar labels and hover titles are formatted by ``router_project.formatting``,
+Dollar labels and hover titles are formatted by ``routing.formatting``,
 like the card: a loss reads ``-$0.12`` everywhere.
 """
 
@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from router_project.formatting import format_money
+from routing.formatting import format_money
 
 TICKS = 4  # the preferred number of grid steps above zero
 STEP_CHOICES = (3, 4, 5)  # steps above zero tried; the one filling the plot best wins

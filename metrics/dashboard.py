@@ -37,8 +37,8 @@ from metrics.quality_card import quality_context
 from metrics.savings import savings_context
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
-from router_project.formatting import format_days, money_tone, pinch_card
 from routing.config import RouterConfig
+from routing.formatting import format_days, money_tone, pinch_card
 from routing.knobs import knob_values
 from routing.models import RECENT_DECISIONS, RouteDecision
 from routing.pricing import prompt_cost_usd

@@ -14,8 +14,8 @@ from datetime import datetime
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from router_project.formatting import MISSING, format_count, format_money
 from routing.config import RouterConfig
+from routing.formatting import MISSING, format_count, format_money
 from routing.limits.budgets import has_budget, spend_by_key
 from routing.models import ApiKey, LimitRefusal
 

@@ -8,7 +8,11 @@ from routing.auth import bearer_token, key_for_request
 
 
 def metrics_token_ok(request) -> bool:
-    """True when the request bears exactly METRICS_TOKEN, or none is set and METRICS_PUBLIC is."""
+    """True for a signed-in staff user (the front page's link), for a request bearing exactly
+    METRICS_TOKEN, and for anyone when none is set and METRICS_PUBLIC is."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated and user.is_staff:
+        return True
     expected = settings.METRICS_TOKEN
     if not expected:
         return settings.METRICS_PUBLIC

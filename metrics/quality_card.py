@@ -8,7 +8,7 @@ so the card and the command never disagree. Figures come from
 from __future__ import annotations
 
 from metrics.quality import quality_summary
-from router_project.formatting import MISSING, format_count, format_money
+from routing.formatting import MISSING, format_count, format_money
 
 
 def _percent(value) -> str:

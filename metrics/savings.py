@@ -33,8 +33,8 @@ from datetime import datetime
 from django.db.models import Sum
 
 from metrics.summary import DEFAULT_DAYS, DOLLAR_DIGITS, Window, summary_window
-from router_project.formatting import format_money
 from routing.config import RouterConfig
+from routing.formatting import format_money
 from routing.pricing import PER_TOKENS
 
 CAUSES = ("routing_usd_30d", "pinch_usd_30d", "cache_usd_30d")

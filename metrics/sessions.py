@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from django.db.models import Count, Max, Min, Q, Sum
 from django.urls import reverse
 
-from router_project.formatting import format_count, format_money
+from routing.formatting import format_count, format_money
 from routing.models import BILLED, NET_SAVED, RouteDecision
 
 SESSIONS_SHOWN = 20  # the dashboard's and admin's list: the newest sessions

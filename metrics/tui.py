@@ -28,7 +28,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from metrics.charts import format_tokens
 from metrics.key_budgets import cells as key_budget_cells
 from metrics.savings import cause_lines
-from router_project.formatting import (
+from routing.formatting import (
     CARD_KEYS,
     CARD_LABELS,
     format_count_or_missing,
@@ -128,7 +128,7 @@ def fetch_snapshot(url: str, token: str, timeout: float = DEFAULT_TIMEOUT) -> di
 
 
 # ---------------------------------------------------------------------------
-# Formatting: the figures as the dashboard and admin show them (router_project.formatting).
+# Formatting: the figures as the dashboard and admin show them (routing.formatting).
 
 
 def decision_cells(row: dict) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ access, calls one service and renders; errors leave in the OpenAI shape.
 
 from functools import wraps
 
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
@@ -44,14 +45,21 @@ def _metrics_token_required(view):
         if not metrics_token_ok(request):
             return error_response(
                 401,
-                "Send Authorization: Bearer <METRICS_TOKEN> (with no METRICS_TOKEN set, "
-                "/metrics is closed unless METRICS_PUBLIC=1).",
+                _closed_reason(),
                 "invalid_metrics_token",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def _closed_reason() -> str:
+    if settings.METRICS_TOKEN:
+        how = "send the router's METRICS_TOKEN as Authorization: Bearer <token>"
+    else:
+        how = "no METRICS_TOKEN is set and METRICS_PUBLIC is off: set one of them"
+    return f"/metrics is closed: {how}, or sign in to /admin/ as a staff user."
 
 
 def _wants_prometheus(request) -> bool:

@@ -315,6 +315,25 @@ def _ordered(order: Iterable[Any], candidates: list[int]) -> Iterator[int]:
             yield candidates[k]
 
 
+def _call_arguments(messages: Sequence[Any]) -> dict[int, str]:
+    """For each tool result, the raw arguments of the assistant call it answers (by id)."""
+    by_id: dict[Any, str] = {}
+    asked: dict[int, str] = {}
+    for i, message in enumerate(messages):
+        role = _role(message)
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                    arguments = call["function"].get("arguments")
+                    if isinstance(call.get("id"), (str, int)) and isinstance(arguments, str):
+                        by_id[call["id"]] = arguments
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if isinstance(call_id, (str, int)) and call_id in by_id:
+                asked[i] = by_id[call_id]
+    return asked
+
+
 def _tool_names(messages: Sequence[Any], wanted: list[int]) -> dict[int, str]:
     """Name the tool behind each wanted result, in one forward pass.
 

@@ -15,12 +15,11 @@ per-text term counts are kept and the batch step is redone each request.
 Keys are a digest of the embedder's identity and the text, so two embedders,
 or two versions of one, never read each other's features.
 
-Two tiers. The process tier is an LRU bounded by bytes. With a Redis URL, a
-second tier is shared by every worker and host, so a conversation that moves
-between workers is still warm. Redis is an optimisation, never a dependency:
-it is reached through the process's shared breaker (router_project/redis.py), so
-a Redis error is logged once, the process tier carries on alone, and Redis is
-tried again after a pause, by one caller.
+Two tiers. The process tier is an LRU bounded by bytes. A second, shared tier
+may be handed in (the router gives its Redis one, routing/embedding_tier.py), so
+a conversation that moves between workers is still warm. It is an optimisation,
+never a dependency: it must report any failure of its own as absence, and this
+module does no I/O of its own.
 """
 
 from __future__ import annotations
@@ -29,11 +28,11 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from pinch.embedders.base import Embedder, EmbeddingError
-from router_project.redis import RedisUnavailable, SharedRedis, shared_redis
 
 # Process tier budget: ~19,000 builtin features (3.4 KB each) or ~20,000
 # 768-dimension vectors, far more than the live sessions of one worker.
@@ -42,13 +41,6 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # What an entry costs beyond its value: the key, the dict slot and the object
 # headers, so that many tiny values cannot overrun the budget.
 ENTRY_OVERHEAD_BYTES = 160
-
-# Redis keys live a day: long enough for a session resumed after lunch,
-# short enough that an abandoned one does not hold memory for long.
-REDIS_TTL_SECONDS = 24 * 3600
-
-# Prefix of every key this module writes to Redis, with a format version.
-REDIS_PREFIX = "pinch:emb:1:"
 
 
 def cache_key(identity: str, text: str) -> str:
@@ -100,54 +92,25 @@ class MemoryLRU:
                 self.bytes -= len(evicted) + ENTRY_OVERHEAD_BYTES
 
 
-class RedisTier:
-    """The shared tier. Every method reports a Redis failure as absence."""
+class SharedTier(Protocol):
+    """A cache every worker shares. Both methods report a failure as absence, never raise."""
 
-    def __init__(self, url: str, client=None):
-        # A client given (tests) gets a breaker of its own; a URL, the process's shared one.
-        self.redis = SharedRedis(url, client=client) if client is not None else shared_redis(url)
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]: ...
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
-        if not keys or not self.redis.available:
-            return {}
-        try:
-            values = self.redis.call(lambda client: client.mget([REDIS_PREFIX + k for k in keys]))
-        except RedisUnavailable:
-            return {}
-        return {k: v for k, v in zip(keys, values) if isinstance(v, bytes)}
-
-    def put_many(self, items: dict[str, bytes]) -> None:
-        if not items or not self.redis.available:
-            return
-
-        def write(client):
-            pipe = client.pipeline(transaction=False)
-            for key, value in items.items():
-                pipe.set(REDIS_PREFIX + key, value, ex=REDIS_TTL_SECONDS)
-            pipe.execute()
-
-        try:
-            self.redis.call(write)
-        except RedisUnavailable:
-            pass  # a cache write must never fail a request
+    def put_many(self, items: dict[str, bytes]) -> None: ...
 
 
 class EmbeddingCache:
-    """The process tier, and the Redis tier when a URL is given."""
+    """The process tier, and the shared tier when one is given."""
 
-    def __init__(
-        self,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        redis_url: str | None = None,
-        redis_client=None,
-    ):
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, shared: SharedTier | None = None):
         self.memory = MemoryLRU(max_bytes)
-        self.redis = RedisTier(redis_url, client=redis_client) if redis_url else None
+        self.shared = shared
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         found = self.memory.get_many(keys)
-        if self.redis is not None and len(found) < len(keys):
-            shared = self.redis.get_many([k for k in keys if k not in found])
+        if self.shared is not None and len(found) < len(keys):
+            shared = self.shared.get_many([k for k in keys if k not in found])
             if shared:
                 self.memory.put_many(shared)
                 found.update(shared)
@@ -155,8 +118,8 @@ class EmbeddingCache:
 
     def put_many(self, items: dict[str, bytes]) -> None:
         self.memory.put_many(items)
-        if self.redis is not None:
-            self.redis.put_many(items)
+        if self.shared is not None:
+            self.shared.put_many(items)
 
 
 class CachedEmbedder(Embedder):

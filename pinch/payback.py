@@ -39,7 +39,14 @@ from dataclasses import dataclass, field, replace
 from hashlib import blake2b
 from typing import Any
 
-from pinch.core import _PLACEHOLDER, _protected_start, _tool_names, _tool_results
+from pinch.core import (
+    _PLACEHOLDER,
+    _call_arguments,
+    _protected_start,
+    _role,
+    _tool_names,
+    _tool_results,
+)
 from pinch.keep import keeps
 from pinch.ledger import Ledger, message_hash, messages_digest
 from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
@@ -51,22 +58,25 @@ __all__ = ["CacheModel", "Ledger", "PaybackKnobs", "plan"]
 
 @dataclass(frozen=True)
 class PaybackKnobs:
-    budget_tokens: int = 6000
-    keep_last_turns: int = 4
-    keep_last_tool_results: int | None = 4
-    max_summarize_chars: int = 4000
-    protected_max_chars: int | None = 20000
-    turns_ahead: float = 0.75
-    min_payback: float = 4.0
-    keep_max_chars: int = 1500
-    keep_min_shared: int = 3
-    names_max_chars: int = 250
-    # ... or this share of the result's length, when that is more.
-    names_share: float = 0.04
-    # What a long result keeps of its lines; None: half of max_summarize_chars.
-    lines_max_chars: int | None = 400
-    # The most a conversation may cost over pinch off, as a share of its cost.
-    max_loss_share: float = 0.1
+    """The knobs of ``plan``, each the config key of its name (routing/config/schema.py).
+
+    No defaults here: the config schema holds the one default of each knob, and
+    ``routing.pruning.payback_knobs`` builds these from it.
+    """
+
+    budget_tokens: int
+    keep_last_turns: int
+    keep_last_tool_results: int | None
+    max_summarize_chars: int
+    protected_max_chars: int | None
+    turns_ahead: float
+    min_payback: float
+    keep_max_chars: int
+    keep_min_shared: int
+    names_max_chars: int
+    names_share: float
+    lines_max_chars: int | None
+    max_loss_share: float
 
 
 @dataclass
@@ -415,29 +425,6 @@ def _stats(original: int, final: int) -> dict[str, Any]:
         "final_tokens": final,
         "tokens_saved": max(original - final, 0),
     }
-
-
-def _call_arguments(messages: Sequence[Any]) -> dict[int, str]:
-    """For each tool result, the raw arguments of the assistant call it answers (by id)."""
-    by_id: dict[Any, str] = {}
-    asked: dict[int, str] = {}
-    for i, message in enumerate(messages):
-        role = _role(message)
-        if role == "assistant":
-            for call in message.get("tool_calls") or ():
-                if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                    arguments = call["function"].get("arguments")
-                    if isinstance(call.get("id"), (str, int)) and isinstance(arguments, str):
-                        by_id[call["id"]] = arguments
-        elif role == "tool":
-            call_id = message.get("tool_call_id")
-            if isinstance(call_id, (str, int)) and call_id in by_id:
-                asked[i] = by_id[call_id]
-    return asked
-
-
-def _role(message: Any) -> Any:
-    return message.get("role") if isinstance(message, dict) else None
 
 
 def _memo_key(text_hash: str, raw_call: str, name: str, limit: int, sizes: str) -> str:

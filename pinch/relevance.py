@@ -35,7 +35,7 @@ from typing import Any, Literal, Protocol
 
 from pinch import estimate_tokens, extract_text, last_user_text, order_by_relevance, trim_candidates
 from pinch.embedders import Embedder, EmbedderSettings, EmbeddingError, make_embedder
-from pinch.embedding_cache import DEFAULT_MAX_BYTES, CachedEmbedder, EmbeddingCache
+from pinch.embedding_cache import DEFAULT_MAX_BYTES, CachedEmbedder, EmbeddingCache, SharedTier
 
 logger = logging.getLogger("pinch.relevance")
 
@@ -88,26 +88,26 @@ class _Process:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.embedders: dict[tuple, CachedEmbedder] = {}
-        self.caches: dict[str | None, EmbeddingCache] = {}
+        self.caches: dict[SharedTier | None, EmbeddingCache] = {}
         self.pool: ThreadPoolExecutor | None = None
 
-    def embedder(self, relevance_cfg: RelevanceSettings, redis_url: str | None) -> CachedEmbedder:
+    def embedder(
+        self, relevance_cfg: RelevanceSettings, shared: SharedTier | None
+    ) -> CachedEmbedder:
         key = (
             relevance_cfg.backend,
             relevance_cfg.model,
             relevance_cfg.base_url,
             relevance_cfg.api_key_env,
             relevance_cfg.timeout_seconds,
-            redis_url,
+            shared,
         )
         with self.lock:
             found = self.embedders.get(key)
             if found is None:
-                cache = self.caches.get(redis_url)
+                cache = self.caches.get(shared)
                 if cache is None:
-                    cache = self.caches[redis_url] = EmbeddingCache(
-                        max_bytes=DEFAULT_MAX_BYTES, redis_url=redis_url
-                    )
+                    cache = self.caches[shared] = EmbeddingCache(DEFAULT_MAX_BYTES, shared)
                 # A config edited in admin replaces the embedder; the old one
                 # goes, the cache (keyed by identity) stays.
                 self.embedders.clear()
@@ -151,7 +151,7 @@ def relevance_for(
     budget_tokens: int,
     extra_fixed_tokens: int = 0,
     *,
-    redis_url: str | None = None,
+    shared_cache: SharedTier | None = None,
 ) -> RelevanceResult:
     """The order for ``prune_context(relevance_order=...)``, with the reason. Never raises.
 
@@ -182,7 +182,7 @@ def relevance_for(
         query = last_user_text(messages)
         if not query.strip():
             return RelevanceResult(None, "skipped", "no user text to rank against")
-        order = _rank(messages, candidates, query, rel, redis_url, started)
+        order = _rank(messages, candidates, query, rel, shared_cache, started)
         return RelevanceResult(
             order,
             "used",
@@ -218,12 +218,12 @@ def _skip_reason(messages, cfg, budget_tokens, extra_fixed_tokens) -> str | None
     return None
 
 
-def _rank(messages, candidates, query, rel, redis_url, started) -> list[int]:
+def _rank(messages, candidates, query, rel, shared_cache, started) -> list[int]:
     max_chars = rel.max_chars
     texts = [query[:max_chars]] + [extract_text(messages[i])[:max_chars] for i in candidates]
     timeout = float(rel.timeout_seconds)
     deadline = started + timeout
-    embedder = _process.embedder(rel, redis_url)
+    embedder = _process.embedder(rel, shared_cache)
     future = _process.executor().submit(_order_before, embedder, texts, deadline)
     try:
         return future.result(timeout=max(deadline - time.monotonic(), 0.0))

@@ -52,7 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Outermost: every answer, Django's own refusals included, gets an X-Request-Id.
-    "router_project.request_ids.RequestIdMiddleware",
+    "routing.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "router_project.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

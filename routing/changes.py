@@ -12,7 +12,7 @@ counter says, which bounds how long a change made outside Django (raw SQL,
 another host without Redis) takes to apply.
 
 ``version()`` returns None when the counter cannot be read (Redis down, or
-its breaker open: router_project/redis.py): the callers then read the
+its breaker open: routing/shared_redis.py): the callers then read the
 database, as if nothing were cached.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from router_project.redis import RedisUnavailable, shared_redis
+from routing.shared_redis import RedisUnavailable, shared_redis
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,13 @@ from django.views.defaults import server_error as html_server_error
 from rest_framework import exceptions as drf_exceptions
 
 from routing.config import ConfigError
-from routing.errors import API_PATH_PREFIXES, MESSAGES_PATH, RouterError, database_unavailable_error
+from routing.errors import (
+    API_PATH_PREFIXES,
+    MESSAGES_PATH,
+    OPERATOR_FIX_STATUS,
+    RouterError,
+    database_unavailable_error,
+)
 from routing.protocols.chat.errors import error_response, router_error_response
 from routing.protocols.messages.errors import router_error_response as anthropic_error_response
 
@@ -43,9 +49,10 @@ def openai_exception_handler(exc, context):
 class ApiErrorMiddleware:
     """An exception no view handled answers in JSON, in the client's shape.
 
-    A config file broken while the router runs answers 500 naming the key, on
-    every path. On the API paths, a database that cannot be reached answers
-    503 and anything else 500, with the traceback in the log.
+    A config file broken while the router runs answers naming the key, on
+    every path, with the final OPERATOR_FIX_STATUS: a retry cannot mend it. On
+    the API paths, a database that cannot be reached answers 503 and anything
+    else 500, with the traceback in the log.
     """
 
     def __init__(self, get_response):
@@ -67,7 +74,7 @@ class ApiErrorMiddleware:
             message = f"The router's configuration is invalid: {exception}"
             # The cause in the server log too, not only Django's "Internal Server Error".
             log.error("config_invalid path=%s: %s", request.path, exception)
-            return RouterError(500, message, "bad_config")
+            return RouterError(OPERATOR_FIX_STATUS, message, "bad_config")
         if not request.path.startswith(API_PATH_PREFIXES):
             return None
         log.error("unhandled_error path=%s", request.path, exc_info=exception)

@@ -7,6 +7,7 @@ handlers do is in routing.error_handlers.
 """
 
 from dataclasses import dataclass
+from difflib import get_close_matches
 
 # Paths whose clients are programs: a failure there answers JSON, never an HTML page.
 API_PATH_PREFIXES = ("/v1/", "/metrics", "/admin/api/")
@@ -19,9 +20,52 @@ MESSAGES_PATH = "/v1/messages"
 RETRYABLE_STATUSES = {429, 500, 502, 503, 504, 529}
 
 
-# An upstream refusing the router's key for it: answered as 502, since the client's
-# own (router) key was accepted; relaying the 401 would read as a bad router key.
+# An upstream refusing the router's key for it: not relayed, since the client's own
+# (router) key was accepted; relaying the 401 would read as a bad router key.
 PROVIDER_KEY_STATUSES = (401, 403)
+
+# What the router answers when only its operator can make the request work: a
+# provider's key unset or refused, a config file broken. Not a 5xx: every agent
+# retries those for minutes (the openai and anthropic SDKs, Claude Code, Codex
+# CLI and opencode's AI SDK all retry 408, 409, 429 and any 5xx; Codex showed
+# "high demand" for a 500). 400, as Anthropic answers a spent credit balance:
+# the one status every client tried takes as final. Codex CLI 0.171 retries a
+# 401 or a 424 five times (measured: tests/routing/test_codex_final_errors.py)
+# and reads no x-should-retry; a 400 or a 404 it shows at once.
+OPERATOR_FIX_STATUS = 400
+# The statuses below 500 that clients retry by themselves (see above).
+CLIENT_RETRIED_STATUSES = (408, 409, 429)
+
+
+def is_final(status: int, can_wait: bool) -> bool:
+    """Whether retrying the same request cannot succeed, so the client should stop at once.
+
+    A 5xx, a timeout (408) or a conflict (409) may pass next time. A 429 may
+    when waiting can lift it (``can_wait``: a rate limit that says how long
+    with Retry-After, or an upstream's); the router's own 429 without one (a
+    key's budget spent, a prompt larger than its whole minute) will not.
+    Every other 4xx (a bad key, an unknown model, a bad body, a provider key
+    unset) fails the same way however often it is sent.
+    """
+    if status == 429:
+        return not can_wait
+    return 400 <= status < 500 and status not in CLIENT_RETRIED_STATUSES
+
+
+def final_headers(status: int, headers: dict, can_wait: bool | None = None) -> dict:
+    """``headers`` for an error answer, with ``x-should-retry: false`` when it is final.
+
+    The anthropic and openai SDKs (and Claude Code, which retries even a 401
+    eleven times without it) obey the header before their own status rules;
+    ``can_wait`` None: waiting helps when the answer carries Retry-After.
+    """
+    if can_wait is None:
+        can_wait = "Retry-After" in headers
+    if not is_final(status, can_wait):
+        return dict(headers)
+    return {**headers, "x-should-retry": "false"}
+
+
 # What creates a router key, as README runs it: the system Python has no Django.
 CREATE_KEY_COMMAND = ".venv/bin/python manage.py createapikey NAME"
 
@@ -66,6 +110,20 @@ def invalid_key_error(path: str) -> RouterError:
         401,
         f"Missing or invalid API key. {how} (create one with: {CREATE_KEY_COMMAND}).",
         "invalid_api_key",
+    )
+
+
+def unknown_model_error(name: str, auto_model: str, model_ids: list[str]) -> RouterError:
+    """The 404 for a model name nothing serves, with the closest names when one is near."""
+    names = [auto_model, *model_ids]
+    close = get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f"Did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
+    return RouterError(
+        404,
+        f"The model {name!r} does not exist. {hint}Use {auto_model!r} or one of: "
+        + ", ".join(model_ids),
+        "model_not_found",
+        "model",
     )
 
 
@@ -164,3 +222,11 @@ class Failure:
     code: str
     relayed: dict | None = None
     retry_after: float | None = None
+
+    def headers(self) -> dict:
+        """Retry-After when the upstream asked for a wait; ``x-should-retry`` when final.
+
+        An upstream's 429 may lift with time even when it names no wait.
+        """
+        headers = {} if self.retry_after is None else {"Retry-After": f"{self.retry_after:g}"}
+        return final_headers(self.status, headers, can_wait=True)

@@ -38,6 +38,7 @@ from routing.conversation_state import LastRow
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
 from routing.local_vision import with_local_vision
+from routing.model_list import unknown_model_error
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price, prompt_cost_usd
@@ -153,16 +154,6 @@ class Plan:
                 tools_overhead_tokens(self.request.tools),
             )
         return self._stable_prefixes
-
-
-def unknown_model_error(config: RouterConfig, name: str) -> RouterError:
-    return RouterError(
-        404,
-        f"The model {name!r} does not exist. Use {config.routing.auto_model!r} or one of: "
-        + ", ".join(m.id for m in config.models),
-        "model_not_found",
-        "model",
-    )
 
 
 def plan_request(

@@ -24,7 +24,7 @@ back (routing.conversation_state).
 
 With Redis configured, the process's memory does not know the previous turn
 (another worker or host may have served it), so figures taken while Redis is
-unavailable (down, slow, or its shared breaker open: router_project/redis.py)
+unavailable (down, slow, or its shared breaker open: routing/shared_redis.py)
 are measured against this process's memory of the outage only and marked
 ``fallback``; the decision row says so (``prefix_fallback``) and they can be
 left out. That memory is forgotten when Redis answers again, so a later
@@ -50,8 +50,8 @@ from cachetools import TTLCache
 
 from pinch import extract_text
 from pinch.prefix import common_prefix_length, message_fingerprints, packed, unpacked
-from router_project.redis import RedisUnavailable, shared_redis
-from router_project.registry import Registry
+from routing.registry import Registry
+from routing.shared_redis import RedisUnavailable, shared_redis
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 from routing.conversation_state import read_back
+from routing.embedding_tier import shared_embedding_tier
 from routing.models import tokens_saved
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ def pinch_messages(
         pinch_config,
         budget_tokens=pinch_config.budget_tokens,
         extra_fixed_tokens=extra_fixed_tokens,
-        redis_url=settings.REDIS_URL,
+        shared_cache=shared_embedding_tier(settings.REDIS_URL),
     )
     pruned, stats = prune_context(
         messages,

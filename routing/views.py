@@ -14,7 +14,6 @@ negotiation and parsers would be work for nothing on the hot path, and any
 """
 
 import time
-from datetime import UTC, datetime
 
 from django.conf import settings
 from django.http import JsonResponse
@@ -22,7 +21,6 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
-from router_project.request_ids import decision_request_id
 from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.config.store import api_config
 from routing.dispatch import relay
@@ -33,13 +31,15 @@ from routing.errors import (
     invalid_key_error,
 )
 from routing.limits.admission import admit
-from routing.pipeline import open_decision, plan_request, unknown_model_error
+from routing.model_list import model_entry, model_list
+from routing.pipeline import open_decision, plan_request
 from routing.protocols.base import ClientProtocol
 from routing.protocols.chat.wire import CHAT
 from routing.protocols.messages.request import parse_messages_body
 from routing.protocols.messages.wire import MESSAGES, count_tokens, forwarded_headers
 from routing.protocols.responses.store import delete_response, input_items_page, stored_response
 from routing.providers import model_provider
+from routing.request_ids import decision_request_id
 from routing.sessions import session_tag
 
 DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
@@ -216,31 +216,6 @@ class CountTokensView(ApiView):
         return JsonResponse(count_tokens(plan, provider, forwarded_headers(request)))
 
 
-def _model_object(config, model_id: str, created: int) -> dict | None:
-    """One entry of GET /v1/models: OpenAI's fields, Anthropic's, and the router's own."""
-    entry = {
-        "id": model_id,
-        "object": "model",
-        "created": created,
-        "owned_by": "router",
-        "type": "model",
-        "display_name": model_id,
-        "created_at": datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    if model_id == config.routing.auto_model:
-        return entry
-    model = config.model(model_id)
-    if model is None:
-        return None
-    return {
-        **entry,
-        "owned_by": model.provider,
-        "tier": model.tier,
-        "context_window": model.context_window,
-        "capabilities": list(model.capabilities),
-    }
-
-
 class ResponseView(ApiView):
     """A stored response: read it back, or delete it."""
 
@@ -264,25 +239,12 @@ class ResponseInputItemsView(ApiView):
 
 
 class ModelsView(ApiView):
-    """The models, in a list both SDKs read: OpenAI's fields and Anthropic's side by side."""
+    """The models a client can ask for now, in a list both SDKs read (routing.model_list)."""
 
     http_method_names = ["get"]
 
     def get(self, request):
-        config = api_config()
-        created = int(time.time())
-        ids = [config.routing.auto_model, *(m.id for m in config.models)]
-        data = [_model_object(config, model_id, created) for model_id in ids]
-        return JsonResponse(
-            {
-                "object": "list",
-                "data": data,
-                # Anthropic's list fields: its SDK pages with them.
-                "has_more": False,
-                "first_id": data[0]["id"],
-                "last_id": data[-1]["id"],
-            }
-        )
+        return JsonResponse(model_list(api_config(), int(time.time())))
 
 
 class ModelView(ApiView):
@@ -291,8 +253,4 @@ class ModelView(ApiView):
     http_method_names = ["get"]
 
     def get(self, request, model_id):
-        config = api_config()
-        found = _model_object(config, model_id, int(time.time()))
-        if found is None:
-            raise unknown_model_error(config, model_id)
-        return JsonResponse(found)
+        return JsonResponse(model_entry(api_config(), model_id, int(time.time())))

@@ -1,4 +1,4 @@
-"""Template filters for figures, so pages print them as ``router_project.formatting`` does.
+"""Template filters for figures, so pages print them as ``routing.formatting`` does.
 
 ``{{ d.upstream_latency_ms|latency }}`` reads ``46 ms`` on the dashboard, as
 in admin and the TUI.
@@ -6,7 +6,7 @@ in admin and the TUI.
 
 from django import template
 
-from router_project import formatting
+from routing import formatting
 
 register = template.Library()
 

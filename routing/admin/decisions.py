@@ -2,7 +2,7 @@
 rows (routing/admin/decision_list.py).
 
 The list shows what an operator looks for first (time, model, status, tokens
-in -> out, saved, cost, latency), formatted by ``router_project.formatting`` like the
+in -> out, saved, cost, latency), formatted by ``routing.formatting`` like the
 dashboard and the TUI; everything else is on the decision's page.
 """
 
@@ -11,13 +11,6 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from router_project.formatting import (
-    format_cost,
-    format_count_or_missing,
-    format_latency,
-    format_tokens_in_out,
-)
-from router_project.request_ids import decision_id_in, decision_request_id
 from routing.admin.decision_list import (
     CappedPaginator,
     DayFilter,
@@ -26,7 +19,14 @@ from routing.admin.decision_list import (
     TierFilter,
 )
 from routing.admin.read_only import ReadOnlyAdmin
+from routing.formatting import (
+    format_cost,
+    format_count_or_missing,
+    format_latency,
+    format_tokens_in_out,
+)
 from routing.models import RouteDecision
+from routing.request_ids import decision_id_in, decision_request_id
 
 
 def _count(field: str, label: str):

@@ -9,22 +9,8 @@ in its master, before any worker starts (router_project/gunicorn.conf.py).
 
 from django.core.checks import Error, Warning, register
 
-from routing.config import ConfigError, RouterConfig
-
-
-def unset_key_warnings(config: RouterConfig) -> list[str]:
-    """One sentence per provider whose ``api_key_env`` names an unset variable."""
-    warnings = []
-    for name, provider in config.providers.items():
-        if not provider.api_key_env or provider.api_key():
-            continue
-        models = [m.id for m in config.models if m.provider == name]
-        warnings.append(
-            f"provider {name!r}: the environment variable {provider.api_key_env} is not set, "
-            f"so its models ({', '.join(models) or 'none'}) are skipped until it is "
-            "(set it before starting the router)"
-        )
-    return warnings
+from routing.config import ConfigError
+from routing.config.keys import unset_key_warnings
 
 
 def config_file_error() -> str | None:

@@ -399,12 +399,18 @@ class RouterConfig(Strict):
         return next((m for m in self.models if m.id == model_id), None)
 
     def resolve_model_name(self, name: str) -> str:
-        """The model id or auto model a client's model name stands for (itself if no alias)."""
-        target = self.aliases.get(name)
-        if target is not None:
-            return target
-        if name == self.routing.auto_model or self.model(name) is not None:
-            return name
+        """The model id or auto model a client's model name stands for (itself if no alias).
+
+        Claude Code marks a model's 1M-token context as ``[1m]`` after its name
+        (``claude-opus-4-8[1m]``): a name with such a suffix stands for what the
+        name without it does.
+        """
+        for asked in dict.fromkeys((name, name.split("[", 1)[0])):
+            target = self.aliases.get(asked)
+            if target is not None:
+                return target
+            if asked == self.routing.auto_model or self.model(asked) is not None:
+                return asked
         for pattern, target in self.aliases.items():
             if fnmatchcase(name, pattern):
                 return target

@@ -3,18 +3,24 @@
 The file (``ROUTER_CONFIG``, or the shipped ``routing/config/default_config.yaml``)
 is re-read when its modification time changes; ``ConfigSource.effective``
 memoises the validated result per set of overrides, so a request pays for
-validation only when something changed.
+validation only when something changed. A file re-read while the router runs
+logs the same warnings as start-up (a provider whose key variable is unset):
+a provider added then would otherwise be skipped without a word.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from pathlib import Path
 
 import yaml
 
+from routing.config.keys import unset_key_warnings
 from routing.config.schema import ConfigError, RouterConfig, validate_config
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.yaml")
 
@@ -87,6 +93,8 @@ class ConfigSource:
         self._mtime = None
         self._data = None
         self._validated = {}
+        # The file changed since it was first read: its warnings are logged once it validates.
+        self._reloaded = False
 
     def data(self) -> dict:
         try:
@@ -97,6 +105,7 @@ class ConfigSource:
         with self._lock:
             if mtime != self._mtime:
                 self._data = read_config_file(self.path)
+                self._reloaded = self._mtime is not None
                 self._mtime = mtime
                 self._validated = {}
             return self._data
@@ -111,4 +120,8 @@ class ConfigSource:
                 if len(self._validated) > 32:
                     self._validated.clear()
                 self._validated[key] = cached
+                reloaded, self._reloaded = self._reloaded, False
+            if reloaded:
+                for warning in unset_key_warnings(cached):
+                    log.warning("config_reloaded %s: %s", self.path, warning)
         return cached

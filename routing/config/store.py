@@ -24,12 +24,12 @@ from django.conf import settings
 from django.db import Error as DatabaseFailure
 from django.db import transaction
 
-from router_project.registry import Registry
 from routing import changes
 from routing.config.schema import ConfigError, RouterConfig, validate_config
 from routing.config.source import DEFAULT_CONFIG_PATH, ConfigSource, apply_overrides
 from routing.errors import database_unavailable_error
 from routing.models import ConfigOverride, RegisteredModel
+from routing.registry import Registry
 
 log = logging.getLogger(__name__)
 

@@ -2,11 +2,12 @@
 
 A status the upstream answered is relayed (its body too, and its
 ``retry-after``); a connect error or a timeout is a 502 or 504 saying which
-models were tried and why. The protocol's errors module renders the
-``Failure`` in its shape.
+models were tried and why; a provider key unset or refused, which only the
+operator can mend, is the final ``OPERATOR_FIX_STATUS`` (routing.errors).
+The protocol's errors module renders the ``Failure`` in its shape.
 """
 
-from routing.errors import PROVIDER_KEY_STATUSES, Failure, ProviderError
+from routing.errors import OPERATOR_FIX_STATUS, PROVIDER_KEY_STATUSES, Failure, ProviderError
 
 
 def tried(attempts: list) -> str:
@@ -30,8 +31,9 @@ def failure_for(error: ProviderError, attempts: list = ()) -> Failure:
     """The client's answer when every try failed: relay a status, else 502/504 saying why."""
     if error.kind == "status" and error.status in PROVIDER_KEY_STATUSES:
         # The provider refused the router's key for it: not the 401 that would read
-        # as the client's own router key refused (the message names the variable).
-        return Failure(502, error.message, "provider_key_rejected")
+        # as the client's own router key refused (the message names the variable),
+        # and final: no retry mends it.
+        return Failure(OPERATOR_FIX_STATUS, error.message, "provider_key_rejected")
     if error.kind == "status":
         return Failure(error.status, error.message, "upstream_error", error.body, error.retry_after)
     message = error.message
@@ -40,5 +42,5 @@ def failure_for(error: ProviderError, attempts: list = ()) -> Failure:
     if error.kind == "timeout":
         return Failure(504, message, "upstream_timeout")
     if all(a["result"] in ("ok", "unconfigured") for a in attempts):
-        return Failure(502, message, "provider_key_missing")
+        return Failure(OPERATOR_FIX_STATUS, message, "provider_key_missing")
     return Failure(502, message, "upstream_unavailable")

@@ -12,7 +12,7 @@ With a Redis URL the buckets live in Redis, shared by every worker and host,
 and one Lua script reads, refills, decides and writes them (atomic: two
 instances cannot both take the last request); Redis's own clock times them,
 so hosts whose clocks differ agree. Without Redis, or while Redis is
-unavailable (router_project.redis's breaker: a short timeout at most once per
+unavailable (routing.shared_redis's breaker: a short timeout at most once per
 period), the buckets are files in the data folder, one a key, each taken
 under an exclusive lock: every worker of an instance (gunicorn runs 2 by
 default) and every instance on the host that shares the folder takes from the
@@ -31,8 +31,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from router_project.redis import RedisUnavailable, shared_redis
-from router_project.registry import Registry
+from routing.registry import Registry
+from routing.shared_redis import RedisUnavailable, shared_redis
 
 log = logging.getLogger("router.limits")
 

@@ -207,10 +207,3 @@ class ClientProtocol:
 
     def render_error(self, error: RouterError):
         raise NotImplementedError
-
-    def method_not_allowed(self, method: str):
-        return self.render_error(
-            RouterError(
-                405, f"Method {method} is not allowed here; use POST.", "method_not_allowed"
-            )
-        )

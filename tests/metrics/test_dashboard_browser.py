@@ -21,9 +21,9 @@ import pytest
 from django.utils import timezone
 
 from metrics.summary import pinch_summary
-from router_project.formatting import format_money
 from routing.auth import create_api_key
 from routing.config.store import set_overrides
+from routing.formatting import format_money
 from routing.models import RouteDecision
 from tests.support.decisions import decision, seed
 

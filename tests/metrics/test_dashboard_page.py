@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 
 from metrics.summary import pinch_summary
-from router_project.formatting import format_money
+from routing.formatting import format_money
 from routing.models import ConfigOverride
 from tests.support.decisions import decision, seed
 

@@ -139,6 +139,8 @@ def test_a_metrics_token_is_required_when_set(
     error = response.json()["error"]
     assert error["type"] == "authentication_error"
     assert error["code"] == "invalid_metrics_token"
+    assert "METRICS_TOKEN as Authorization: Bearer" in error["message"]
+    assert "no METRICS_TOKEN is set" not in error["message"]
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
@@ -161,6 +163,26 @@ def test_without_a_token_metrics_are_closed_unless_made_public(
 
     assert response.status_code == 401
     assert "METRICS_PUBLIC" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])
+def test_a_signed_in_staff_user_follows_the_front_pages_link_without_a_token(
+    client, settings, default_config, db, path, bare_staff_user
+):
+    settings.METRICS_TOKEN = "s3cret-metrics-token"
+    settings.METRICS_PUBLIC = False
+    client.force_login(bare_staff_user)
+
+    assert client.get(path).status_code == 200
+
+
+def test_a_signed_in_user_who_is_not_staff_still_needs_the_token(
+    client, settings, default_config, db, django_user_model
+):
+    settings.METRICS_TOKEN = "s3cret-metrics-token"
+    client.force_login(django_user_model.objects.create_user("visitor", password="x" * 12))
+
+    assert client.get("/metrics").status_code == 401
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/metrics/prometheus"])

@@ -24,8 +24,8 @@ from textual.widgets import DataTable
 from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary
 from metrics.tui import RouterTui
-from router_project.formatting import format_money
 from routing.auth import create_api_key
+from routing.formatting import format_money
 from routing.models import RouteDecision
 from tests.support.decisions import decision, seed
 
@@ -133,6 +133,6 @@ def test_the_causes_add_up_in_the_tui(live_server, default_config, billed_rows):
                 shown[str(row.key.value)] = table.get_row(row.key)[1]
 
     asyncio.run(scenario())
-    # As every surface reads money (router_project.formatting); the figures
+    # As every surface reads money (routing.formatting); the figures
     # themselves add up (the tests above).
     assert shown == {key: format_money(value) for key, value in EXPECTED.items()}

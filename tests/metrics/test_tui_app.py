@@ -19,8 +19,8 @@ from textual.widgets import DataTable, Static
 
 from metrics.summary import pinch_summary
 from metrics.tui import DECISION_COLUMNS, RouterTui
-from router_project.formatting import CARD_KEYS, CARD_LABELS, format_money
 from routing.auth import create_api_key
+from routing.formatting import CARD_KEYS, CARD_LABELS, format_money
 from tests.support.decisions import decision, seed
 from tests.support.ports import refused_port
 

@@ -59,8 +59,11 @@ def test_one_fingerprint_per_message_in_order():
     assert message_fingerprints(messages[2:3]) == prints[2:3]
 
 
-def test_lone_surrogates_and_non_json_values_do_not_raise():
-    message_fingerprints([{"role": "user", "content": "\ud800"}, {"role": "user", "content": {1}}])
+def test_lone_surrogates_and_non_json_values_get_fingerprints_of_their_own():
+    odd = [{"role": "user", "content": "\ud800"}, {"role": "user", "content": {1}}]
+    prints = message_fingerprints(odd)
+    assert len(prints) == 2 and prints[0] != prints[1]
+    assert prints[0] != message_fingerprints([{"role": "user", "content": "\ud801"}])[0]
 
 
 @pytest.mark.parametrize(

@@ -13,15 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinch import estimate_tokens, extract_text
-from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
+from pinch.payback import CacheModel, Ledger, plan
 from pinch.prefix import common_prefix_length
 from routing.corpus import corpus_dir, load_sessions
 from tests.pinch.test_core_properties import agent_sessions, conversations
 from tests.support.ci import missing
+from tests.support.knobs import shipped_knobs
 
 ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
 NO_PREMIUM = CacheModel(read_multiplier=0.1, write_multiplier=1.0)
-KNOBS = PaybackKnobs(budget_tokens=2000, min_payback=1.0, turns_ahead=1.0)
+KNOBS = shipped_knobs(budget_tokens=2000, min_payback=1.0, turns_ahead=1.0)
 
 
 def tool_round(i, text, name="bash"):
@@ -179,7 +180,7 @@ def assert_promises(turns, knobs, cache):
 @settings(max_examples=60, deadline=None)
 @given(agent_sessions())
 def test_generated_sessions_keep_every_promise(messages):
-    knobs = PaybackKnobs(budget_tokens=1500, max_summarize_chars=3000, protected_max_chars=6000)
+    knobs = shipped_knobs(budget_tokens=1500, max_summarize_chars=3000, protected_max_chars=6000)
     snapshot = copy.deepcopy(messages)
     turns = replay_session(messages, knobs, ANTHROPIC)
     assert messages == snapshot
@@ -189,7 +190,7 @@ def test_generated_sessions_keep_every_promise(messages):
 @settings(max_examples=40, deadline=None)
 @given(agent_sessions())
 def test_without_a_ledger_every_request_gets_the_same_payload(messages):
-    knobs = PaybackKnobs(budget_tokens=1500, max_summarize_chars=3000)
+    knobs = shipped_knobs(budget_tokens=1500, max_summarize_chars=3000)
     carried = replay_session(messages, knobs, NO_PREMIUM)
     rebuilt = replay_session(messages, knobs, NO_PREMIUM, ledger_between=False)
     for (_, with_ledger, ledger, _), (_, without, rebuilt_ledger, _) in zip(carried, rebuilt):
@@ -208,7 +209,7 @@ def _corpus():
 def test_every_real_session_keeps_every_promise_and_rebuilds_alike(recorded):
     if recorded is None:
         missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")
-    knobs = PaybackKnobs()
+    knobs = shipped_knobs()
     turns = replay_session(recorded.messages, knobs, ANTHROPIC)
     assert_promises(turns, knobs, ANTHROPIC)
     # A new worker with no state, at the last request, sends the same payload.
@@ -221,7 +222,7 @@ def test_every_real_session_keeps_every_promise_and_rebuilds_alike(recorded):
 @settings(max_examples=150, deadline=None)
 @given(conversations())
 def test_hostile_shapes_never_raise_and_only_tool_results_change(messages):
-    knobs = PaybackKnobs(budget_tokens=500, max_summarize_chars=3000, protected_max_chars=3000)
+    knobs = shipped_knobs(budget_tokens=500, max_summarize_chars=3000, protected_max_chars=3000)
     snapshot = copy.deepcopy(messages)
     payload, ledger, stats = plan(messages, None, knobs, ANTHROPIC)
     assert messages == snapshot
@@ -243,7 +244,7 @@ def replay_with_gaps(messages, knobs, cache, cold_at):
 
 
 def test_a_cold_cache_takes_the_step_a_warm_one_refuses():
-    strict = PaybackKnobs(budget_tokens=2000, min_payback=1000.0)
+    strict = shipped_knobs(budget_tokens=2000, min_payback=1000.0)
     warm = replay_session(session(30), strict, ANTHROPIC)
     assert not any(stats["step"] for _, _, _, stats in warm[1:])
     cold = replay_with_gaps(session(30), strict, ANTHROPIC, cold_at={12})
@@ -257,7 +258,7 @@ def test_a_cold_cache_takes_the_step_a_warm_one_refuses():
 @settings(max_examples=40, deadline=None)
 @given(agent_sessions(), st.sets(st.integers(0, 40), max_size=6))
 def test_a_cold_step_never_revisits_a_decision_and_rebuilds_alike(messages, cold_at):
-    knobs = PaybackKnobs(budget_tokens=1500, max_summarize_chars=3000, min_payback=5.0)
+    knobs = shipped_knobs(budget_tokens=1500, max_summarize_chars=3000, min_payback=5.0)
     turns = replay_with_gaps(messages, knobs, ANTHROPIC, cold_at)
     assert_promises(turns, knobs, ANTHROPIC)
     if turns:
@@ -310,7 +311,7 @@ BANK_CACHES = st.sampled_from(
 def test_the_bank_is_what_pinch_saved_and_no_unrepaid_step_is_stacked(messages, cache, cold_at):
     # No cap: a capped result differs from the whole one from the request it
     # arrives in, which the bank (steps only) does not count.
-    knobs = PaybackKnobs(
+    knobs = shipped_knobs(
         budget_tokens=1500, max_summarize_chars=3000, protected_max_chars=None, min_payback=1.0
     )
     turns = replay_with_gaps(messages, knobs, cache, cold_at)
@@ -341,7 +342,7 @@ def test_a_conversation_never_costs_more_than_the_allowed_share_over_pinch_off(
 ):
     # Had it ended after any request; at 0, never dearer at all. The cap is
     # off as above (it only ever removes tokens; the bound holds with it too).
-    knobs = PaybackKnobs(
+    knobs = shipped_knobs(
         budget_tokens=1500,
         max_summarize_chars=3000,
         protected_max_chars=None,
@@ -372,8 +373,8 @@ def test_a_long_result_names_more_of_what_it_held_than_a_short_one():
         assert 2 in stats["compressed"]
         return payload[2]["content"]
 
-    flat = compressed(PaybackKnobs(budget_tokens=2000, names_share=0.0))
-    grown = compressed(PaybackKnobs(budget_tokens=2000, names_share=0.04))
+    flat = compressed(shipped_knobs(budget_tokens=2000, names_share=0.0))
+    grown = compressed(shipped_knobs(budget_tokens=2000, names_share=0.04))
     named = [sum(1 for path in paths if path in text) for text in (flat, grown)]
     # 400 characters of lines and 250 of names hold a score of 26-character
     # paths; 4% of 44 KB of names holds some forty more, still a twentieth of the text.
@@ -393,7 +394,7 @@ def test_an_outsized_result_in_the_window_keeps_what_it_says_in_its_middle():
     )
     messages = [{"role": "user", "content": "Review the repository."}]
     messages += tool_round(0, report, name="Task")
-    knobs = PaybackKnobs(protected_max_chars=20_000)
+    knobs = shipped_knobs(protected_max_chars=20_000)
     payload, _, stats = plan(messages, None, knobs, ANTHROPIC)
     capped = payload[2]["content"]
     assert stats["capped"] == [2]

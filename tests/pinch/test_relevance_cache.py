@@ -1,14 +1,7 @@
-"""The embedding cache: a later turn embeds only what is new; Redis shares, never fails.
-
-Redis tests use the real server at 127.0.0.1:6379 and are skipped, with the
-reason, when it is not there.
-"""
+"""The embedding cache: a later turn embeds only what is new (the shared Redis tier is
+tests/routing/test_embedding_tier.py's)."""
 
 from __future__ import annotations
-
-import logging
-import os
-import uuid
 
 import numpy as np
 import pytest
@@ -17,8 +10,6 @@ from pinch import relevance
 from pinch.embedders import BuiltinEmbedder, Embedder
 from pinch.embedding_cache import (
     ENTRY_OVERHEAD_BYTES,
-    REDIS_PREFIX,
-    REDIS_TTL_SECONDS,
     CachedEmbedder,
     EmbeddingCache,
     MemoryLRU,
@@ -26,10 +17,7 @@ from pinch.embedding_cache import (
 )
 from pinch.relevance import relevance_for, reset_relevance_state
 from tests.support.embedding_server import EmbeddingServer
-from tests.support.ports import refused_port
 from tests.support.relevance_scenario import RESULTS, conversation, make_cfg
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 class Counting(Embedder):
@@ -53,20 +41,6 @@ def _fresh_process_state():
     reset_relevance_state()
     yield
     reset_relevance_state()
-
-
-def redis_or_skip():
-    try:
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - whatever the failure, there is no Redis here
-        # .ci/run starts Redis, so in CI its absence is a failure, not a skip.
-        if os.environ.get("CI"):
-            pytest.fail(f"no Redis at {REDIS_URL}: {type(exc).__name__}")
-        pytest.skip(f"no Redis at {REDIS_URL}: {type(exc).__name__}")
-    return client
 
 
 # --- the process tier -----------------------------------------------------------
@@ -157,59 +131,3 @@ def test_an_entry_the_backend_cannot_use_is_embedded_again():
         assert len(server.requests[1]["body"]["input"]) == 1 + len(RESULTS)
         assert relevance_for(messages, cfg, 500, 0).order is not None
         assert len(server.requests) == 2
-
-
-# --- Redis ----------------------------------------------------------------------
-
-
-def test_workers_share_features_through_redis():
-    client = redis_or_skip()
-    texts = [f"unique {uuid.uuid4()} text {i}" for i in range(4)]
-    worker_a = Counting(BuiltinEmbedder())
-    worker_b = Counting(BuiltinEmbedder())
-    try:
-        CachedEmbedder(worker_a, EmbeddingCache(redis_url=REDIS_URL)).embed(texts)
-        vectors = CachedEmbedder(worker_b, EmbeddingCache(redis_url=REDIS_URL)).embed(texts)
-        assert worker_a.calls == [4] and worker_b.calls == []
-        np.testing.assert_allclose(vectors, BuiltinEmbedder().embed(texts), atol=1e-6)
-        key = REDIS_PREFIX + cache_key(worker_a.identity, texts[0])
-        assert 0 < client.ttl(key) <= REDIS_TTL_SECONDS
-    finally:
-        client.delete(*[REDIS_PREFIX + cache_key(worker_a.identity, t) for t in texts])
-
-
-def test_the_edge_uses_redis_when_given_a_url():
-    client = redis_or_skip()
-    query = f"fix compute_total {uuid.uuid4()}"
-    messages = conversation(query=query)
-    identity = BuiltinEmbedder().identity
-    try:
-        order = relevance_for(messages, make_cfg(), 500, 0, redis_url=REDIS_URL).order
-        assert order is not None
-        assert client.exists(REDIS_PREFIX + cache_key(identity, query))
-    finally:
-        client.delete(REDIS_PREFIX + cache_key(identity, query))
-
-
-def test_a_dead_redis_degrades_to_memory_and_logs_once(caplog):
-    with refused_port() as port:
-        url = f"redis://:hunter2@127.0.0.1:{port}/0"
-        backend = Counting(BuiltinEmbedder())
-        embedder = CachedEmbedder(backend, EmbeddingCache(redis_url=url))
-        with caplog.at_level(logging.WARNING, logger="pinch.relevance.cache"):
-            first = embedder.embed(["q", "a", "b"])
-            second = embedder.embed(["q", "a", "b", "c"])
-        assert first.shape[0] == 3 and second.shape[0] == 4
-        assert backend.calls == [3, 1]  # the memory tier still works
-        warnings = [r for r in caplog.records if "Redis" in r.getMessage()]
-        assert len(warnings) == 1
-        assert "hunter2" not in caplog.text
-
-
-def test_the_edge_still_ranks_when_redis_is_down(caplog):
-    with refused_port() as port:
-        url = f"redis://127.0.0.1:{port}/0"
-        with caplog.at_level(logging.WARNING):
-            order = relevance_for(conversation(), make_cfg(), 500, 0, redis_url=url).order
-        assert order is not None
-        assert not any(r.getMessage().startswith("relevance_unavailable") for r in caplog.records)

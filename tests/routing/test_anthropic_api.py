@@ -438,17 +438,19 @@ def test_claude_refusing_the_routers_key_names_the_provider_and_its_variable(
     claude_config["models"].append(claude_model("failing", upstream=f"claude-fail-{status}-9"))
     write_config(claude_config)
     sdk = openai_client(live_server, api_key)
-    # A 502, not the 401/403 that would read as the client's own router key refused.
-    with pytest.raises(openai.InternalServerError) as caught:
+    # Not the 401/403 that would read as the client's own router key refused, nor a 5xx
+    # the client would retry: only the operator can mend it.
+    with pytest.raises(openai.APIStatusError) as caught:
         sdk.chat.completions.create(model="failing", messages=HI)
-    assert caught.value.status_code == 502
+    assert caught.value.status_code == 400
+    assert caught.value.response.headers["x-should-retry"] == "false"
     assert caught.value.body["code"] == "provider_key_rejected"
     message = caught.value.body["message"]
     assert message.startswith(f"Provider 'claude' refused the key in {ANTHROPIC_KEY_ENV} (HTTP ")
     assert f"{status}: scripted {status})" in message
     assert ANTHROPIC_KEY not in json.dumps(caught.value.body)
     decision = only_decision()
-    assert decision.status_code == 502
+    assert decision.status_code == 400
     assert [a["status"] for a in decision.attempts] == [status]
 
 

@@ -4,8 +4,8 @@ import openai
 import pytest
 import requests
 
-from router_project.request_ids import decision_request_id
 from routing.models import RouteDecision
+from routing.request_ids import decision_request_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

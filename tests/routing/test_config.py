@@ -5,7 +5,6 @@ import copy
 import pytest
 import yaml
 
-from pinch.payback import PaybackKnobs
 from routing.config import DEFAULT_CONFIG_PATH, ConfigError, validate_config
 from routing.config.source import read_config_file
 from routing.pruning import payback_knobs
@@ -34,8 +33,13 @@ def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
         400,
     )
     assert payback.max_loss_share == 0.1
-    # The pure core's own defaults are the shipped ones: a caller without a config gets them.
-    assert payback_knobs(pinch) == PaybackKnobs()
+    # Every knob of the pure core is read from the config (it has no defaults of its own).
+    knobs = payback_knobs(pinch)
+    assert (knobs.budget_tokens, knobs.keep_last_tool_results, knobs.max_loss_share) == (
+        6000,
+        4,
+        0.1,
+    )
 
 
 def test_the_cache_prices_pinch_decides_by_are_the_ones_the_router_bills_by():

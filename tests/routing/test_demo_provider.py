@@ -82,7 +82,6 @@ def test_auto_never_picks_the_demo_and_says_what_is_missing(sdk, fresh_machine):
     ]
 
 
-def test_the_demo_is_listed_with_the_real_models(sdk):
-    assert {"auto", "qwen-small", "gpt-4.1-mini", "gpt-4.1", "demo"} <= {
-        m.id for m in sdk.models.list()
-    }
+def test_the_demo_is_listed_with_the_models_that_can_answer(sdk):
+    # OPENAI_API_KEY is unset: OpenAI's models cannot answer, so they are not offered.
+    assert {m.id for m in sdk.models.list()} == {"auto", "qwen-small", "demo"}

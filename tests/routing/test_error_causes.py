@@ -81,7 +81,7 @@ def test_a_broken_config_is_logged_with_its_cause(post, router_config, write_con
     write_config(router_config)
 
     with caplog.at_level(logging.ERROR):
-        error = error_of(post({"model": "auto", "messages": HI}), 500)
+        error = error_of(post({"model": "auto", "messages": HI}), 400)
 
     assert "pinch.budget_tokens" in error["message"]
     logged = [r.getMessage() for r in caplog.records if r.name.startswith("routing.error")]

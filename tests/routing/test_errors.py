@@ -209,8 +209,10 @@ def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted
     )
     write_config(router_config)
     response = post({"model": "picky", "messages": HI})
-    # Not the 401 the client would read as its own router key refused.
-    error = assert_error(response, 502, "provider_key_rejected")
+    # Not the 401 the client would read as its own router key refused; final: only the
+    # operator can mend it.
+    error = assert_error(response, 400, "provider_key_rejected")
+    assert response.headers["x-should-retry"] == "false"
     assert "Incorrect API key provided: [redacted]" in error["message"]
     # It names the provider and the variable its key comes from.
     assert "Provider 'up' refused the key in TEST_PROVIDER_KEY (HTTP 401" in error["message"]
@@ -220,7 +222,7 @@ def test_a_provider_quoting_its_key_in_an_error_is_relayed_with_the_key_redacted
 
 
 @pytest.mark.parametrize("path", ["/v1/models", "/metrics", "/v1/chat/completions"])
-def test_a_config_file_broken_while_running_answers_500_naming_the_key(
+def test_a_config_file_broken_while_running_answers_a_final_error_naming_the_key(
     live_server, api_key, router_config, write_config, path
 ):
     import requests
@@ -237,7 +239,9 @@ def test_a_config_file_broken_while_running_answers_500_naming_the_key(
         )
     else:
         response = requests.get(live_server.url + path, headers=headers, timeout=10)
-    error = assert_error(response, 500, "bad_config")
+    # A 4xx no client retries, and says so: a retry cannot mend the file.
+    error = assert_error(response, 400, "bad_config")
+    assert response.headers["x-should-retry"] == "false"
     assert "pinch.budget_tokens" in error["message"]
 
 
@@ -314,5 +318,7 @@ def test_only_unset_keys_answer_provider_key_missing(
     monkeypatch.delenv("ROUTER_TEST_UNSET_KEY", raising=False)
     write_config(two_model_chain(router_config, "keyless", "keyless"))
 
-    error = assert_error(post({"model": "auto", "messages": HI}), 502, "provider_key_missing")
+    response = post({"model": "auto", "messages": HI})
+    error = assert_error(response, 400, "provider_key_missing")
+    assert response.headers["x-should-retry"] == "false"
     assert error["message"].count("ROUTER_TEST_UNSET_KEY is not set") == 2

@@ -35,9 +35,15 @@ def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_rou
 
 
 def test_gunicorn_answers_unknown_paths_without_debug_pages(served_router):
-    response = requests.get(served_router.url + "/nowhere", timeout=5)
-    assert response.status_code == 404
-    assert "Traceback" not in response.text
+    page = requests.get(served_router.url + "/nowhere", timeout=5)
+    assert page.status_code == 404
+    # Django's debug 404 lists the URL patterns ("Using the URLconf defined in ...").
+    assert "URLconf" not in page.text and "router_project.urls" not in page.text
+
+    api = requests.get(served_router.url + "/v1/nowhere", timeout=5)
+    assert api.status_code == 404
+    assert api.headers["Content-Type"].startswith("application/json")
+    assert api.json()["error"]["code"] == "unknown_endpoint"
 
 
 def _chunks(body: bytes, size: int = 7):

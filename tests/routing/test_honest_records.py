@@ -72,7 +72,7 @@ def test_the_request_id_the_client_saw_finds_the_row_in_admin(post, admin_client
 def test_request_ids_sort_in_the_order_requests_came():
     from datetime import UTC, datetime, timedelta
 
-    from router_project.request_ids import decision_request_id
+    from routing.request_ids import decision_request_id
 
     earlier = decision_request_id(129, datetime(2026, 12, 1, 18, 32, 31, tzinfo=UTC))
     later = decision_request_id(

@@ -3,9 +3,10 @@
 Each refusal must look like the real provider's to the SDK that gets it
 (routing/limits/refusals.py cites what OpenAI and Anthropic send), reach no
 upstream and leave no decision row; and the SDKs must then do what they do
-against the real providers: the openai SDK retries 429s (an exhausted quota
-too, it cannot tell), waiting as Retry-After says; the anthropic SDK stops at
-a spent budget (400) and waits out a rate limit.
+against the real providers: the openai SDK waits out a rate limit as
+Retry-After says, and stops at a spent budget (its 429 carries
+``x-should-retry: false``); the anthropic SDK stops at a spent budget (400)
+and waits out a rate limit.
 """
 
 import anthropic
@@ -67,16 +68,16 @@ def test_a_spent_budget_is_openais_insufficient_quota_on_chat_and_reaches_no_ups
     assert refusals(key, "budget") == 1
 
 
-def test_the_openai_sdk_retries_a_spent_budget_twice_then_raises_as_against_openai(
-    live_server, router_config, upstream
-):
+def test_the_openai_sdk_does_not_retry_a_spent_budget(live_server, router_config, upstream):
     key, raw = limited_key(budget_usd=0.5)
     spend(key, 0.5)
-    with pytest.raises(openai.RateLimitError):
+    with pytest.raises(openai.RateLimitError) as caught:
         openai_sdk(live_server, raw, retries=2).chat.completions.create(
             model="auto", messages=HELLO
         )
-    assert refusals(key, "budget") == 3
+    # No wait lifts it: the 429 says so (routing.errors.is_final), so the SDK stops.
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert refusals(key, "budget") == 1
     assert upstream.received == []
 
 

@@ -569,16 +569,18 @@ def test_a_stream_error_event_is_relayed_and_recorded(claude):
     assert "overloaded_error" in decision.error
 
 
-def test_a_config_broken_while_running_is_a_500_in_anthropics_shape(
+def test_a_config_broken_while_running_is_a_final_error_in_anthropics_shape(
     claude, config_data, write_config
 ):
     config_data["pinch"]["budget_tokens"] = -1
     write_config(config_data)
-    with pytest.raises(anthropic.InternalServerError) as caught:
+    with pytest.raises(anthropic.APIStatusError) as caught:
         claude.messages.create(
             model="gpt-through-claude", max_tokens=5, messages=[{"role": "user", "content": "x"}]
         )
-    assert caught.value.body["error"]["type"] == "api_error"
+    assert caught.value.status_code == 400
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert caught.value.body["error"]["type"] == "invalid_request_error"
     assert "pinch.budget_tokens" in caught.value.body["error"]["message"]
 
 

@@ -19,9 +19,9 @@ from django.core.management import call_command
 from metrics.dashboard import daily_savings
 from metrics.summary import pinch_summary, summary_window
 from metrics.tui import RouterTui
-from router_project.formatting import CARD_KEYS, pinch_card
 from routing.auth import create_api_key
 from routing.config.store import current_config
+from routing.formatting import CARD_KEYS, pinch_card
 from routing.models import RouteDecision
 from tests.metrics.test_tui_app import SCREEN, shown_pinch_rows, until
 

@@ -10,9 +10,10 @@ import time
 import pytest
 
 from pinch.embedding_cache import EmbeddingCache
-from router_project.redis import shared_redis
+from routing.embedding_tier import RedisTier
 from routing.models import RouteDecision
 from routing.prefix_probe import PrefixProbe
+from routing.shared_redis import shared_redis
 from tests.support.ci import missing
 from tests.support.served import free_port
 
@@ -57,7 +58,7 @@ def msgs(*texts):
 
 def test_a_silent_redis_costs_one_timeout_for_the_probe_and_the_cache_together(silent_redis):
     probe = PrefixProbe(silent_redis.url)
-    cache = EmbeddingCache(redis_url=silent_redis.url)
+    cache = EmbeddingCache(shared=RedisTier(silent_redis.url))
 
     figures = [probe.figures("conv", msgs(*"abcdefgh"[: n + 1])) for n in range(5)]
     for _ in range(5):

@@ -1,11 +1,21 @@
-"""The test Redis: its URL, or a skip (a failure under CI) when nothing answers there."""
+"""The test Redis: its URL, or a skip (a failure under CI) when nothing answers there.
+
+Under pytest-xdist each worker gets a database of its own (gw0 -> 8, gw1 -> 9, ...):
+workers' test databases reuse primary keys, and Redis keys are named after them.
+"""
 
 import os
 
 import pytest
 import redis
 
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+
+def _database() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return 8 + int(worker[2:]) % 8 if worker.startswith("gw") else 13
+
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", f"redis://127.0.0.1:6379/{_database()}")
 
 
 def redis_url_or_skip() -> str:

@@ -10,9 +10,9 @@ from metrics.quality_card import quality_lines
 from metrics.savings import cause_lines, savings_by_cause
 from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 from metrics.summary import DEFAULT_DAYS, pinch_summary, summary_window
-from router_project.formatting import format_days, pinch_card
 from routing.config import ConfigError
 from routing.config.store import current_config
+from routing.formatting import format_days, pinch_card
 
 
 class Command(BaseCommand):

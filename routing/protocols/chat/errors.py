@@ -8,7 +8,7 @@ not the Messages API's.
 from django.http import HttpResponse, JsonResponse
 
 from routing import jsonio
-from routing.errors import Failure, RouterError
+from routing.errors import Failure, RouterError, final_headers
 
 # status -> the OpenAI error type clients expect for it
 _TYPES = {
@@ -42,8 +42,9 @@ def error_body(
 def error_response(
     status: int, message: str, code: str | None = None, param=None, headers=None, error_type=None
 ):
+    """The error answer; final ones say so (routing.errors.final_headers)."""
     response = JsonResponse(error_body(status, message, code, param, error_type), status=status)
-    for name, value in (headers or {}).items():
+    for name, value in final_headers(status, headers or {}).items():
         response[name] = value
     return response
 
@@ -56,15 +57,14 @@ def router_error_response(error: RouterError):
 def failure_response(failure: Failure):
     """Every try failed: the upstream's own OpenAI-shaped error relayed, else ours."""
     body = failure.relayed
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        response = HttpResponse(
-            jsonio.dumps(body), status=failure.status, content_type="application/json"
-        )
-    else:
-        response = error_response(failure.status, failure.message, failure.code)
-    if failure.retry_after is not None:
-        # The client may wait as the upstream asked (the SDKs honour it).
-        response["Retry-After"] = f"{failure.retry_after:g}"
+    if not (isinstance(body, dict) and isinstance(body.get("error"), dict)):
+        body = error_body(failure.status, failure.message, failure.code)
+    response = HttpResponse(
+        jsonio.dumps(body), status=failure.status, content_type="application/json"
+    )
+    # Retry-After: the client may wait as the upstream asked (the SDKs honour it).
+    for name, value in failure.headers().items():
+        response[name] = value
     return response
 
 

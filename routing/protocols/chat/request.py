@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from routing.errors import RouterError
 from routing.protocols.base import json_body, param_path
 from routing.protocols.canonical import ChatRequest
-from routing.protocols.chat.inbound import to_request
+from routing.protocols.chat.inbound import from_translation, to_request
 from routing.validation import describe, readable_errors
 
 # Far above any agent session seen (the longest corpus session sends ~1,000);
@@ -176,6 +176,23 @@ def parse_chat_request(body) -> ChatRequest:
         message, param = schema_error(error, body)
         raise RouterError(400, message, _code(error), param) from None
     return to_request(body, checked)
+
+
+def translated_request(chat: dict) -> ChatRequest:
+    """A translated body (Messages, Responses) as the request; RouterError(400) past the bounds.
+
+    Its own schema checked the client's body; a translation can only grow the
+    message count (a turn's tool results become messages of their own).
+    """
+    if len(chat["messages"]) > MAX_MESSAGES:
+        raise RouterError(
+            400,
+            f"The conversation becomes {len(chat['messages'])} messages; the limit is "
+            f"{MAX_MESSAGES}.",
+            "invalid_request",
+            "messages",
+        )
+    return from_translation(chat)
 
 
 def schema_error(error: ValidationError, body) -> tuple[str, str | None]:

@@ -7,7 +7,7 @@ refusals, its failure answers and the Anthropic provider's errors all read it.
 
 from django.http import JsonResponse
 
-from routing.errors import Failure, RouterError
+from routing.errors import Failure, RouterError, final_headers
 from routing.protocols.base import named_sse
 
 # Anthropic error type -> its HTTP status.
@@ -40,16 +40,19 @@ def anthropic_error_body(status: int, message: str, error_type: str | None = Non
     }
 
 
-def anthropic_error_response(status: int, message: str, error_type: str | None = None):
-    return JsonResponse(anthropic_error_body(status, message, error_type), status=status)
+def anthropic_error_response(
+    status: int, message: str, error_type: str | None = None, headers=None, can_wait=None
+):
+    """The error answer; final ones say so (routing.errors.final_headers)."""
+    response = JsonResponse(anthropic_error_body(status, message, error_type), status=status)
+    for name, value in final_headers(status, headers or {}, can_wait).items():
+        response[name] = value
+    return response
 
 
 def router_error_response(error: RouterError):
     status, error_type = error.as_anthropic()
-    response = anthropic_error_response(status, error.message, error_type)
-    for name, value in error.headers.items():
-        response[name] = value
-    return response
+    return anthropic_error_response(status, error.message, error_type, error.headers)
 
 
 def failure_response(failure: Failure):
@@ -65,10 +68,9 @@ def failure_response(failure: Failure):
         error_type = next(
             (t for t in (detail.get("code"), detail.get("type")) if t in TYPE_STATUSES), None
         )
-    response = anthropic_error_response(failure.status, message, error_type)
-    if failure.retry_after is not None:
-        response["Retry-After"] = f"{failure.retry_after:g}"
-    return response
+    return anthropic_error_response(
+        failure.status, message, error_type, failure.headers(), can_wait=True
+    )
 
 
 def stream_error_event(status: int, message: str) -> bytes:

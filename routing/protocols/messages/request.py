@@ -42,8 +42,8 @@ from routing.protocols.chat.request import (
     Open,
     by_type,
     check_part_count,
-    parse_chat_request,
     schema_error,
+    translated_request,
 )
 from routing.protocols.messages.inbound import from_messages_request
 
@@ -174,7 +174,7 @@ def parse_messages_request(body, count_only: bool = False) -> ChatRequest:
         chat, source = messages_to_chat(body, count_only)
     except TranslationError as error:
         raise RouterError(400, error.message, "invalid_request", error.param) from None
-    return replace(parse_chat_request(chat), source=source)
+    return replace(translated_request(chat), source=source)
 
 
 def parse_messages_body(raw: bytes, count_only: bool = False) -> ChatRequest:

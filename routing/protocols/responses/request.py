@@ -29,8 +29,8 @@ from routing.protocols.chat.request import (
     STRICT,
     Open,
     by_type,
-    parse_chat_request,
     schema_error,
+    translated_request,
 )
 from routing.protocols.responses.inbound import from_responses_request
 from routing.protocols.responses.store import conversation_items
@@ -123,7 +123,7 @@ def parse_responses_request(body, api_key_id, optional_tools=frozenset()) -> Cha
         raise _invalid(error) from None
     key = body.get("prompt_cache_key")
     return replace(
-        parse_chat_request(chat),
+        translated_request(chat),
         source=source,
         conversation=key if isinstance(key, str) and key else None,
     )

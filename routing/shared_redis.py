@@ -11,10 +11,9 @@ as unavailable) and either closes the breaker or opens it again. A Redis in
 trouble thus costs one short timeout per period, for the whole process,
 whichever user meets it first.
 
-It lives in router_project, beside the settings that name the URL, because
-it serves every app (routing's prefix probe, config changes and limits, and
-pinch's relevance edge) and belongs to none; it imports nothing from Django,
-so the relevance edge may use it while the pinch core stays pure.
+It lives in routing, the lowest app that needs Redis (the prefix probe,
+config changes, limits, and the embedding cache's shared tier it hands to
+pinch); it imports nothing from Django.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from router_project.registry import Registry
+from routing.registry import Registry
 
 logger = logging.getLogger("router.redis")
 

@@ -3,8 +3,8 @@
 One home, so the card, the chart, the TUI, the admin decision list and
 ``manage.py pinch_summary`` print the same figure the same way (``12.34%``,
 ``3,752,522``, ``$3.17``, ``-$0.0027``, ``46 ms``, ``1,204 → 88``). It lives
-in ``router_project`` because admin (in ``routing``) and ``metrics`` both
-import it, and neither app should import the other's presentation.
+in ``routing`` because routing's admin and ``metrics`` both print figures,
+and apps import one way (metrics may import routing, never the reverse).
 
 Money is for people: the sign before the dollar (``-$0.12``, a loss never
 reads as ``$-0.12``), two significant digits and cents at least (six decimals

@@ -1,8 +1,8 @@
-"""How money and costs read for a person, on every surface (router_project.formatting)."""
+"""How money and costs read for a person, on every surface (routing.formatting)."""
 
 import pytest
 
-from router_project.formatting import format_cost, format_days, format_money, money_tone
+from routing.formatting import format_cost, format_days, format_money, money_tone
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 The OpenAI and Anthropic SDKs read ``x-request-id`` into ``request_id``, so it
 is what a user quotes. Decision ids come from per-process blocks
-(``routing.decision_ids``) and are not in time order across workers
+(``routing.recording.ids``) and are not in time order across workers
 (decision-129 may come before decision-67), so the id shown starts with the
 time the request arrived, to the second, in UTC: ``20261201T183232Z-decision-129``.
 Two ids sort as their requests came, and the decision id in it finds the row

@@ -5,8 +5,8 @@ rate-limit buckets per Redis URL and data folder, the config source per file
 path: each must be one per process (two would not share their state: a
 breaker that trips alone, a probe that forgets the previous turn), and a
 worker's threads ask for them at once. So each is made
-once, under a lock, by the first caller. Like router_project/redis.py it
-imports nothing from Django, so any app (pinch's edge included) may use it.
+once, under a lock, by the first caller. Like routing/shared_redis.py it
+imports nothing from Django.
 """
 
 from __future__ import annotations
