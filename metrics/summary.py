@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from routing.config import RouterConfig
@@ -57,6 +57,7 @@ from routing.summary_tables import ConversationHour, DecisionSummary, SavedToken
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals
 DOLLAR_DIGITS = 6  # dollars: savings per call are often fractions of a cent
+HALF_A_DIGIT = 0.5 * 10**-DOLLAR_DIGITS  # what rounds to a micro-dollar
 
 
 @dataclass(frozen=True)
@@ -118,19 +119,20 @@ def saved_histogram(window: Window) -> Counter:
 def net_figures(by_model: list[tuple], window: Window) -> dict:
     """The net saving and the billed calls (from ``model_rows``), and the conversations pinch
     made cheaper or dearer (each conversation's own net, from its hours)."""
-    by_conversation = (
+    # Counted in the database over each conversation's net: a conversation is cheaper when
+    # its net rounds to a positive micro-dollar (DOLLAR_DIGITS), dearer when to a negative one.
+    each = (
         window.summaries(ConversationHour)
         .filter(net_decisions__gt=0)
         .exclude(conversation="")
-        .values_list("conversation")
+        .values("conversation")
         .annotate(net=Sum("net_usd"))
-        .order_by()
     )
-    cheaper = dearer = 0
-    for _, saved in by_conversation:
-        saved = round(saved or 0.0, DOLLAR_DIGITS)
-        cheaper += saved > 0
-        dearer += saved < 0
+    counted = each.aggregate(
+        cheaper=Count("conversation", filter=Q(net__gte=HALF_A_DIGIT)),
+        dearer=Count("conversation", filter=Q(net__lte=-HALF_A_DIGIT)),
+    )
+    cheaper, dearer = counted["cheaper"], counted["dearer"]
     return {
         # Sorted by model (model_rows), so the float sum runs in one order.
         "net_dollars_saved_usd_30d": round(sum(row[4] for row in by_model), DOLLAR_DIGITS),

@@ -5,9 +5,10 @@ midnight or 30 days back (rounded down to the hour), and the dashboard charts
 the last 48 hours by the hour. Every dimension is NOT NULL (a blank or 0 for
 "none") so that one unique constraint names each row and the write is one
 ``INSERT ... ON CONFLICT DO UPDATE`` adding to it (routing.summaries.writes).
-Sizes at the sizing case (100 agents, 100,000 decisions a day): a few dozen
+Sizes (bench/bench_scale.py, a million decisions over 31 days): 15
 ``DecisionSummary`` rows an hour, one ``KeySpend`` row per active key and
-model an hour, up to a few thousand ``SavedTokens`` buckets a day.
+model an hour, about 2,000 ``SavedTokens`` buckets a day, two
+``ConversationHour`` rows a conversation.
 """
 
 from django.db import models
