@@ -8,8 +8,10 @@ a few models, pinch on for all but the 5 % holdout and pruning most turns past
 the first few, usage and the cache forecast on most rows. Rows go in with
 COPY on PostgreSQL and one executemany per batch on SQLite, and their figures
 into the summary tables through ``routing.summaries.writes.add_to_summaries``
-(the recording path's own function). The sizes fill one after another, so
-1 million is 100,000 plus 900,000 more.
+(the recording path's own function); the conversations' rows are then built
+from the log by ``routing.conversations.build_from_log`` (the migration's
+builder). The sizes fill one after another, so 1 million is 100,000 plus
+900,000 more.
 
 At each size it times (median of ``--repeat`` after a warm-up, milliseconds):
 GET /metrics (JSON and Prometheus), the dashboard, the admin snapshot (what
@@ -17,7 +19,7 @@ the TUI reads), ``pinch_summary --json``, the blocks they are made of (to see
 which still read the log), admin's decision list (plain and by model), and a
 request's database work: the key check (uncached), the budget
 check, the conversation's state read back, and the decision's insert with its
-summaries. The figures print side by side, one column a size.
+conversation's update and its summaries. The figures print side by side, one column a size.
 
 Run: ``.venv/bin/python bench/bench_scale.py [--database postgres://...]
 [--sizes 100000,1000000,3000000] [--repeat 5]``
@@ -169,6 +171,8 @@ def fill(target: int, rng: random.Random, key_ids: list[int], now: datetime) -> 
     from django.db import connection, transaction
     from django.db.models import Max
 
+    from routing.conversation_model import Conversation
+    from routing.conversations import build_from_log
     from routing.models import RouteDecision
     from routing.summaries.writes import add_to_summaries
 
@@ -190,6 +194,10 @@ def fill(target: int, rng: random.Random, key_ids: list[int], now: datetime) -> 
             if have == target:
                 break
         number += 1
+    # The recording path keeps each conversation's row as its decisions are written; the
+    # bulk fill skips that path, so the rows are built from the log (the migration's builder).
+    Conversation.objects.all().delete()
+    build_from_log(RouteDecision, Conversation)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
@@ -216,7 +224,6 @@ def surfaces(repeat: int) -> dict[str, float]:
     from django.core.management import call_command
     from django.db import transaction
     from django.test import Client
-    from metrics.sessions import SESSIONS_SHOWN, agent_sessions
 
     from metrics.cache_forecast import cache_forecast
     from metrics.key_budgets import key_budget_rows
@@ -224,12 +231,14 @@ def surfaces(repeat: int) -> dict[str, float]:
     from metrics.report import request_totals
     from metrics.savings import savings_by_cause
     from metrics.summary import pinch_summary, summary_window
+    from routing.agent_sessions import SESSIONS_SHOWN, agent_sessions
     from routing.auth import create_api_key, forget_checked_keys
     from routing.config.store import current_config
-    from routing.conversation_state import STATE_COLUMNS
+    from routing.conversation_state import RecordedState
+    from routing.conversations import decision_columns
     from routing.limits.budgets import spend_by_key
     from routing.models import ApiKey, RouteDecision, hash_key
-    from routing.summaries.writes import insert_decisions
+    from routing.recording.inserts import insert_decisions
 
     user = get_user_model().objects.filter(username="bench").first()
     if user is None:
@@ -249,12 +258,12 @@ def surfaces(repeat: int) -> dict[str, float]:
 
         return step
 
-    def new_row():
-        return RouteDecision(**next(conversation_rows(random.Random(1), 0, [key.pk], _now())))
+    def new_row() -> dict:
+        return next(conversation_rows(random.Random(1), 0, [key.pk], _now()))
 
-    def write_alone():  # the insert as it was before the summaries, for comparison
+    def write_alone():  # the insert as it was before conversations and summaries
         with transaction.atomic():
-            RouteDecision.objects.bulk_create([new_row()])
+            RouteDecision.objects.bulk_create([RouteDecision(**decision_columns(new_row()))])
 
     def key_check():
         forget_checked_keys()
@@ -278,11 +287,11 @@ def surfaces(repeat: int) -> dict[str, float]:
         "admin list, one model": get("/admin/routing/routedecision/?chosen_model=gpt-4.1"),
         "request: key check": key_check,
         "request: budget": lambda: spend_by_key([key], config),
-        "request: conversation state": lambda: RouteDecision.objects.left_by_last(
-            conversation, STATE_COLUMNS
-        ),
+        "request: conversation state": lambda: RecordedState().read(conversation, "route_state"),
         "request: decision alone": write_alone,
-        "request: decision + summaries": lambda: insert_decisions([new_row()]),
+        "request: decision + conversation + summaries": lambda: insert_decisions(
+            [new_row()], replayed=False
+        ),
     }
     return {name: _median_ms(step, repeat) for name, step in steps.items()}
 

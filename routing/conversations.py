@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Max, Min, Q, Sum, Value, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from routing.conversation_model import Conversation
@@ -225,6 +225,68 @@ def recomputed(decisions) -> dict[str, dict]:
         .order_by()
     )
     return {row.pop("conversation"): row for row in grouped}
+
+
+# What a conversation built from the log holds of its last decision row: field <- column.
+LAST_ROW = {
+    "api_key_id": "api_key_id",
+    "session": "session",
+    "agent": "agent",
+    "arm": "arm",
+    "model": "chosen_model",
+    "tier": "tier",
+    "last_status": "status_code",
+    "last_answer_tool_calls": "answer_tool_calls",
+}
+BUILD_BATCH = 1000
+
+
+def build_from_log(decision_model, conversation_model, last_row: dict = LAST_ROW) -> None:
+    """Build a conversation row for each conversation of the log, in bulk: its totals by
+    ``TOTALS``, ``last_row``'s fields from its latest decision. For the migration that
+    introduced the rows (with its historical models) and for a log filled in bulk."""
+    decisions = decision_model.objects.exclude(conversation="").order_by()
+    totals = {
+        row.pop("conversation"): row
+        for row in decisions.values("conversation")
+        .annotate(
+            first_at=Min("created_at"),
+            last_at=Max("created_at"),
+            **{name: total for name, (_, total) in TOTALS.items()},
+        )
+        .iterator()
+    }
+    used: dict[str, list[str]] = {}
+    pairs = decisions.values_list("conversation", "chosen_model").distinct()
+    for key, model in pairs.iterator():
+        if model:
+            used.setdefault(key, []).append(model)
+    last_rows = (
+        decisions.annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=[F("conversation")],
+                order_by=[F("created_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(place=1)
+        .values("conversation", *set(last_row.values()))
+    )
+    batch = []
+    for last in last_rows.iterator():
+        key = last["conversation"]
+        batch.append(
+            conversation_model(
+                key=key,
+                models_used="|" + "".join(f"{m}|" for m in sorted(used.get(key, ()))),
+                **{name: last[column] for name, column in last_row.items()},
+                **totals[key],
+            )
+        )
+        if len(batch) == BUILD_BATCH:
+            conversation_model.objects.bulk_create(batch)
+            batch = []
+    conversation_model.objects.bulk_create(batch)
 
 
 def last_answers(start: datetime, end: datetime) -> list[tuple]:

@@ -6,13 +6,11 @@ the figures the write path adds up), one window query each conversation's last r
 """
 
 from django.db import migrations, models
-from django.db.models import F, Max, Min, Window
-from django.db.models.functions import RowNumber
 
 import django.db.models.deletion
 
-BATCH = 1000
-# What a conversation holds of its last decision row: its field <- the row's.
+# What a conversation holds of its last decision row: its field <- the row's (the state
+# columns were still on the decision row then).
 LAST_ROW = {
     "api_key_id": "api_key_id",
     "session": "session",
@@ -29,53 +27,14 @@ LAST_ROW = {
 
 
 def build_conversations(apps, schema_editor):
-    # The totals' one home; it names columns every decision row has had since 0014.
-    from routing.conversations import TOTALS
+    # The builder is the totals' own module's (routing.conversations.build_from_log).
+    from routing.conversations import build_from_log
 
-    Decision = apps.get_model("routing", "RouteDecision")
-    Conversation = apps.get_model("routing", "Conversation")
-    decisions = Decision.objects.exclude(conversation="").order_by()
-    totals = {
-        row.pop("conversation"): row
-        for row in decisions.values("conversation")
-        .annotate(
-            first_at=Min("created_at"),
-            last_at=Max("created_at"),
-            **{name: total for name, (_, total) in TOTALS.items()},
-        )
-        .iterator()
-    }
-    used = {}
-    pairs = decisions.values_list("conversation", "chosen_model").distinct()
-    for key, model in pairs.iterator():
-        if model:
-            used.setdefault(key, []).append(model)
-    last_rows = (
-        decisions.annotate(
-            place=Window(
-                RowNumber(),
-                partition_by=[F("conversation")],
-                order_by=[F("created_at").desc(), F("id").desc()],
-            )
-        )
-        .filter(place=1)
-        .values("conversation", *set(LAST_ROW.values()))
+    build_from_log(
+        apps.get_model("routing", "RouteDecision"),
+        apps.get_model("routing", "Conversation"),
+        LAST_ROW,
     )
-    batch = []
-    for last in last_rows.iterator():
-        key = last["conversation"]
-        batch.append(
-            Conversation(
-                key=key,
-                models_used="|" + "".join(f"{m}|" for m in sorted(used.get(key, ()))),
-                **{name: last[column] for name, column in LAST_ROW.items()},
-                **totals[key],
-            )
-        )
-        if len(batch) == BATCH:
-            Conversation.objects.bulk_create(batch)
-            batch = []
-    Conversation.objects.bulk_create(batch)
 
 
 class Migration(migrations.Migration):
