@@ -93,7 +93,7 @@ def test_first_chunk_reaches_the_client_before_the_upstream_finishes(sdk, upstre
     upstream.release.set()
     rest = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert rest.strip() == ANSWER
-    assert upstream.stream_finished.is_set()
+    assert upstream.stream_finished.wait(timeout=5)  # set just after its last bytes went out
 
 
 def test_estimated_usage_is_marked_when_the_upstream_reports_none(sdk):
