@@ -9,31 +9,16 @@ from django.db import migrations, models
 
 import django.db.models.deletion
 
-# What a conversation holds of its last decision row: its field <- the row's (the state
-# columns were still on the decision row then).
-LAST_ROW = {
-    "api_key_id": "api_key_id",
-    "session": "session",
-    "agent": "agent",
-    "arm": "arm",
-    "model": "chosen_model",
-    "tier": "tier",
-    "route_state": "route_state",
-    "pinch_ledger": "pinch_ledger",
-    "payload_fingerprints": "payload_fingerprints",
-    "last_status": "status_code",
-    "last_answer_tool_calls": "answer_tool_calls",
-}
-
 
 def build_conversations(apps, schema_editor):
-    # The builder is the totals' own module's (routing.conversations.build_from_log).
-    from routing.conversations import build_from_log
+    # The builder is the totals' own module's (routing.conversations.build_from_log); the
+    # state columns were still on the decision rows then, and go to the conversation too.
+    from routing.conversations import LAST_ROW, STATE_FIELDS, build_from_log
 
     build_from_log(
         apps.get_model("routing", "RouteDecision"),
         apps.get_model("routing", "Conversation"),
-        LAST_ROW,
+        {**LAST_ROW, **{name: name for name in STATE_FIELDS}},
     )
 
 
