@@ -108,8 +108,10 @@ def dashboard_context(
     now: datetime | None = None,
     days: int = DEFAULT_DAYS,
     show_decisions: bool = True,
+    sessions_dearest_first: bool = False,
 ) -> dict:
-    """The page's figures; the recent decisions only for who may see them (``show_decisions``)."""
+    """The page's figures; the recent decisions only for who may see them (``show_decisions``);
+    the agent sessions newest first, or those pinch made dearer first."""
     window = summary_window(config, now, days)
     summary = pinch_summary(config, now=window.end, days=days)
     return {
@@ -134,8 +136,13 @@ def dashboard_context(
         "key_budgets": [cells(row) for row in key_budget_rows(config, window.end)]
         if show_decisions
         else [],
-        "sessions": agent_sessions(SESSIONS_SHOWN, since=window.start) if show_decisions else [],
+        "sessions": agent_sessions(
+            SESSIONS_SHOWN, since=window.start, dearest_first=sessions_dearest_first
+        )
+        if show_decisions
+        else [],
         "sessions_shown": SESSIONS_SHOWN,
+        "sessions_dearest_first": sessions_dearest_first,
         **quality_context(config, window.end, days),
         "cache_forecast": forecast_context(window) if summary is not None else None,
     }

@@ -18,5 +18,9 @@ def dashboard(request):
     except ConfigError as error:
         # The router cannot serve either; say why instead of a bare 500.
         return render(request, "metrics/config_error.html", {"error": str(error)}, status=503)
-    context = dashboard_context(config, show_decisions=may_view_decisions(request))
+    context = dashboard_context(
+        config,
+        show_decisions=may_view_decisions(request),
+        sessions_dearest_first=request.GET.get("sessions") == "dearer",
+    )
     return render(request, "metrics/dashboard.html", context)

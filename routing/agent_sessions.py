@@ -28,7 +28,7 @@ from django.db.models import Max, Min, Sum
 from django.urls import reverse
 
 from routing.conversation_model import Conversation
-from routing.formatting import format_count, format_money
+from routing.formatting import format_count, format_money, money_tone
 
 SESSIONS_SHOWN = 20  # the dashboard's and admin's list: the newest sessions
 
@@ -70,12 +70,14 @@ class SessionRow:
         }
 
     def shown(self) -> dict:
-        """The figures as every surface shows them."""
+        """The figures as every surface shows them; ``tone`` colours the net saving (a session
+        pinch made dearer reads ``loss``)."""
         return {
             "requests": format_count(self.requests),
             "turns": format_count(self.turns),
             "billed": format_money(self.billed_usd),
             "net_saved": format_money(self.net_saved_usd),
+            "tone": money_tone(self.net_saved_usd),
         }
 
 

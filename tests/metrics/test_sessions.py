@@ -1,6 +1,7 @@
 """Agent sessions in admin, on the dashboard and in pinch_summary --by-session: one figure set."""
 
 import json
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -123,6 +124,31 @@ def test_the_dashboard_shows_the_sessions(client, staff_user, sessions):
     html = page.content.decode()
     assert 'data-testid="agent-sessions"' in html
     assert f'data-session="{CLAUDE}"' in html and f'data-session="{CODEX}"' in html
+
+
+def test_the_dashboard_marks_a_session_pinch_made_dearer_and_lists_those_first(
+    client, staff_user, sessions
+):
+    seed(
+        decision(
+            conversation="dear",
+            session="dear-session",
+            billed_prompt_cost_usd=0.05,
+            unpruned_cost_usd=0.01,
+            age=timedelta(hours=2),
+        )
+    )
+    client.force_login(staff_user)
+
+    newest = client.get("/dashboard/").content.decode()
+    assert re.search(r'<tr data-session="dear-session" data-tone="loss" class="loss">', newest)
+    assert f'<tr data-session="{CLAUDE}" data-tone="gain">' in newest
+    assert newest.index(f'data-session="{CODEX}"') < newest.index('data-session="dear-session"')
+    assert 'href="?sessions=dearer#agent-sessions"' in newest
+
+    dearer = client.get("/dashboard/?sessions=dearer").content.decode()
+    assert dearer.index('data-session="dear-session"') < dearer.index(f'data-session="{CODEX}"')
+    assert "pinch made dearest" in dearer
 
 
 def _summary(*args) -> str:
