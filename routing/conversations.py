@@ -227,16 +227,12 @@ def recomputed(decisions) -> dict[str, dict]:
     return {row.pop("conversation"): row for row in grouped}
 
 
-# What a conversation built from the log holds of its last decision row: field <- column.
+# What a conversation built from the log holds of its last decision row: what the write
+# path holds (HELD, LAST), but the state, which is no decision row's any more.
 LAST_ROW = {
     "api_key_id": "api_key_id",
-    "session": "session",
-    "agent": "agent",
-    "arm": "arm",
-    "model": "chosen_model",
-    "tier": "tier",
-    "last_status": "status_code",
-    "last_answer_tool_calls": "answer_tool_calls",
+    **{name: source for name, source in HELD.items() if name not in STATE_FIELDS},
+    **LAST,
 }
 BUILD_BATCH = 1000
 

@@ -13,12 +13,12 @@ import django.db.models.deletion
 def build_conversations(apps, schema_editor):
     # The builder is the totals' own module's (routing.conversations.build_from_log); the
     # state columns were still on the decision rows then, and go to the conversation too.
-    from routing.conversations import LAST_ROW, STATE_FIELDS, build_from_log
+    from routing.conversations import HELD, LAST, build_from_log
 
     build_from_log(
         apps.get_model("routing", "RouteDecision"),
         apps.get_model("routing", "Conversation"),
-        {**LAST_ROW, **{name: name for name in STATE_FIELDS}},
+        {"api_key_id": "api_key_id", **HELD, **LAST},
     )
 
 

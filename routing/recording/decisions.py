@@ -17,7 +17,6 @@ docs/durability.md tells the whole path.
 """
 
 import logging
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -176,9 +175,9 @@ def _write(decision: OpenDecision) -> None:
     touch = touch_due(key)
     with request_write():
         try:
-            # The row and its conversation are one transaction (routing/recording/inserts.py),
-            # the key's touch joins it.
-            with transaction.atomic() if touch else nullcontext():
+            # The row, its conversation and its figures are one transaction
+            # (routing/recording/inserts.py); the key's touch joins it.
+            with transaction.atomic():
                 insert_decisions([decision.fields], replayed=False)
                 if touch:
                     touch_api_key(key)

@@ -19,6 +19,7 @@ lock summary rows in the same order and cannot deadlock.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -70,32 +71,47 @@ def summed(rows: Iterable[Mapping]) -> dict[type, dict[tuple, Counter]]:
     return totals
 
 
-def _upsert(table, groups: dict[tuple, Counter]) -> None:
+@functools.cache
+def _figures(table) -> tuple[str, ...]:
+    """A table's figure columns: every column but its id and its dimensions."""
     dimensions = DIMENSIONS[table]
-    figures = [f.column for f in table._meta.concrete_fields if f.column not in dimensions]
-    figures.remove("id")
+    return tuple(
+        f.column
+        for f in table._meta.concrete_fields
+        if f.column not in dimensions and f.column != "id"
+    )
+
+
+@functools.cache
+def _upsert_sql(table, rows: int, vendor: str) -> str:
+    """The statement adding ``rows`` rows of figures to ``table``, built once per shape: the
+    request path runs it on every decision (as routing.conversations builds its UPDATE once)."""
     quote = connection.ops.quote_name
     name = quote(table._meta.db_table)
+    dimensions, figures = DIMENSIONS[table], _figures(table)
     columns = [*dimensions, *figures]
-    per_row = len(columns)
     updates = ", ".join(f"{quote(c)} = {name}.{quote(c)} + excluded.{quote(c)}" for c in figures)
+    placeholders = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * rows)
+    return (
+        f"INSERT INTO {name} ({', '.join(quote(c) for c in columns)}) "
+        f"VALUES {placeholders} "
+        f"ON CONFLICT ({', '.join(quote(c) for c in dimensions)}) DO UPDATE SET {updates}"
+    )
+
+
+def _upsert(table, groups: dict[tuple, Counter]) -> None:
+    figures = _figures(table)
     adapt = connection.ops.adapt_datetimefield_value
     keys = sorted(groups, key=lambda key: (adapt(key[0]), *key[1:]))
-    chunk = max(1, MAX_PARAMETERS // per_row)
+    chunk = max(1, MAX_PARAMETERS // (len(DIMENSIONS[table]) + len(figures)))
     with connection.cursor() as cursor:
         for start in range(0, len(keys), chunk):
+            part = keys[start : start + chunk]
             params = []
-            for key in keys[start : start + chunk]:
+            for key in part:
                 values = groups[key]
                 params.extend([adapt(key[0]), *key[1:], *(values.get(c, 0) for c in figures)])
-            rows = len(params) // per_row
-            placeholders = ", ".join(["(" + ", ".join(["%s"] * per_row) + ")"] * rows)
-            cursor.execute(
-                f"INSERT INTO {name} ({', '.join(quote(c) for c in columns)}) "
-                f"VALUES {placeholders} "
-                f"ON CONFLICT ({', '.join(quote(c) for c in dimensions)}) DO UPDATE SET {updates}",
-                params,
-            )
+            cursor.execute(_upsert_sql(table, len(part), connection.vendor), params)
 
 
 def oldest_day() -> datetime | None:
