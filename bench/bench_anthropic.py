@@ -1,7 +1,7 @@
 """What a request to a Claude model costs the router beyond pinch: translation, cache placement.
 
 For every request of every corpus session (``messages[:t]`` before each
-assistant turn, see routing/corpus.py) with the shipped pinch config, this
+assistant turn, see routing/replay/corpus.py) with the shipped pinch config, this
 times, as the router runs them:
 
 * pinch: ``routing.pruning.pinch_messages`` (relevance off), which every

@@ -6,7 +6,7 @@ the relevance edge for an order (embedding the last user turn and every
 trim-eligible tool result with the builtin embedder, whose features are cached
 by content hash), then prunes. This times that call with the shipped default
 config over every request of every corpus session (for each assistant turn t,
-the request is ``messages[:t]``, see routing/corpus.py), in four ways:
+the request is ``messages[:t]``, see routing/replay/corpus.py), in four ways:
 
 * relevance off: the edge declines at once, the rest is prune_context;
 * relevance, cold: the embedding cache is emptied before every timed call,

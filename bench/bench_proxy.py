@@ -20,7 +20,7 @@ upstream: the LiteLLM proxy at a pinned version, installed on first use into
 a virtual environment of its own under ~/.cache (bench/litellm_anchor.py says
 how it is kept offline), and prints the side-by-side table with the ratios.
 
-Bodies, both from the corpus (routing/corpus.py): the 2 KB first request of
+Bodies, both from the corpus (routing/replay/corpus.py): the 2 KB first request of
 026.json (one user message) and its last request, 368 KB of agent history that
 pinch prunes before it goes upstream.
 

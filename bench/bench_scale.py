@@ -171,9 +171,8 @@ def fill(target: int, rng: random.Random, key_ids: list[int], now: datetime) -> 
     from django.db import connection, transaction
     from django.db.models import Max
 
-    from routing.conversation_model import Conversation
     from routing.conversations import build_from_log
-    from routing.models import RouteDecision
+    from routing.models import Conversation, RouteDecision
     from routing.summaries.writes import add_to_summaries
 
     started = time.perf_counter()
@@ -313,8 +312,7 @@ def main() -> None:
         setup_django(args.database, Path(tmp))
         from django.db import connection
 
-        from routing.models import ApiKey, RouteDecision
-        from routing.summary_tables import DecisionSummary, KeySpend, SavedTokens
+        from routing.models import ApiKey, DecisionSummary, KeySpend, RouteDecision, SavedTokens
 
         print(describe_machine())
         print(f"database: {connection.vendor}")

@@ -1,6 +1,6 @@
-"""The corpus for a benchmark: the sessions ``routing.corpus`` loads, or exit saying why.
+"""The corpus for a benchmark: the sessions ``routing.replay.corpus`` loads, or exit saying why.
 
-``routing.corpus`` is the one loader (replay, benchmarks, tests); a benchmark
+``routing.replay.corpus`` is the one loader (replay, benchmarks, tests); a benchmark
 has no use for a missing corpus, so it stops with the folder it looked in.
 Every corpus benchmark times each request ``--rounds`` times and reports the
 median, so that option is declared here once.
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from routing.corpus import Session, corpus_dir, load_sessions
+from routing.replay.corpus import Session, corpus_dir, load_sessions
 
 
 def bench_conversations() -> tuple[Path, list[Session]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.db.models import Sum
 
 from metrics.summary import Window
-from routing.summary_tables import ConversationHour
+from routing.models import ConversationHour
 
 SHARE_DIGITS = 4
 

@@ -48,9 +48,9 @@ from metrics.report import status_label
 from metrics.savings import CAUSES, savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.config import RouterConfig
+from routing.models import CompressedTools, DecisionSummary
 from routing.recording.health import available as recording_available
 from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS
-from routing.summary_tables import CompressedTools, DecisionSummary
 
 NO_MODEL_LABEL = "none"  # the model label of requests where no model ran (nothing answered)
 

@@ -43,8 +43,8 @@ from metrics.summary import DEFAULT_DAYS, summary_window
 from routing.config import RouterConfig
 from routing.conversations import last_answers
 from routing.experiments import CONTROL, arm_names
+from routing.models import ConversationHour
 from routing.summaries.contributions import NO_TASK
-from routing.summary_tables import ConversationHour
 
 IDLE = timedelta(hours=1)  # a conversation quiet this long after asking for tools has stopped
 RATE_DIGITS = 6

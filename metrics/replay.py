@@ -2,7 +2,7 @@
 
 The replay itself (planning every request of a recorded session through the
 router's pipeline, pricing it under a prompt cache, counting the references
-kept) is ``routing.replay``; the sessions come from ``routing.corpus``. This
+kept) is ``routing.replay.sessions``; the sessions come from ``routing.replay.corpus``. This
 module turns the command's options into config keys and the result into what
 an operator reads.
 
@@ -21,9 +21,9 @@ from django.db import DatabaseError
 from metrics.intervals import mean_interval, wilson
 from routing.config import ConfigError, RouterConfig
 from routing.config.store import check_overrides, stored_overrides
-from routing.replay import ReplayError, ReplayResult, Totals
-from routing.replay_prices import CONFIGURED, Prices
-from routing.replay_quality import FamilyQuality
+from routing.replay.prices import CONFIGURED, Prices
+from routing.replay.quality import FamilyQuality
+from routing.replay.sessions import ReplayError, ReplayResult, Totals
 
 REPLAY_KEYS = (
     "conversation",
@@ -353,7 +353,7 @@ def _rate_cell(count: int, trials: int) -> str:
 
 
 def render_quality_table(families: list[FamilyQuality]) -> str:
-    """The quality signals per agent family (routing.replay_quality), rates per result and turn.
+    """The quality signals per agent family (routing.replay.quality), rates per result and turn.
 
     exposure: repeats of a call whose result the payload had compressed, per
     compressed result and turn the agent saw; seen whole: the same for results

@@ -1,6 +1,6 @@
 """The routing replay's table: cost per arm and price model, tiers, model changes.
 
-One row per (price model, arm) of ``routing.route_replay``: requests, the
+One row per (price model, arm) of ``routing.replay.routes``: requests, the
 cost (prompt and answers, each on the model the request went to), what it
 saved against the baseline arm, the share of requests per tier, and how
 often a session changed model (each change writes the new model's prompt
@@ -10,8 +10,8 @@ cold).
 from __future__ import annotations
 
 from routing.config import RouterConfig
-from routing.replay import CachePrices
-from routing.route_replay import ArmCost
+from routing.replay.routes import ArmCost
+from routing.replay.sessions import CachePrices
 
 
 def _share(count: int, total: int) -> str:

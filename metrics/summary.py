@@ -48,11 +48,10 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from routing.config import RouterConfig
-from routing.models import RouteDecision
+from routing.models import ConversationHour, DecisionSummary, RouteDecision, SavedTokens
 from routing.periods import billing_period
 from routing.pricing import prompt_cost_usd
 from routing.summaries.contributions import day_of, hour_of
-from routing.summary_tables import ConversationHour, DecisionSummary, SavedTokens
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals

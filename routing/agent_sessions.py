@@ -4,7 +4,7 @@ A session is the conversations that carry one ``session`` under one router
 key (routing.sessions: Claude Code's or opencode's session id, Codex's
 prompt_cache_key, else the router's conversation key): two keys sending the
 same session id are two sessions. Its figures, summed over its conversations'
-running totals (routing/conversation_model.py): the agent, the models it went
+running totals (routing/models/conversation.py): the agent, the models it went
 to, its requests, the turns the user spoke in (main conversation only), the
 requests of its subagents and background work, the prompt cost as billed, the
 net saving of pinch (estimated unpruned cost minus billed, as on the savings
@@ -27,8 +27,8 @@ from urllib.parse import urlencode
 from django.db.models import Max, Min, Sum
 from django.urls import reverse
 
-from routing.conversation_model import Conversation
 from routing.formatting import format_count, format_money, money_tone
+from routing.models import Conversation
 
 SESSIONS_SHOWN = 20  # the dashboard's and admin's list: the newest sessions
 

@@ -3,7 +3,7 @@
 Routing (routing.session_routing: the tier and held model) and pinch
 (routing.pruning: the ledger) each keep a small state per conversation, in
 the worker's memory (or Redis) and on the conversation's row
-(routing/conversation_model.py, kept by routing.conversations as each
+(routing/models/conversation.py, kept by routing.conversations as each
 decision is recorded). A worker takes its own while the request follows on
 from the one that saved it: then no other worker served the conversation
 since. Otherwise another worker or instance may have, with no Redis between
@@ -23,8 +23,8 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from routing.conversation_model import Conversation
 from routing.conversations import STATE_FIELDS
+from routing.models import Conversation
 
 log = logging.getLogger(__name__)
 

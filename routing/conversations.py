@@ -1,4 +1,4 @@
-"""Keeping each conversation's row (routing/conversation_model.py) as its decisions are recorded.
+"""Keeping each conversation's row (routing/models/conversation.py) as its decisions are recorded.
 
 ``record`` is called once per decision row inserted, in the same transaction
 (routing/recording/inserts.py, the one insert of the live write and the
@@ -29,8 +29,7 @@ from django.db.models import Count, F, Max, Min, Q, Sum, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
-from routing.conversation_model import Conversation
-from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, tokens_saved
+from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, Conversation, tokens_saved
 
 # The conversation's state, on a decision's fields as the recording path holds them (and
 # the spool keeps them) but not on the decision row: what the next request reads back.

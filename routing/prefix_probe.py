@@ -17,7 +17,7 @@ Per-message fingerprints of the previous payload are kept for one turn: in
 process memory (bounded by bytes, expiring on a timer), or in Redis when
 REDIS_URL is set so that every worker and host sees the previous turn. The
 conversation's row keeps the latest shortened (``payload_fingerprints``,
-pinch.prefix.packed; routing/conversation_model.py): with several workers and
+pinch.prefix.packed; routing/models/conversation.py): with several workers and
 no Redis, a worker whose memory is not the turn just before this one (another
 worker served it) compares against that row instead, as the ledger and the
 routing state are read back (routing.conversation_state).

@@ -18,7 +18,7 @@ assistant message: the one it wrote after its previous request):
   turns and prompt tokens per task can be added up from the decisions.
 
 Pure: no Django, no I/O. The live path (routing/pipeline.py) and the replay
-(routing/replay_quality.py) call the same function; ``compressed`` is the
+(routing/replay/quality.py) call the same function; ``compressed`` is the
 set of message indexes the agent saw compressed when it wrote its newest
 message. The replay knows it exactly (its previous turn's payload); live,
 the router passes the results compressed in the payload it is about to send

@@ -30,7 +30,7 @@ the task is classified to, so its conversations hold the shifted tier too.
 
 The state (tier, model, where the task began, when) lives beside pinch's
 ledger in the prefix probe's store (process memory, or Redis), and on the
-conversation's row (routing/conversation_model.py, moved by each decision
+conversation's row (routing/models/conversation.py, moved by each decision
 recorded), which every worker and instance shares: a request
 that does not follow on from the store's state (another worker may have
 served the conversation since) reads the row too and takes the later, so a

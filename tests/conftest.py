@@ -16,7 +16,7 @@ import yaml
 from routing.auth import create_api_key
 from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
 from routing.config.source import set_dotted
-from routing.corpus import corpus_dir as corpus_dir_path
+from routing.replay.corpus import corpus_dir as corpus_dir_path
 from tests.support.anthropic_upstream import AnthropicServer
 from tests.support.ci import missing
 from tests.support.config import (

@@ -18,7 +18,7 @@ from django.db.models.functions import TruncDate
 from django.utils.functional import cached_property
 
 from routing.config.store import current_config
-from routing.summary_tables import DecisionSummary
+from routing.models import DecisionSummary
 
 COUNT_CAP = 10_000  # rows counted at most: 100 pages of 100, more than anyone pages through
 

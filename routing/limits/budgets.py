@@ -32,10 +32,9 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from routing.config import RouterConfig
-from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey
+from routing.models import PERIOD_DAY, PERIOD_WEEK, ApiKey, KeySpend
 from routing.periods import billing_period
 from routing.pricing import PER_TOKENS
-from routing.summary_tables import KeySpend
 
 log = logging.getLogger("router.limits")
 

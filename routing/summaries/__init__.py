@@ -6,7 +6,7 @@ day that is seconds per read, and it grows with the traffic. These tables are
 added to in the transaction that inserts each decision row, so a surface reads
 a few hundred rows whatever the traffic.
 
-``routing/summary_tables.py`` declares them (beside this package: routing.models
+``routing/models/summaries.py`` declares them (beside this package: routing.models
 imports them, and this package imports routing.models); ``contributions`` turns
 one decision row into what it adds (the one home of each figure, used both
 when recording and when recomputing from the log); ``writes`` inserts decisions

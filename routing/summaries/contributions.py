@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
 from routing.cache_forecast import HIT, MISS
-from routing.summary_tables import (
+from routing.models import (
     CompressedTools,
     ConversationHour,
     DecisionSummary,

@@ -24,9 +24,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from routing.models import RouteDecision
+from routing.models import CompressedTools, ConversationHour, KeySpend, RouteDecision, SavedTokens
 from routing.summaries.contributions import day_of
-from routing.summary_tables import CompressedTools, ConversationHour, KeySpend, SavedTokens
 
 PURGE_BATCH = 5000  # rows a statement: a few milliseconds of lock on PostgreSQL or SQLite
 

@@ -26,15 +26,15 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from routing.models import RouteDecision
-from routing.summaries.contributions import READS, contributions, day_of
-from routing.summary_tables import (
+from routing.models import (
     CompressedTools,
     ConversationHour,
     DecisionSummary,
     KeySpend,
+    RouteDecision,
     SavedTokens,
 )
+from routing.summaries.contributions import READS, contributions, day_of
 
 TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools, ConversationHour)
 DIMENSIONS = {

@@ -11,10 +11,10 @@ from django.db import OperationalError
 
 from metrics.replay import REPLAY_KEYS, cli_overrides, render_table, replay_config
 from pinch.lines import mentioned_tokens
-from routing.corpus import Session, load_sessions
 from routing.models import RouteDecision
-from routing.replay import PRICE_MODELS, CachePrices, ReplayResult, TurnRecord, replay
-from routing.replay_quality import replay_quality
+from routing.replay.corpus import Session, load_sessions
+from routing.replay.quality import replay_quality
+from routing.replay.sessions import PRICE_MODELS, CachePrices, ReplayResult, TurnRecord, replay
 from tests.support.claude_logs import SESSION, review_session, write_log
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from routing.corpus import CorpusError, load_sessions
+from routing.replay.corpus import CorpusError, load_sessions
 from tests.support.claude_logs import review_session, write_log
 
 pytestmark = pytest.mark.django_db

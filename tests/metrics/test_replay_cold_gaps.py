@@ -11,8 +11,8 @@ import json
 import pytest
 
 from metrics.replay import cli_overrides, replay_config
-from routing.corpus import Session, load_session
-from routing.replay import CachePrices, replay
+from routing.replay.corpus import Session, load_session
+from routing.replay.sessions import CachePrices, replay
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pinch import estimate_tokens, extract_text, prune_context, trim_candidates
-from routing.corpus import corpus_dir, load_sessions
+from routing.replay.corpus import corpus_dir, load_sessions
 
 settings.register_profile(
     "pinch", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pinch import estimate_tokens, extract_text
 from pinch.payback import CacheModel, Ledger, plan
 from pinch.prefix import common_prefix_length
-from routing.corpus import corpus_dir, load_sessions
+from routing.replay.corpus import corpus_dir, load_sessions
 from tests.pinch.test_core_properties import agent_sessions, conversations
 from tests.support.ci import missing
 from tests.support.knobs import shipped_knobs

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from routing.corpus import load_sessions
 from routing.models import RouteDecision
+from routing.replay.corpus import load_sessions
 from tests.support.anthropic_upstream import prefix_blocks, prefix_keys, without_markers
 from tests.support.config import claude_model
 from tests.support.router import openai_client

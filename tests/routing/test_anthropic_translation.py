@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.corpus import load_sessions
 from routing.errors import RouterError
 from routing.protocols.base import Event, TranslationError
 from routing.protocols.chat.request import parse_chat_request
@@ -22,6 +21,7 @@ from routing.providers.anthropic.errors import StreamError, error_parts, openai_
 from routing.providers.anthropic.request import to_messages_request
 from routing.providers.anthropic.response import to_chat_completion
 from routing.providers.anthropic.stream import ChunkTranslator, chat_chunks
+from routing.replay.corpus import load_sessions
 from tests.support.anthropic_upstream import RequestRejected, check_request
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from routing.corpus import load_session, load_sessions
 from routing.models import RouteDecision
+from routing.replay.corpus import load_session, load_sessions
 from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder

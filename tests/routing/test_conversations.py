@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from routing.agent_sessions import agent_sessions
 from routing.auth import create_api_key
-from routing.conversation_model import Conversation
 from routing.conversations import TOTALS, recomputed
-from routing.models import RouteDecision
+from routing.models import Conversation, RouteDecision
 from routing.recording.inserts import insert_decisions
 from tests.support.decisions import columns, decision
 

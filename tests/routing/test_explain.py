@@ -13,9 +13,9 @@ import pytest
 import requests
 
 from routing.config.store import current_config
-from routing.corpus import Session
 from routing.models import RouteDecision
-from routing.replay import replay
+from routing.replay.corpus import Session
+from routing.replay.sessions import replay
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

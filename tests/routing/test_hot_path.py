@@ -18,8 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from routing import changes
 from routing.auth import revoke_api_keys
-from routing.conversation_model import Conversation
-from routing.models import ApiKey, ConfigOverride, RouteDecision
+from routing.models import ApiKey, ConfigOverride, Conversation, RouteDecision
 from routing.recording import spool
 from tests.support.decisions import spooled_fields as decision_fields
 

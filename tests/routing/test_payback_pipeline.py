@@ -11,9 +11,8 @@ from django.conf import settings
 from pinch.payback import Ledger
 from routing import pruning
 from routing.auth import create_api_key
-from routing.conversation_model import Conversation
 from routing.conversation_state import RecordedState
-from routing.models import RouteDecision
+from routing.models import Conversation, RouteDecision
 from routing.prefix_probe import PrefixProbe, forget_conversations, prefix_probe
 from tests.routing.test_prefix_probe import redis_url
 

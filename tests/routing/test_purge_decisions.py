@@ -14,11 +14,16 @@ from django.utils import timezone
 
 from metrics.summary import pinch_summary
 from routing.auth import create_api_key
-from routing.conversation_model import Conversation
-from routing.models import RouteDecision
+from routing.models import (
+    CompressedTools,
+    Conversation,
+    DecisionSummary,
+    KeySpend,
+    RouteDecision,
+    SavedTokens,
+)
 from routing.recording.inserts import insert_decisions
 from routing.summaries.purge import purge_decisions
-from routing.summary_tables import CompressedTools, DecisionSummary, KeySpend, SavedTokens
 from tests.support.decisions import columns, seed
 from tests.support.decisions import decision as decision_row
 

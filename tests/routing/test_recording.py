@@ -14,8 +14,7 @@ from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test import Client
 
-from routing.conversation_model import Conversation
-from routing.models import RouteDecision
+from routing.models import Conversation, RouteDecision
 from routing.recording import decisions, health, spool
 from tests.support.decisions import spooled_fields
 

@@ -1,8 +1,8 @@
 """The replay's quality table: exposure of compressed results beside the natural repeat rate."""
 
-from routing.corpus import Session
-from routing.replay import ReplayResult, TurnRecord
-from routing.replay_quality import replay_quality, session_quality
+from routing.replay.corpus import Session
+from routing.replay.quality import replay_quality, session_quality
+from routing.replay.sessions import ReplayResult, TurnRecord
 from tests.support.scripted_agent import tool_call
 
 

@@ -9,9 +9,9 @@ import yaml
 from django.core.management import call_command
 
 from routing.config import validate_config
-from routing.corpus import Session
-from routing.replay import PRICE_MODELS, replay
-from routing.route_replay import own_prices, route_replay
+from routing.replay.corpus import Session
+from routing.replay.routes import own_prices, route_replay
+from routing.replay.sessions import PRICE_MODELS, replay
 from tests.support.chat_turns import tool_call_round
 
 TIERS = Path(__file__).resolve().parents[2] / "bench" / "claude_tiers.yaml"

@@ -253,8 +253,8 @@ def test_the_state_read_back_from_the_conversation_is_the_latest_a_request_left(
 ):
     from django.db import OperationalError
 
-    from routing.conversation_model import Conversation
     from routing.conversation_state import RecordedState, latest
+    from routing.models import Conversation
     from routing.recording.inserts import insert_decisions
     from tests.support.decisions import columns, decision
 

@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from routing.summary_tables import DecisionSummary, KeySpend
+from routing.models import DecisionSummary, KeySpend
 from tests.support.decisions import decision, seed
 
 WRITERS = 4

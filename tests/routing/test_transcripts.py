@@ -1,11 +1,11 @@
-"""Claude Code's and Codex CLI's session logs read as replayable sessions (routing/transcripts)."""
+"""Claude Code's and Codex CLI's session logs read as replayable sessions (routing.replay)."""
 
 import json
 
 import pytest
 
-from routing.corpus import CorpusError, load_session, load_sessions
-from routing.transcripts import NO_RESULT
+from routing.replay.corpus import CorpusError, load_session, load_sessions
+from routing.replay.transcripts import NO_RESULT
 from tests.support.claude_logs import SESSION, assistant, review_session, user, write_log
 from tests.support.codex_logs import (
     INSTRUCTIONS,

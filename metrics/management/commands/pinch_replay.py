@@ -1,4 +1,4 @@
-"""pinch_replay PATH...: what pinch would save on recorded agent sessions (see routing.replay)."""
+"""pinch_replay PATH...: what pinch would save on recorded agent sessions (routing.replay)."""
 
 from pathlib import Path
 
@@ -14,10 +14,10 @@ from metrics.replay import (
     verdict,
     write_json_lines,
 )
-from routing.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
-from routing.replay import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
-from routing.replay_prices import CONFIGURED, Prices, describe_configured_prices
-from routing.replay_quality import replay_quality
+from routing.replay.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
+from routing.replay.prices import CONFIGURED, Prices, describe_configured_prices
+from routing.replay.quality import replay_quality
+from routing.replay.sessions import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
 
 BAR_WIDTH = 40
 # Where Claude Code and Codex CLI keep their session logs unless told otherwise.

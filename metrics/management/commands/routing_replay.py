@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from metrics.replay import cli_overrides, replay_config
 from metrics.route_replay import reasons_line, route_table
-from routing.corpus import CorpusError, load_sessions
-from routing.replay import PRICE_MODELS, ReplayError
-from routing.route_replay import baseline_model_id, route_replay
+from routing.replay.corpus import CorpusError, load_sessions
+from routing.replay.routes import baseline_model_id, route_replay
+from routing.replay.sessions import PRICE_MODELS, ReplayError
 
 
 class Command(BaseCommand):

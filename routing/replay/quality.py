@@ -2,7 +2,7 @@
 
 The corpus agents ran without pinch, so what they did next is their natural
 behaviour. Replayed, each request's payload says which results pinch would
-have compressed (``routing.replay``'s records), and the agent's next message
+have compressed (``routing.replay.sessions``'s records), and the agent's next message
 says whether it asked for one of them again anyway: the exposure. A real
 agent that repeats a call whose result pinch compressed would, behind the
 router, have needed it; a high exposure means pinch compresses what agents
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from routing.corpus import Session
 from routing.quality import RequestSignals, newest_agent_message, request_signals, stopped_mid_loop
-from routing.replay import ReplayResult, add_fields
+from routing.replay.corpus import Session
+from routing.replay.sessions import ReplayResult, add_fields
 
 _SUMMED = (
     "sessions",

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from routing.protocols.responses.inbound import from_responses_request
-from routing.transcripts.claude_code import NO_RESULT
+from routing.replay.transcripts.claude_code import NO_RESULT
 
 CALLS = ("function_call", "custom_tool_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")

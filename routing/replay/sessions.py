@@ -29,7 +29,7 @@ Three things are measured per request:
   message had them), and of those, the ones still in the payload sent. A
   reference pinch removed is one the agent needed and could not read.
 
-The price models are ``routing.replay_prices``; the command's table and
+The price models are ``routing.replay.prices``; the command's table and
 report are in ``metrics.replay``.
 """
 
@@ -42,13 +42,13 @@ from typing import Any
 from pinch import estimate_tokens, extract_text
 from pinch.lines import mentioned_tokens
 from routing.config import RouterConfig
-from routing.corpus import Session
 from routing.errors import RouterError
 from routing.pipeline import plan_request
 from routing.prefix_probe import PrefixProbe, conversation_key
 from routing.pricing import billed_prompt_cost_usd
 from routing.protocols.chat.request import parse_chat_request
-from routing.replay_prices import (
+from routing.replay.corpus import Session
+from routing.replay.prices import (
     CONFIGURED,
     PRICE_MODELS,
     CachePrices,
@@ -108,7 +108,7 @@ class TurnRecord(_Priced):
     references: int = 0
     references_kept: int = 0
     references_lost: list[str] = field(default_factory=list)  # sorted; pinch took them out
-    # Where the router sent it: (model id, tier, route reason); routing.route_replay prices it.
+    # Where the router sent it: (model id, tier, route reason); routing.replay.routes prices it.
     route: tuple[str, str, str] = ("", "", "")
     cold: bool = False  # after a gap longer than the cache lifetime
     # The model the request went to, and its cost with pinch and without at that

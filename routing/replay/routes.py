@@ -1,6 +1,6 @@
 """The replay with routing: where auto sends each request of real sessions, and what it costs.
 
-``routing.replay`` plans every request of a session through ``plan_request``
+``routing.replay.sessions`` plans every request of a session through ``plan_request``
 with one prefix probe per run, which also holds each conversation's routing
 state (routing.session_routing): the replay routes as the router does. This
 runs it four ways on the same sessions, under one cache price model (with
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from pinch import estimate_tokens, extract_text
 from routing.config import RouterConfig
-from routing.corpus import Session
-from routing.replay import CachePrices, ReplayResult, TurnRecord, priced_config, replay
+from routing.replay.corpus import Session
+from routing.replay.sessions import CachePrices, ReplayResult, TurnRecord, priced_config, replay
 
 PER_TOKENS = 1_000_000
 ARMS = ("baseline", "routing", "pinch", "routing + pinch")

@@ -4,7 +4,7 @@ A session file is the corpus format (``../shared/corpus/README.md``):
 ``{"source": ..., "meta": {...}, "messages": [...]}``, optionally with the
 tool definitions the agent offered under ``tools`` or ``meta.tools``; or an
 agent's own session log (``*.jsonl``: Claude Code's or Codex CLI's, read by
-``routing.transcripts``). The
+``routing.replay.transcripts``). The
 corpus lives outside the repository, beside the checkout, and is not copied
 in; ``CORPUS_DIR`` points elsewhere. No Django here: the pure pinch tests load
 sessions too.
@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from routing.transcripts import UNREADABLE, looks_like_transcript, transcript_sessions
+from routing.replay.transcripts import UNREADABLE, looks_like_transcript, transcript_sessions
 
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS_DIR = _REPO.parent / "shared" / "corpus" / "conversations"
 
 # The most of one file the loader reads: well above the longest agent log seen (tens of

@@ -1,14 +1,14 @@
 """Agents' own session logs as replayable sessions: what pinch would do on your traffic.
 
 ``pinch_replay`` reads these files beside the corpus format
-(``routing.corpus``), so a user measures pinch on the sessions they actually
+(``routing.replay.corpus``), so a user measures pinch on the sessions they actually
 ran, not only on ours. Two agents write one JSON record a line, and the
 first record tells which wrote it:
 
 * Claude Code, ``~/.claude/projects/<project>/<id>.jsonl``
-  (``routing.transcripts.claude_code``);
+  (``routing.replay.transcripts.claude_code``);
 * Codex CLI, ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``, whose records
-  carry a ``payload`` (``routing.transcripts.codex``).
+  carry a ``payload`` (``routing.replay.transcripts.codex``).
 
 Each becomes the chat messages the router would have read from the agent's
 live requests, with the time of each answer; a log with compactions becomes
@@ -22,8 +22,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from routing.transcripts.claude_code import NO_RESULT, claude_code_sessions
-from routing.transcripts.codex import is_rollout, rollout_sessions
+from routing.replay.transcripts.claude_code import NO_RESULT, claude_code_sessions
+from routing.replay.transcripts.codex import is_rollout, rollout_sessions
 
 __all__ = ["NO_RESULT", "UNREADABLE", "looks_like_transcript", "transcript_sessions"]
 

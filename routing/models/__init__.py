@@ -1,0 +1,74 @@
+"""What the router stores, one module per record: its keys, its decision log, its
+conversations, the summary tables the surfaces read, the admin's config
+changes, stored Responses answers and the limits' refusal counters.
+
+Everything is importable from ``routing.models``, which is also where Django
+looks for the app's models.
+"""
+
+from routing.models.config import ConfigOverride, RegisteredModel
+from routing.models.conversation import Conversation
+from routing.models.decisions import (
+    BILLED,
+    NET_SAVED,
+    PINCH_MEASURED,
+    PRUNED,
+    RECENT_DECISIONS,
+    SESSION_ROLE_CHOICES,
+    TOKENS_SAVED,
+    AgentSession,
+    RouteDecision,
+    RouteDecisionQuerySet,
+    tokens_saved,
+)
+from routing.models.keys import (
+    BUDGET_PERIODS,
+    KEY_PREFIX,
+    PERIOD_DAY,
+    PERIOD_MONTH,
+    PERIOD_WEEK,
+    ApiKey,
+    ApiKeyQuerySet,
+    hash_key,
+)
+from routing.models.refusals import LimitRefusal
+from routing.models.responses import StoredResponse
+from routing.models.summaries import (
+    CompressedTools,
+    ConversationHour,
+    DecisionSummary,
+    KeySpend,
+    SavedTokens,
+)
+
+__all__ = [
+    "BILLED",
+    "BUDGET_PERIODS",
+    "KEY_PREFIX",
+    "NET_SAVED",
+    "PERIOD_DAY",
+    "PERIOD_MONTH",
+    "PERIOD_WEEK",
+    "PINCH_MEASURED",
+    "PRUNED",
+    "RECENT_DECISIONS",
+    "SESSION_ROLE_CHOICES",
+    "TOKENS_SAVED",
+    "AgentSession",
+    "ApiKey",
+    "ApiKeyQuerySet",
+    "CompressedTools",
+    "ConfigOverride",
+    "Conversation",
+    "ConversationHour",
+    "DecisionSummary",
+    "KeySpend",
+    "LimitRefusal",
+    "RegisteredModel",
+    "RouteDecision",
+    "RouteDecisionQuerySet",
+    "SavedTokens",
+    "StoredResponse",
+    "hash_key",
+    "tokens_saved",
+]
