@@ -58,6 +58,9 @@ class PinchOutcome:
     cold: bool | None = None
     # The conversation's ledger after this request (Ledger.as_json), for its row.
     ledger: str = ""
+    # What pinch took out of this request's payload that the model may recall
+    # (routing/recall/): the handle named in the result's place -> the original text.
+    recallable: dict = field(default_factory=dict)
 
     @classmethod
     def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":

@@ -11,12 +11,11 @@ The schema's names are re-exported here because nearly every module needs them;
 ``store`` touches the database and is imported by name where it is used.
 """
 
+from routing.config.pinch_blocks import PinchConfig, RelevanceConfig
 from routing.config.schema import (
     ConfigError,
     ModelConfig,
-    PinchConfig,
     ProviderConfig,
-    RelevanceConfig,
     RouterConfig,
     validate_config,
 )

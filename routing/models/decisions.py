@@ -101,6 +101,10 @@ class RouteDecision(CacheForecastColumns, QualityColumns):
     relevance_fallback = models.BooleanField(
         default=False, help_text="Relevance ordering was attempted and failed (uniform pruning)."
     )
+    recalls = measured_count(
+        "Calls of the router's recall tool it answered itself within this request."
+    )
+    recalled_tokens = measured_count("Tokens of the originals those recalls gave back.")
     prefix_match = measured_count()
     prefix_previous_length = measured_count()
     prefix_current_length = measured_count()

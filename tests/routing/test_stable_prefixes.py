@@ -7,7 +7,7 @@ request being the conversation before the model's latest answer.
 
 from pinch.payback import CacheModel
 from routing.config import PinchConfig
-from routing.config.schema import PaybackConfig
+from routing.config.pinch_blocks import PaybackConfig
 from routing.pruning import pinch_messages, stable_prefixes
 
 # The budget prune's stable prefixes (the payback steps' are at the end).

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from pinch.payback import PaybackKnobs
-from routing.config.schema import PinchConfig
+from routing.config import PinchConfig
 from routing.pruning import payback_knobs
 
 
