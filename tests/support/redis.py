@@ -15,7 +15,9 @@ def _database() -> int:
     return 8 + int(worker[2:]) % 8 if worker.startswith("gw") else 13
 
 
-REDIS_URL = os.environ.get("TEST_REDIS_URL", f"redis://127.0.0.1:6379/{_database()}")
+# TEST_REDIS_SERVER: another server for the per-worker databases (two checkouts testing at once).
+_SERVER = os.environ.get("TEST_REDIS_SERVER", "redis://127.0.0.1:6379")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", f"{_SERVER}/{_database()}")
 
 
 def redis_url_or_skip() -> str:
