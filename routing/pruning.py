@@ -26,11 +26,13 @@ from django.conf import settings
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
+from pinch.recall import with_handles
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 from routing.conversation_state import read_back
 from routing.embedding_tier import shared_embedding_tier
 from routing.models import tokens_saved
+from routing.recall import TOOL_NAME as RECALL_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +217,7 @@ def pinch_messages(
         cold=cold,
         ledger=recorded,
     )
-    return pruned, outcome
+    return _recallable(messages, pruned, outcome, pinch_config)
 
 
 def _cold(ledger: Ledger | None, cache: CacheModel, now: float) -> bool | None:
@@ -287,7 +289,19 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
     outcome = PinchOutcome.from_stats(
         stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
     )
-    return pruned, outcome
+    return _recallable(messages, pruned, outcome, pinch_config)
+
+
+def _recallable(messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig):
+    """Each changed result named by its recall handle, when recall is on (pinch/recall.py)."""
+    if not pinch_config.recall.enabled:
+        return pruned, outcome
+    pruned, recallable, added = with_handles(
+        messages, pruned, sorted([*outcome.compressed, *outcome.capped]), RECALL_TOOL
+    )
+    return pruned, replace(
+        outcome, recallable=recallable, final_tokens=outcome.final_tokens + added
+    )
 
 
 # Without a model to price by, the prices that make a step hardest to pay back.

@@ -7,7 +7,9 @@ import pytest
 import requests
 
 from pinch import message_tokens
+from pinch.recall import NOTE
 from routing.models import RouteDecision
+from routing.recall import TOOL_NAME as RECALL_TOOL
 from routing.selection import measure_prompt_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -181,7 +183,11 @@ def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_conf
     # 200 message tokens alone are under 400; the tool definitions tip it over.
     sdk.chat.completions.create(model="echo-medium", messages=messages, tools=tools)
     sent = upstream.bodies()[0]["messages"]
-    assert sent[2]["content"] == "[tool_0: result omitted]"
+    # The placeholder, and the handle the model can recall the whole result by.
+    assert sent[2]["content"].splitlines() == [
+        "[tool_0: result omitted]",
+        NOTE.format(handle="r2", tool=RECALL_TOOL),
+    ]
     assert sent[4]["content"] == "y" * 30
     decision = RouteDecision.objects.get()
     tools_tokens = len(json.dumps(tools)) // 3

@@ -1,0 +1,50 @@
+"""Handles on what pinch took out, so the model can ask for it back by name.
+
+Each tool result pinch compressed or capped gets one line naming its handle
+(``r`` and the message's index in the conversation). An agent only appends
+to its conversation, so a result keeps its index, its handle and therefore
+the bytes sent in its place from turn to turn: the provider's cached prefix
+is not rewritten by the note. The router serves the tool the note names
+(routing/recall/) and keeps the originals under the same handles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinch.tokens import estimate_tokens, extract_text
+
+NOTE = "[recall id {handle}: call {tool} with this id for the whole result]"
+
+
+def handle_for(index: int) -> str:
+    """The handle of the result at message ``index``."""
+    return f"r{index}"
+
+
+def with_handles(
+    original: list[Any], pruned: list[Any], changed: list[int], tool: str
+) -> tuple[list[Any], dict[str, str], int]:
+    """(pruned messages with a recall note on each changed result, handle -> original text,
+    tokens the notes add).
+
+    ``changed``: the indexes pinch compressed or capped. A message whose
+    content is not a plain string after pruning is left without a note.
+    """
+    if not changed:
+        return pruned, {}, 0
+    out = list(pruned)
+    recallable: dict[str, str] = {}
+    added = 0
+    for i in changed:
+        message = pruned[i]
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            continue
+        handle = handle_for(i)
+        note = NOTE.format(handle=handle, tool=tool)
+        noted = f"{content}\n{note}"
+        out[i] = {**message, "content": noted}
+        recallable[handle] = extract_text(original[i])
+        added += estimate_tokens(noted) - estimate_tokens(content)
+    return out, recallable, added
