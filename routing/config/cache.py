@@ -6,18 +6,34 @@ nothing (their sources: docs/pinch.md, "Cache prices" and "Cold steps").
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pinch.steps import CacheModel
 
-DEFAULT_READ_MULTIPLIER = {"openai": 0.5, "anthropic": 0.1, "demo": 1.0}
+
+@dataclass(frozen=True)
+class KindCache:
+    """How a provider kind's prompt cache works where a model's config says nothing."""
+
+    read_multiplier: float
+    # Seconds a prefix is kept after its last use (sources: docs/pinch.md, "Cold steps").
+    lifetime_seconds: int
+    # Caches any repeated prefix by itself; False: only at the breakpoints the router marks.
+    automatic: bool
+
+
+# Anthropic keeps a prefix 5 minutes (an hour with a 1h cache block) and caches only at
+# marked breakpoints; OpenAI keeps one "5 to 10 minutes of inactivity", the upper end.
+KIND_CACHE = {
+    "openai": KindCache(read_multiplier=0.5, lifetime_seconds=600, automatic=True),
+    "anthropic": KindCache(read_multiplier=0.1, lifetime_seconds=300, automatic=False),
+    "demo": KindCache(read_multiplier=1.0, lifetime_seconds=300, automatic=True),
+}
 DEFAULT_MIN_CACHED_TOKENS = 1024
-# Seconds a provider keeps a prompt prefix after its last use, by provider kind
-# (sources in docs/pinch.md, "Cold steps"): Anthropic 5 minutes (an hour with
-# a 1h cache block), OpenAI "5 to 10 minutes of inactivity", the upper end.
-DEFAULT_CACHE_LIFETIME_SECONDS = {"openai": 600, "anthropic": 300, "demo": 300}
 TTL_SECONDS = {"5m": 300, "1h": 3600}
 
 
-def cache_model(model, kind: str) -> CacheModel:
+def cache_model(model, defaults: KindCache) -> CacheModel:
     """How ``model``'s (a ModelConfig) prompt cache bills, as pinch's rule prices its steps.
 
     The same prices the billed cost uses (routing.pricing): reads at
@@ -33,9 +49,8 @@ def cache_model(model, kind: str) -> CacheModel:
     if model.cached_prompt_price is not None and model.prompt_price > 0:
         read = min(model.cached_prompt_price / model.prompt_price, 1.0)
     else:
-        read = DEFAULT_READ_MULTIPLIER.get(kind, DEFAULT_READ_MULTIPLIER["openai"])
-    lifetimes = DEFAULT_CACHE_LIFETIME_SECONDS
-    lifetime = lifetimes.get(kind, lifetimes["openai"])
+        read = defaults.read_multiplier
+    lifetime = defaults.lifetime_seconds
     if model.cache is not None:
         write, minimum = model.cache.write_multiplier, model.cache.min_tokens
         lifetime = TTL_SECONDS[model.cache.ttl]
@@ -46,5 +61,5 @@ def cache_model(model, kind: str) -> CacheModel:
         write_multiplier=write,
         min_cacheable_tokens=minimum,
         lifetime_seconds=model.cache_lifetime_seconds or lifetime,
-        automatic=kind != "anthropic",
+        automatic=defaults.automatic,
     )

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pinch.steps import CacheModel
-from routing.config.cache import cache_model
+from routing.config.cache import KIND_CACHE, cache_model
 from routing.config.pinch_blocks import PinchConfig
 from routing.config.routing_blocks import BackgroundConfig, LocalVisionConfig, SessionRoutingConfig
 from routing.config.strict import Strict
@@ -366,7 +366,7 @@ class RouterConfig(Strict):
 
     def cache_prices(self, model: ModelConfig) -> CacheModel:
         """How ``model``'s prompt cache bills and how long it lasts (routing.config.cache)."""
-        return cache_model(model, self.providers[model.provider].kind)
+        return cache_model(model, KIND_CACHE[self.providers[model.provider].kind])
 
 
 def _deep_merge(base: dict, changes: dict) -> dict:

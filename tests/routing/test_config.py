@@ -1,11 +1,13 @@
 """The config file is strictly validated: a bad key or value fails naming the key."""
 
 import copy
+import typing
 
 import pytest
 import yaml
 
-from routing.config import DEFAULT_CONFIG_PATH, ConfigError, validate_config
+from routing.config import DEFAULT_CONFIG_PATH, ConfigError, ProviderConfig, validate_config
+from routing.config.cache import KIND_CACHE
 from routing.config.source import read_config_file
 from routing.pruning import payback_knobs
 from tests.support.config import base_config
@@ -234,3 +236,15 @@ def test_the_wsgi_app_refuses_to_load_a_broken_config(tmp_path):
     )
     assert result.returncode != 0
     assert "pinch.surprise: unknown key" in result.stderr
+
+
+@pytest.mark.parametrize("kind", typing.get_args(ProviderConfig.model_fields["kind"].annotation))
+def test_every_provider_kind_prices_its_cache_without_a_cache_block(kind):
+    data = base_config("http://127.0.0.1:9/v1")
+    data["providers"]["up"]["kind"] = kind
+    config = validate_config(data)
+    model = next(m for m in config.models if m.provider == "up" and m.cache is None)
+    # A model that says nothing of its cache gets its provider kind's defaults.
+    prices = config.cache_prices(model)
+    assert prices.lifetime_seconds == KIND_CACHE[kind].lifetime_seconds
+    assert prices.automatic == KIND_CACHE[kind].automatic
