@@ -121,7 +121,7 @@ def next_step_start(
 
 def prune_context(
     messages: list[Any],
-    budget_tokens: int = 50000,
+    budget_tokens: int,
     keep_last_turns: int = 4,
     max_summarize_chars: int = 4000,
     protected_max_chars: int | None = 20000,

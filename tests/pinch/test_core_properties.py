@@ -135,7 +135,7 @@ def assert_invariants(messages, out, stats, knob):
     assert stats["original_tokens"] == total(messages, extra)
     assert stats["final_tokens"] == total(out, extra)
     assert stats["tokens_saved"] == max(stats["original_tokens"] - stats["final_tokens"], 0)
-    if stats["original_tokens"] <= knob.get("budget_tokens", 50_000):
+    if stats["original_tokens"] <= knob["budget_tokens"]:
         assert out is messages
     if not stats["pruned"]:
         assert out is messages
