@@ -224,7 +224,7 @@ def _rank(messages, candidates, query, rel, shared_cache, started) -> list[int]:
     timeout = float(rel.timeout_seconds)
     deadline = started + timeout
     embedder = _process.embedder(rel, shared_cache)
-    future = _process.executor().submit(_order_before, embedder, texts, deadline)
+    future = _process.executor().submit(_order_before, embedder, texts, deadline, timeout)
     try:
         return future.result(timeout=max(deadline - time.monotonic(), 0.0))
     except FutureTimeout:
@@ -232,11 +232,15 @@ def _rank(messages, candidates, query, rel, shared_cache, started) -> list[int]:
         raise EmbeddingError(f"no answer within timeout_seconds={timeout:g}") from None
 
 
-def _order_before(embedder: Embedder, texts: list[str], deadline: float) -> list[int]:
+def _order_before(
+    embedder: Embedder, texts: list[str], deadline: float, timeout: float
+) -> list[int]:
     """Embed and rank, on a pool thread; the request waits until ``deadline`` at most."""
     # A job that waited in the queue past its deadline has no one to answer.
     if time.monotonic() >= deadline:
-        raise EmbeddingError("deadline passed before the embedding call started")
+        raise EmbeddingError(
+            f"timeout_seconds={timeout:g} passed before the embedding call started"
+        )
     vectors = embedder.embed(texts)
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
         raise EmbeddingError(f"embedder returned shape {vectors.shape} for {len(texts)} texts")
