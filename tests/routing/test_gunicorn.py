@@ -35,12 +35,12 @@ def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_rou
 
 
 def test_gunicorn_answers_unknown_paths_without_debug_pages(served_router):
-    page = requests.get(served_router.url + "/nowhere", timeout=5)
+    page = requests.get(served_router.url + "/nowhere", timeout=30)
     assert page.status_code == 404
     # Django's debug 404 lists the URL patterns ("Using the URLconf defined in ...").
     assert "URLconf" not in page.text and "router_project.urls" not in page.text
 
-    api = requests.get(served_router.url + "/v1/nowhere", timeout=5)
+    api = requests.get(served_router.url + "/v1/nowhere", timeout=30)
     assert api.status_code == 404
     assert api.headers["Content-Type"].startswith("application/json")
     assert api.json()["error"]["code"] == "unknown_endpoint"
