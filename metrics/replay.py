@@ -8,6 +8,9 @@ an operator reads.
 
 The per-request lines (``write_json_lines``) are a contract read by other
 tools; their keys are ``REPLAY_KEYS``. The cost figures are in the table only.
+The payloads (``payload_writer``, ``--payloads``) are the other: every
+request's messages and tools as pinch would send them, keys ``PAYLOAD_KEYS``,
+so anyone can score what pinch really sends with a measure of their own.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from routing.config import ConfigError, RouterConfig
 from routing.config.store import check_overrides, stored_overrides
 from routing.replay.prices import CONFIGURED, Prices
 from routing.replay.quality import FamilyQuality
-from routing.replay.sessions import ReplayError, ReplayResult, Totals
+from routing.replay.sessions import PayloadSink, ReplayError, ReplayResult, Totals
 
 REPLAY_KEYS = (
     "conversation",
@@ -37,7 +40,12 @@ REPLAY_KEYS = (
     "references",
     "references_kept",
     "references_lost",
+    "references_recallable",
+    "recalls",
+    "recalled_tokens",
 )
+
+PAYLOAD_KEYS = ("conversation", "turn", "price_model", "messages", "tools")
 
 # The replay must not call a provider; an LLM classifier would, once per turn.
 # The tier only picks the model, which the replay's figures do not depend on.
@@ -142,6 +150,16 @@ def write_json_lines(result: ReplayResult, out: IO[str]) -> None:
         out.write(json.dumps({key: getattr(record, key) for key in REPLAY_KEYS}) + "\n")
 
 
+def payload_writer(out: IO[str], prices: Prices) -> PayloadSink:
+    """A ``replay(payloads=...)`` sink writing one JSON line per request, run under ``prices``."""
+
+    def write(conversation: str, turn: int, messages: list, tools: list | None) -> None:
+        line = dict(zip(PAYLOAD_KEYS, (conversation, turn, prices.label, messages, tools)))
+        out.write(json.dumps(line) + "\n")
+
+    return write
+
+
 TABLE_COLUMNS = (
     ("session", "<"),
     ("requests", ">"),
@@ -156,6 +174,9 @@ TABLE_COLUMNS = (
     ("relevance", ">"),
     ("prefix kept", ">"),
     ("refs kept", ">"),
+    ("in reach", ">"),
+    ("recalls", ">"),
+    ("recall store", ">"),
 )
 
 
@@ -169,6 +190,10 @@ def _ratio(ratio: float | None) -> str:
 
 def _dollars(amount: float) -> str:
     return f"${amount:,.2f}"
+
+
+def _kilobytes(size: int) -> str:
+    return f"{size / 1024:,.0f}KB"
 
 
 def _row(totals: Totals, prices: Prices, ratios: list[float | None]) -> list[str]:
@@ -186,6 +211,9 @@ def _row(totals: Totals, prices: Prices, ratios: list[float | None]) -> list[str
         _percent(totals.relevance_share),
         _percent(totals.prefix_kept),
         _percent(totals.references_share),
+        _percent(totals.recallable_share),
+        f"{totals.recalls:,}",
+        _kilobytes(totals.recall_store_bytes),
         *(_ratio(value) for value in ratios),
     ]
 
@@ -205,7 +233,10 @@ def render_table(
     column, cost with pinch over cost without, and a count of the sessions
     pinch made dearer. ``refs kept``: of the references the agent's next
     message made to tokens its context held only in tool results, the share
-    still in the payload sent.
+    still in the payload sent; ``in reach``: the share sent or one recall away;
+    ``recalls``: the recalls that takes (their round trips are in the cost
+    with pinch); ``recall store``: what the store holds at the end of the
+    session (of the sessions, for a family or the total).
     """
     prices = prices or CONFIGURED
     priced = priced if priced is not None else {prices: result}
@@ -286,8 +317,25 @@ def verdict(
     return (
         f"On these {sessions} session{'s' if sessions != 1 else ''} ({total.requests:,} "
         f"requests) pinch would have sent {_percent(saved)} fewer prompt tokens and saved "
-        f"{money}; {risk}."
+        f"{money}; {risk}{_recall_clause(total)}."
     )
+
+
+def _recall_clause(total: Totals) -> str:
+    """What the agents referred to in tool output: still sent, or one recall away."""
+    if not total.references:
+        return ""
+    lost = total.references - total.references_kept
+    clause = (
+        f"; of the {total.references:,} references the agents' next messages made to tool "
+        f"output, {lost:,} left the payload"
+    )
+    if total.references_recallable:
+        clause += (
+            f", {total.references_recallable:,} of them one recall away "
+            f"({total.recalls:,} recall{'s' if total.recalls != 1 else ''}, in the cost)"
+        )
+    return clause
 
 
 def describe_settings(config: RouterConfig, model: str | None) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from routing.quality import RequestSignals, newest_agent_message, request_signals, stopped_mid_loop
 from routing.replay.corpus import Session
-from routing.replay.sessions import ReplayResult, add_fields
+from routing.replay.totals import ReplayResult, add_fields
 
 _SUMMED = (
     "sessions",

@@ -1,5 +1,6 @@
 """pinch_replay PATH...: what pinch would save on recorded agent sessions (routing.replay)."""
 
+from contextlib import ExitStack
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -8,6 +9,7 @@ from metrics.replay import (
     cli_overrides,
     describe_errors,
     describe_settings,
+    payload_writer,
     render_quality_table,
     render_table,
     replay_config,
@@ -61,6 +63,12 @@ class Command(BaseCommand):
             dest="json_out",
             metavar="OUT",
             help="write one JSON object per request to OUT (one per line)",
+        )
+        parser.add_argument(
+            "--payloads",
+            metavar="FILE",
+            help="write every request's payload as it would be sent to FILE, one JSON line "
+            "each (conversation, turn, price_model, messages, tools), for every price model run",
         )
         parser.add_argument("--budget-tokens", metavar="N", help="pinch.budget_tokens")
         parser.add_argument("--keep-last-turns", metavar="N", help="pinch.keep_last_turns")
@@ -146,7 +154,7 @@ class Command(BaseCommand):
             f"cache (default: {defaults.write_multiplier:g}; 1 for no write premium)",
         )
 
-    def handle(self, *args, paths, json_out, model, **options):
+    def handle(self, *args, paths, json_out, payloads, model, **options):
         paths = paths or self._default_logs()
         if options["tools_tokens"] < 0:
             raise CommandError("--tools-tokens: must be 0 or more")
@@ -173,34 +181,33 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         for reason in skipped:
             self.stderr.write(f"skipped {reason}")
-        # Opened before the replay: a typo in the path should not cost a full run.
-        try:
-            out = open(json_out, "w", encoding="utf-8") if json_out else None  # noqa: SIM115
-        except OSError as error:
-            raise CommandError(f"cannot write {json_out}: {error.strerror}") from None
-        try:
-            # One run per price model: pinch decides by the prices it is billed at.
-            models = list(dict.fromkeys([prices, *PRICE_MODELS]))
-            priced = {}
-            for k, price_model in enumerate(models):
-                priced[price_model] = replay(
-                    sessions,
-                    config,
-                    model=model,
-                    progress=self._progress_of(k, len(models)),
-                    tools_tokens=options["tools_tokens"],
-                    prices=price_model,
-                    cold_gaps=not options["no_cold_gaps"],
-                )
-            result = priced[prices]
-            if out is not None:
-                write_json_lines(result, out)
-        except ReplayError as error:
-            raise CommandError(str(error)) from None
-        finally:
-            self._end_progress()
-            if out is not None:
-                out.close()
+        # Opened before the replay: a typo in a path should not cost a full run.
+        with ExitStack() as files:
+            out = self._open(json_out, files)
+            payloads_out = self._open(payloads, files)
+            try:
+                # One run per price model: pinch decides by the prices it is billed at.
+                models = list(dict.fromkeys([prices, *PRICE_MODELS]))
+                priced = {}
+                for k, price_model in enumerate(models):
+                    sink = payload_writer(payloads_out, price_model) if payloads_out else None
+                    priced[price_model] = replay(
+                        sessions,
+                        config,
+                        model=model,
+                        progress=self._progress_of(k, len(models)),
+                        tools_tokens=options["tools_tokens"],
+                        prices=price_model,
+                        cold_gaps=not options["no_cold_gaps"],
+                        payloads=sink,
+                    )
+                result = priced[prices]
+                if out is not None:
+                    write_json_lines(result, out)
+            except ReplayError as error:
+                raise CommandError(str(error)) from None
+            finally:
+                self._end_progress()
         settings = describe_settings(config, model)
         if options["tools_tokens"]:
             settings += f" tools_tokens={options['tools_tokens']}"
@@ -220,6 +227,16 @@ class Command(BaseCommand):
             self.stdout.write("Per session, and what the agents did next: --table.")
         if result.errors:
             self.stderr.write(describe_errors(result))
+
+    @staticmethod
+    def _open(path: str | None, files: ExitStack):
+        """``path`` opened for writing until ``files`` closes (None: not asked for)."""
+        if not path:
+            return None
+        try:
+            return files.enter_context(open(path, "w", encoding="utf-8"))
+        except OSError as error:
+            raise CommandError(f"cannot write {path}: {error.strerror}") from None
 
     @staticmethod
     def _default_logs() -> list[str]:
