@@ -24,6 +24,7 @@ from django.db import DatabaseError
 from metrics.intervals import mean_interval, wilson
 from routing.config import ConfigError, RouterConfig
 from routing.config.store import check_overrides, stored_overrides
+from routing.replay.price_list import PriceSource
 from routing.replay.prices import CONFIGURED, Prices
 from routing.replay.quality import FamilyQuality
 from routing.replay.sessions import PayloadSink, ReplayError, ReplayResult, Totals
@@ -275,15 +276,25 @@ def render_table(
 
 
 def verdict(
-    result: ReplayResult, prices: Prices, priced: dict[Prices, ReplayResult], model: str
+    result: ReplayResult,
+    prices: Prices,
+    priced: dict[Prices, ReplayResult],
+    model: str,
+    source: PriceSource | None = None,
 ) -> str:
     """The user's question answered in one line: what pinch would have saved on these
     sessions, in tokens and at ``prices``, and whether any session would have cost more
-    under any of the cache price models replayed (``priced``), the worst by how much."""
+    under any of the cache price models replayed (``priced``), the worst by how much.
+    ``source``: whose prices a model the user named was replayed at."""
     total = result.total
     saved = total.saved_share
     baseline, cost = total.baseline_cost(prices), total.cost(prices)
-    where = "at each request's configured prices" if prices is CONFIGURED else "at the prices given"
+    if prices is not CONFIGURED:
+        where = "at the prices given"
+    elif source is not None:
+        where = f"at {source.describe()}"
+    else:
+        where = "at each request's configured prices"
     if baseline > 0:
         money = (
             f"{_dollars(baseline - cost)} of {_dollars(baseline)} {where} "

@@ -50,6 +50,7 @@ from routing.prefix_probe import PrefixProbe, conversation_key
 from routing.pricing import billed_prompt_cost_usd
 from routing.protocols.chat.request import parse_chat_request
 from routing.replay.corpus import Session
+from routing.replay.price_list import listed_models
 from routing.replay.prices import (
     CONFIGURED,
     PRICE_MODELS,
@@ -84,7 +85,10 @@ def replay_model(config: RouterConfig, model: str | None) -> str:
     model = model or config.routing.auto_model
     if model != config.routing.auto_model and config.model(model) is None:
         known = ", ".join([config.routing.auto_model, *(m.id for m in config.models)])
-        raise ReplayError(f"unknown model {model!r}; use one of: {known}")
+        raise ReplayError(
+            f"unknown model {model!r}; use one of: {known}; "
+            f"or of the built-in price list: {', '.join(listed_models(config))}"
+        )
     return model
 
 

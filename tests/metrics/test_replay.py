@@ -27,8 +27,10 @@ FILES = ("001.json", "020.json", "023.json")
 BUDGET = "8000"
 
 # Table cells (table_row): name, requests, errors, tokens w/o, with, saved,
-# cost w/o, cost with, cost saved, pruned, relevance, prefix kept.
+# cost w/o, cost with, cost saved, pruned, relevance, prefix kept, refs kept,
+# in reach, recalls, recall store, then one cost ratio per price model.
 SAVED, COST_WITHOUT, COST_WITH, COST_SAVED, PRUNED, RELEVANCE, PREFIX, REFS_KEPT = range(5, 13)
+FIRST_RATIO = REFS_KEPT + 4
 
 
 @pytest.fixture
@@ -94,6 +96,9 @@ def test_it_writes_one_json_line_per_assistant_turn_with_the_contract_keys(run, 
         "references": int,
         "references_kept": int,
         "references_lost": list,
+        "references_recallable": int,
+        "recalls": int,
+        "recalled_tokens": int,
     }
     assert tuple(types) == REPLAY_KEYS
     for line in lines:
@@ -609,7 +614,7 @@ def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_
         result = replay(sessions, config, prices=prices)
         for totals in (*result.sessions, result.total):
             # After the config's own prices' column.
-            assert table_row(stdout, totals.name)[REFS_KEPT + 2 + k] == (
+            assert table_row(stdout, totals.name)[FIRST_RATIO + 1 + k] == (
                 f"{totals.cost_ratio(prices):.3f}x"
             )
         dearer = result.costlier_sessions(prices)

@@ -17,6 +17,7 @@ from metrics.replay import (
     write_json_lines,
 )
 from routing.replay.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
+from routing.replay.price_list import with_listed_model
 from routing.replay.prices import CONFIGURED, Prices, describe_configured_prices
 from routing.replay.quality import replay_quality
 from routing.replay.sessions import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
@@ -129,7 +130,12 @@ class Command(BaseCommand):
             action="store_true",
             help="one row per agent family (meta.agent) instead of one per session",
         )
-        parser.add_argument("--model", help="the requested model (default: the auto model)")
+        parser.add_argument(
+            "--model",
+            help="the requested model (default: the auto model): one of the config's, or a "
+            "well-known model of the built-in price list (claude-sonnet-4-5, gpt-5, ...), "
+            "replayed at its list prices",
+        )
         defaults = CachePrices()
         # Unset: each request at its model's configured prices, as the live router bills.
         parser.add_argument(
@@ -173,7 +179,7 @@ class Command(BaseCommand):
                 payback=options["payback"],
                 settings=options["config_sets"],
             )
-            config = replay_config(overrides)
+            config, source = with_listed_model(replay_config(overrides), model)
             model = replay_model(config, model)
             skipped: list[str] = []
             sessions = load_sessions(paths, skipped, options["max_file_mb"] * 2**20)
@@ -213,9 +219,9 @@ class Command(BaseCommand):
             settings += f" tools_tokens={options['tools_tokens']}"
         if options["no_cold_gaps"]:
             settings += " cold_gaps=off"
-        self.stdout.write(verdict(result, prices, priced, model))
+        self.stdout.write(verdict(result, prices, priced, model, source))
         self.stdout.write(settings)
-        self.stdout.write(self._prices_line(prices, config, result))
+        self.stdout.write(self._prices_line(prices, config, result, source))
         if options["table"]:
             self.stdout.write(render_table(result, prices, priced, options["by_family"]))
             self.stdout.write(
@@ -262,12 +268,13 @@ class Command(BaseCommand):
         return CachePrices(**given) if given else CONFIGURED
 
     @staticmethod
-    def _prices_line(prices, config, result) -> str:
+    def _prices_line(prices, config, result, source) -> str:
         """Which prices the cost columns used: the reader must not have to guess."""
         ratios = "x (read, write): cost with pinch over cost without under that price model"
         if prices is CONFIGURED:
             used = describe_configured_prices(config, (r.model for r in result.records))
-            return f"cost: each request at its model's configured prices ({used}); {ratios}"
+            whose = source.describe() if source else "its model's configured prices"
+            return f"cost: each request at {whose} ({used}); {ratios}"
         return (
             f"cost: ${prices.price_per_1m:g} per 1M input tokens for every model, prefix shared "
             f"with the session's previous request x{prices.read_multiplier:g} (cache read), the "
