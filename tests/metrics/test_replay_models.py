@@ -1,4 +1,4 @@
-"""pinch_replay --model: a model of the config at its prices, a well-known one at its list prices."""
+"""pinch_replay --model: a model of the config at its prices, a well-known one at list prices."""
 
 from io import StringIO
 
@@ -33,8 +33,9 @@ def test_a_model_the_config_lacks_is_replayed_at_its_list_prices(default_config,
 
     lines = _verdict(*paths, "--model", "claude-sonnet-4-5")
 
-    assert f"at claude-sonnet-4-5's list prices (the built-in price list of {LIST['date']})" in (
-        lines[0]
+    assert (
+        f"at claude-sonnet-4-5's list prices (the built-in price list of {LIST['date']})"
+        in (lines[0])
     )
     assert lines[2].startswith("cost: each request at claude-sonnet-4-5's list prices")
     assert "claude-sonnet-4-5 $3/1M, cache reads $0.3, writes x1.25" in lines[2]
