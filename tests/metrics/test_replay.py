@@ -134,8 +134,9 @@ def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir
         assert line["relevance_used"] is False
     row = table_row(stdout, "total")
     assert [row[SAVED], *row[PRUNED : PREFIX + 1]] == ["0.0%", "0.0%", "0.0%", "100.0%"]
-    assert row[REFS_KEPT] == "100.0%"
-    assert row[PREFIX + 2 :] == ["1.000x"] * 4  # the config's prices, then three models
+    # Nothing taken out: nothing to recall, and the recall store stays empty.
+    assert row[REFS_KEPT:FIRST_RATIO] == ["100.0%", "100.0%", "0", "0KB"]
+    assert row[FIRST_RATIO:] == ["1.000x"] * 4  # the config's prices, then three models
     assert "pinch disabled" in stdout
 
 
@@ -473,8 +474,10 @@ def test_the_baseline_cost_follows_from_the_corpus_alone(run, corpus_dir):
         assert table_row(stdout, name)[COST_WITHOUT] == dollars(expected)
 
 
-def test_without_a_cache_the_cost_saved_is_the_tokens_saved(run):
+def test_without_a_cache_or_recalls_the_cost_saved_is_the_tokens_saved(run):
     _, stdout, _ = run(
+        "--set",
+        "pinch.recall.enabled=false",
         "--budget-tokens",
         BUDGET,
         "--cache-read-multiplier",
@@ -710,10 +713,15 @@ def test_by_default_each_request_is_priced_at_its_models_configured_prices(
     expected = 0.0
     for record in result.records:
         model = default_config.model(record.model)
-        written = record.uncached_tokens if model.cache is not None else 0
+        writes = model.cache is not None
+        written = record.uncached_tokens if writes else 0
         expected += billed_prompt_cost_usd(
             model, record.cached_tokens + record.uncached_tokens, record.cached_tokens, written
         )
+        # And each recall's round trip: the payload read again, the recalled text written.
+        read, rest = record.recall_cached_tokens, record.recall_uncached_tokens
+        expected += billed_prompt_cost_usd(model, read + rest, read, rest if writes else 0)
+    assert any(record.recalls for record in result.records)
     assert total.configured_cost_usd == pytest.approx(expected)
     row = table_row(stdout, "total")
     assert row[COST_WITH] == dollars(total.configured_cost_usd)
@@ -735,7 +743,10 @@ def test_the_first_line_is_the_verdict_and_the_table_waits_for_a_flag(default_co
         r"On these 3 sessions \([\d,]+ requests\) pinch would have sent \d+\.\d% fewer prompt "
         r"tokens and saved \$[\d,.]+ of \$[\d,.]+ at the prices given \(0\.\d+x the cost "
         r"without it\); (no session dearer under any cache price model \(worst \d\.\d+x\)|"
-        r"\d+ sessions? dearer under some cache price model \(.+\), the worst at \d\.\d+x)\.",
+        r"\d+ sessions? dearer under some cache price model \(.+\), the worst at \d\.\d+x)"
+        r"(; of the [\d,]+ references the agents' next messages made to tool output, [\d,]+ "
+        r"left the payload(, [\d,]+ of them one recall away \([\d,]+ recalls?, in the cost\))?)?"
+        r"\.",
         first,
     ), first
     assert not any(line.startswith("session ") for line in rest)  # no table
