@@ -7,8 +7,9 @@ to an old result by itself too (it re-runs a command, re-reads a file): the
 holdout's repeat rate, repeats of an earlier call per result and turn seen,
 where nothing is compressed (metrics/quality.py, ``arms``). So the recall
 rate is counted the same way, recalls per compressed result and turn the
-agent saw (``quality_seen_compressed``), and compared with the holdout's
-rate by the interval of the difference. A recall rate far above it is the
+agent saw (``quality_seen_compressed``), and compared with that natural
+rate (live: the holdout's; replayed: the recorded agent's, which ran without
+pinch) by the interval of the difference. A recall rate far above it is the
 router telling on itself: pinch takes what agents come back for.
 
 Pure: the caller hands in sums (from the decisions' ``recalls``,
@@ -50,13 +51,16 @@ def recall_figures(sums: RecallSums) -> dict:
     natural = wilson(sums.holdout_repeats, sums.holdout_seen)
     versus = rate_difference(rate, natural)
     if versus.value is None:
-        verdict = "no comparison yet: the holdout or the compressed results have no sample"
+        verdict = "no comparison yet: the natural rate or the recall rate has no sample"
     elif versus.significant and versus.value > 0:
-        verdict = "recalls above the holdout's repeat rate: pinch takes what agents come back for"
+        verdict = (
+            "recalls above the natural repeat rate (pinch off): "
+            "pinch takes what agents come back for"
+        )
     elif versus.significant:
-        verdict = "recalls below the holdout's repeat rate"
+        verdict = "recalls below the natural repeat rate (pinch off)"
     else:
-        verdict = "no significant difference from the holdout's repeat rate (the interval holds 0)"
+        verdict = "no significant difference from the natural repeat rate (the interval holds 0)"
     return {
         "recalls": sums.recalls,
         "recalled_tokens": sums.recalled_tokens,

@@ -22,6 +22,7 @@ import yaml
 from django.db import DatabaseError
 
 from metrics.intervals import mean_interval, wilson
+from metrics.recall_quality import RecallSums, recall_figures
 from routing.config import ConfigError, RouterConfig
 from routing.config.store import check_overrides, stored_overrides
 from routing.replay.price_list import PriceSource
@@ -398,6 +399,7 @@ QUALITY_COLUMNS = (
     "errors otherwise",
     "turns/task",
     "stopped mid-loop",
+    "recalls (per compressed, seen)",
 )
 
 
@@ -416,7 +418,10 @@ def render_quality_table(families: list[FamilyQuality]) -> str:
 
     exposure: repeats of a call whose result the payload had compressed, per
     compressed result and turn the agent saw; seen whole: the same for results
-    sent whole; natural: with nothing compressed, repeats per result seen.
+    sent whole; natural: with nothing compressed, repeats per result seen;
+    recalls: what the agent would have recalled, per compressed result and
+    turn seen, judged against the natural rate below the table (the
+    comparison the live holdout makes: metrics.recall_quality).
     """
     rows = [list(QUALITY_COLUMNS)]
     for family in families:
@@ -433,6 +438,7 @@ def render_quality_table(families: list[FamilyQuality]) -> str:
                 _rate_cell(family.errors_otherwise, family.results_otherwise),
                 "-" if turns.value is None else f"{turns.value:.1f} (n={turns.n})",
                 f"{family.stopped_mid_loop:,}",
+                _rate_cell(family.recalls, family.compressed_seen),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(QUALITY_COLUMNS))]
@@ -445,4 +451,14 @@ def render_quality_table(families: list[FamilyQuality]) -> str:
         return "  ".join(cells).rstrip()
 
     rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(rows[0]), rule, *map(line, rows[1:-1]), rule, line(rows[-1])])
+    total = families[-1]
+    recall = recall_figures(
+        RecallSums(
+            recalls=total.recalls,
+            compressed_seen=total.compressed_seen,
+            holdout_repeats=total.natural_repeats,
+            holdout_seen=total.natural_seen,
+        )
+    )
+    judged = f"recalls: {recall['verdict']}"
+    return "\n".join([line(rows[0]), rule, *map(line, rows[1:-1]), rule, line(rows[-1]), judged])

@@ -29,9 +29,9 @@ def test_nothing_pruned_has_no_rate_rather_than_zero():
 @pytest.mark.parametrize(
     ("recalls", "holdout_repeats", "significant", "verdict"),
     [
-        (120, 10, True, "recalls above the holdout's repeat rate"),
+        (120, 10, True, "recalls above the natural repeat rate"),
         (11, 10, False, "no significant difference"),
-        (1, 60, True, "recalls below the holdout's repeat rate"),
+        (1, 60, True, "recalls below the natural repeat rate"),
     ],
     ids=["telling on itself", "as natural", "fewer"],
 )

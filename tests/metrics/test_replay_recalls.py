@@ -6,10 +6,12 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from metrics.recall_quality import RecallSums, recall_figures
 from metrics.replay import PAYLOAD_KEYS, cli_overrides, replay_config
 from pinch.recall import NOTE
 from routing.recall import TOOL_NAME as RECALL_TOOL
-from routing.replay.corpus import Session
+from routing.replay.corpus import Session, load_sessions
+from routing.replay.quality import replay_quality
 from routing.replay.recalls import CALL_TOKENS
 from routing.replay.sessions import PRICE_MODELS, CachePrices, replay
 
@@ -148,3 +150,28 @@ def test_with_pinch_off_the_payloads_are_the_sessions_requests_byte_for_byte(
     assert len(lines) == 2 * (1 + len(PRICE_MODELS))  # the config's prices, then the three
     for line in lines:
         assert json.dumps(line["messages"]) == json.dumps(MESSAGES[: line["turn"]])
+
+
+def test_the_quality_table_sets_the_recalls_against_the_natural_repeat_rate(
+    default_config, corpus_dir
+):
+    paths = [str(corpus_dir / name) for name in ("001.json", "020.json", "023.json")]
+    options = ("--no-payback", "--budget-tokens", "3000", "--window-step", "none")
+
+    stdout = _command(*paths, *options, "--table").splitlines()
+
+    overrides = cli_overrides(payback=False, budget_tokens="3000", window_step="none")
+    sessions = load_sessions(paths)
+    result = replay(sessions, replay_config(overrides))
+    total = replay_quality(sessions, result)[-1]
+    recalls = sum(record.recalls for record in result.records)
+    assert recalls and total.recalls == recalls
+    quality_total = [line for line in stdout if line.startswith("total")][-1]
+    assert quality_total.endswith(f"{recalls:,}/{total.compressed_seen:,}")
+    sums = RecallSums(
+        recalls=recalls,
+        compressed_seen=total.compressed_seen,
+        holdout_repeats=total.natural_repeats,
+        holdout_seen=total.natural_seen,
+    )
+    assert stdout[-1] == f"recalls: {recall_figures(sums)['verdict']}"
