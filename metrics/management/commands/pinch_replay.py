@@ -10,12 +10,12 @@ from metrics.replay import (
     describe_errors,
     describe_settings,
     payload_writer,
-    render_quality_table,
     render_table,
     replay_config,
     verdict,
     write_json_lines,
 )
+from metrics.replay_quality import render_quality_table
 from routing.replay.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
 from routing.replay.price_list import with_listed_model
 from routing.replay.prices import CONFIGURED, Prices, describe_configured_prices
