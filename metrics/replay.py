@@ -373,6 +373,8 @@ def describe_settings(config: RouterConfig, model: str | None) -> str:
             )
         else:
             knobs += " payback=off"
+        # Recall changes what is sent (a note per changed result) and what it costs.
+        knobs += f" recall={'on' if pinch.recall.enabled else 'off'}"
     return f"model={model or config.routing.auto_model} {knobs}"
 
 

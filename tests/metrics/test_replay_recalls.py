@@ -100,8 +100,9 @@ def _command(*options):
 def test_the_verdict_and_the_table_say_what_is_one_recall_away(default_config, session_file):
     stdout = _command(session_file, *OPTIONS, "--price-per-1m", "3", "--table")
 
-    verdict = stdout.splitlines()[0]
+    verdict, settings = stdout.splitlines()[:2]
     assert "1 left the payload, 1 of them one recall away (1 recall, in the cost)" in verdict
+    assert settings.endswith(" recall=on")
     header = next(line for line in stdout.splitlines() if line.startswith("session"))
     row = next(line for line in stdout.splitlines() if line.startswith("hand.json"))
     cells = dict(zip(_columns(header), row.split(), strict=False))
