@@ -695,7 +695,9 @@ def test_the_command_says_what_the_agents_did_next_per_family(run, paths):
     assert "exposure (compressed, repeated)" in quality[1]
     expected = replay_quality(load_sessions(paths), replay(load_sessions(paths), replay_config({})))
     total = expected[-1]
-    assert quality[-1].split()[:3] == ["total", str(total.sessions), f"{total.requests:,}"]
+    # The total row, then the line judging the recalls (tests/metrics/test_replay_recalls.py).
+    assert quality[-2].split()[:3] == ["total", str(total.sessions), f"{total.requests:,}"]
+    assert quality[-1].startswith("recalls: ")
 
 
 def test_by_default_each_request_is_priced_at_its_models_configured_prices(
