@@ -8,6 +8,9 @@ an operator reads.
 
 The per-request lines (``write_json_lines``) are a contract read by other
 tools; their keys are ``REPLAY_KEYS``. The cost figures are in the table only.
+The payloads (``payload_writer``, ``--payloads``) are the other: every
+request's messages and tools as pinch would send them, keys ``PAYLOAD_KEYS``,
+so anyone can score what pinch really sends with a measure of their own.
 """
 
 from __future__ import annotations
@@ -18,12 +21,11 @@ from typing import IO, Any
 import yaml
 from django.db import DatabaseError
 
-from metrics.intervals import mean_interval, wilson
 from routing.config import ConfigError, RouterConfig
 from routing.config.store import check_overrides, stored_overrides
+from routing.replay.price_list import PriceSource
 from routing.replay.prices import CONFIGURED, Prices
-from routing.replay.quality import FamilyQuality
-from routing.replay.sessions import ReplayError, ReplayResult, Totals
+from routing.replay.sessions import PayloadSink, ReplayError, ReplayResult, Totals
 
 REPLAY_KEYS = (
     "conversation",
@@ -37,7 +39,12 @@ REPLAY_KEYS = (
     "references",
     "references_kept",
     "references_lost",
+    "references_recallable",
+    "recalls",
+    "recalled_tokens",
 )
+
+PAYLOAD_KEYS = ("conversation", "turn", "price_model", "messages", "tools")
 
 # The replay must not call a provider; an LLM classifier would, once per turn.
 # The tier only picks the model, which the replay's figures do not depend on.
@@ -142,6 +149,16 @@ def write_json_lines(result: ReplayResult, out: IO[str]) -> None:
         out.write(json.dumps({key: getattr(record, key) for key in REPLAY_KEYS}) + "\n")
 
 
+def payload_writer(out: IO[str], prices: Prices) -> PayloadSink:
+    """A ``replay(payloads=...)`` sink writing one JSON line per request, run under ``prices``."""
+
+    def write(conversation: str, turn: int, messages: list, tools: list | None) -> None:
+        line = dict(zip(PAYLOAD_KEYS, (conversation, turn, prices.label, messages, tools)))
+        out.write(json.dumps(line) + "\n")
+
+    return write
+
+
 TABLE_COLUMNS = (
     ("session", "<"),
     ("requests", ">"),
@@ -156,6 +173,9 @@ TABLE_COLUMNS = (
     ("relevance", ">"),
     ("prefix kept", ">"),
     ("refs kept", ">"),
+    ("in reach", ">"),
+    ("recalls", ">"),
+    ("recall store", ">"),
 )
 
 
@@ -169,6 +189,10 @@ def _ratio(ratio: float | None) -> str:
 
 def _dollars(amount: float) -> str:
     return f"${amount:,.2f}"
+
+
+def _kilobytes(size: int) -> str:
+    return f"{size / 1024:,.0f}KB"
 
 
 def _row(totals: Totals, prices: Prices, ratios: list[float | None]) -> list[str]:
@@ -186,6 +210,9 @@ def _row(totals: Totals, prices: Prices, ratios: list[float | None]) -> list[str
         _percent(totals.relevance_share),
         _percent(totals.prefix_kept),
         _percent(totals.references_share),
+        _percent(totals.recallable_share),
+        f"{totals.recalls:,}",
+        _kilobytes(totals.recall_store_bytes),
         *(_ratio(value) for value in ratios),
     ]
 
@@ -205,7 +232,10 @@ def render_table(
     column, cost with pinch over cost without, and a count of the sessions
     pinch made dearer. ``refs kept``: of the references the agent's next
     message made to tokens its context held only in tool results, the share
-    still in the payload sent.
+    still in the payload sent; ``in reach``: the share sent or one recall away;
+    ``recalls``: the recalls that takes (their round trips are in the cost
+    with pinch); ``recall store``: what the store holds at the end of the
+    session (of the sessions, for a family or the total).
     """
     prices = prices or CONFIGURED
     priced = priced if priced is not None else {prices: result}
@@ -244,15 +274,25 @@ def render_table(
 
 
 def verdict(
-    result: ReplayResult, prices: Prices, priced: dict[Prices, ReplayResult], model: str
+    result: ReplayResult,
+    prices: Prices,
+    priced: dict[Prices, ReplayResult],
+    model: str,
+    source: PriceSource | None = None,
 ) -> str:
     """The user's question answered in one line: what pinch would have saved on these
     sessions, in tokens and at ``prices``, and whether any session would have cost more
-    under any of the cache price models replayed (``priced``), the worst by how much."""
+    under any of the cache price models replayed (``priced``), the worst by how much.
+    ``source``: whose prices a model the user named was replayed at."""
     total = result.total
     saved = total.saved_share
     baseline, cost = total.baseline_cost(prices), total.cost(prices)
-    where = "at each request's configured prices" if prices is CONFIGURED else "at the prices given"
+    if prices is not CONFIGURED:
+        where = "at the prices given"
+    elif source is not None:
+        where = f"at {source.describe()}"
+    else:
+        where = "at each request's configured prices"
     if baseline > 0:
         money = (
             f"{_dollars(baseline - cost)} of {_dollars(baseline)} {where} "
@@ -286,8 +326,25 @@ def verdict(
     return (
         f"On these {sessions} session{'s' if sessions != 1 else ''} ({total.requests:,} "
         f"requests) pinch would have sent {_percent(saved)} fewer prompt tokens and saved "
-        f"{money}; {risk}."
+        f"{money}; {risk}{_recall_clause(total)}."
     )
+
+
+def _recall_clause(total: Totals) -> str:
+    """What the agents referred to in tool output: still sent, or one recall away."""
+    if not total.references:
+        return ""
+    lost = total.references - total.references_kept
+    clause = (
+        f"; of the {total.references:,} references the agents' next messages made to tool "
+        f"output, {lost:,} left the payload"
+    )
+    if total.references_recallable:
+        clause += (
+            f", {total.references_recallable:,} of them one recall away "
+            f"({total.recalls:,} recall{'s' if total.recalls != 1 else ''}, in the cost)"
+        )
+    return clause
 
 
 def describe_settings(config: RouterConfig, model: str | None) -> str:
@@ -316,6 +373,8 @@ def describe_settings(config: RouterConfig, model: str | None) -> str:
             )
         else:
             knobs += " payback=off"
+        # Recall changes what is sent (a note per changed result) and what it costs.
+        knobs += f" recall={'on' if pinch.recall.enabled else 'off'}"
     return f"model={model or config.routing.auto_model} {knobs}"
 
 
@@ -326,64 +385,3 @@ def describe_errors(result: ReplayResult, limit: int = 10) -> str:
     if len(result.errors) > limit:
         lines.append(f"  ... and {len(result.errors) - limit} more")
     return "\n".join(lines)
-
-
-QUALITY_COLUMNS = (
-    "family",
-    "sessions",
-    "requests",
-    "exposure (compressed, repeated)",
-    "seen whole, repeated",
-    "natural (pinch off)",
-    "errors after prune",
-    "errors otherwise",
-    "turns/task",
-    "stopped mid-loop",
-)
-
-
-def _rate_cell(count: int, trials: int) -> str:
-    estimate = wilson(count, trials)
-    if estimate.value is None:
-        return "-"
-    return (
-        f"{estimate.value * 100:.2f}% [{estimate.low * 100:.2f}-{estimate.high * 100:.2f}] "
-        f"{count:,}/{trials:,}"
-    )
-
-
-def render_quality_table(families: list[FamilyQuality]) -> str:
-    """The quality signals per agent family (routing.replay.quality), rates per result and turn.
-
-    exposure: repeats of a call whose result the payload had compressed, per
-    compressed result and turn the agent saw; seen whole: the same for results
-    sent whole; natural: with nothing compressed, repeats per result seen.
-    """
-    rows = [list(QUALITY_COLUMNS)]
-    for family in families:
-        turns = mean_interval(family.turns_per_task)
-        rows.append(
-            [
-                family.name,
-                f"{family.sessions:,}",
-                f"{family.requests:,}",
-                _rate_cell(family.refetches, family.compressed_seen),
-                _rate_cell(family.whole_repeats, family.whole_seen),
-                _rate_cell(family.natural_repeats, family.natural_seen),
-                _rate_cell(family.errors_after_prune, family.results_after_prune),
-                _rate_cell(family.errors_otherwise, family.results_otherwise),
-                "-" if turns.value is None else f"{turns.value:.1f} (n={turns.n})",
-                f"{family.stopped_mid_loop:,}",
-            ]
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(QUALITY_COLUMNS))]
-
-    def line(row: list[str]) -> str:
-        cells = [
-            f"{cell:<{w}}" if i == 0 else f"{cell:>{w}}"
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(rows[0]), rule, *map(line, rows[1:-1]), rule, line(rows[-1])])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from routing.quality import RequestSignals, newest_agent_message, request_signals, stopped_mid_loop
 from routing.replay.corpus import Session
-from routing.replay.sessions import ReplayResult, add_fields
+from routing.replay.totals import ReplayResult, add_fields
 
 _SUMMED = (
     "sessions",
@@ -37,6 +37,7 @@ _SUMMED = (
     "results_otherwise",
     "errors_otherwise",
     "stopped_mid_loop",
+    "recalls",
 )
 
 
@@ -58,6 +59,7 @@ class FamilyQuality:
     results_otherwise: int = 0
     errors_otherwise: int = 0
     stopped_mid_loop: int = 0
+    recalls: int = 0  # what the agent would have recalled (routing.replay.recalls)
     turns_per_task: list[int] = field(default_factory=list)
 
     def add(self, pinched: RequestSignals, natural: RequestSignals) -> None:
@@ -99,15 +101,18 @@ def session_quality(session: Session, compressed_at: dict[int, list[int]]) -> Fa
 def replay_quality(sessions: list[Session], result: ReplayResult) -> list[FamilyQuality]:
     """Per agent family, in the order first met, then the total (named "total")."""
     compressed: dict[str, dict[int, list[int]]] = {}
+    recalls: Counter = Counter()
     for record in result.records:
         compressed.setdefault(record.conversation, {})[record.turn] = [
             *record.compressed,
             *record.capped,
         ]
+        recalls[record.conversation] += record.recalls
     families: dict[str, FamilyQuality] = {}
     total = FamilyQuality("total")
     for session in sessions:
         quality = session_quality(session, compressed.get(session.name, {}))
+        quality.recalls = recalls[session.name]
         families.setdefault(session.family, FamilyQuality(session.family)).merge(quality)
         total.merge(quality)
     return [*families.values(), total]

@@ -27,16 +27,18 @@ Three things are measured per request:
   ``pinch.lines.distinctive_tokens``) that the agent's next message uses and
   that its context held only in tool results (no system, user or assistant
   message had them), and of those, the ones still in the payload sent. A
-  reference pinch removed is one the agent needed and could not read.
+  reference pinch removed is one the agent needed and could not read, unless
+  one recall of a result pinch changed brings it back (``routing.replay.recalls``:
+  the recalls are counted, and their round trips priced into the cost with pinch);
+* the recall store: what it holds once each session ends.
 
-The price models are ``routing.replay.prices``; the command's table and
-report are in ``metrics.replay``.
+The price models are ``routing.replay.prices``; the records and their sums
+``routing.replay.totals``; the command's table and report are in ``metrics.replay``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pinch import estimate_tokens, extract_text
@@ -48,6 +50,7 @@ from routing.prefix_probe import PrefixProbe, conversation_key
 from routing.pricing import billed_prompt_cost_usd
 from routing.protocols.chat.request import parse_chat_request
 from routing.replay.corpus import Session
+from routing.replay.price_list import listed_models
 from routing.replay.prices import (
     CONFIGURED,
     PRICE_MODELS,
@@ -57,6 +60,8 @@ from routing.replay.prices import (
     priced_config,
     tools_block,
 )
+from routing.replay.recalls import recalls_for, store_bytes
+from routing.replay.totals import ReplayResult, Totals, TurnError, TurnRecord
 from routing.selection import estimated_tokens, tools_overhead_tokens
 
 # The price models are part of what a replay is asked with: importable from here.
@@ -67,203 +72,12 @@ __all__ = [
     "ReplayError",
     "ReplayResult",
     "Totals",
+    "TurnRecord",
     "replay",
 ]
 
-
-class _Priced:
-    """The cost of a request (or, being linear in the token split, of a sum of
-    requests) under a price model; at the configured prices it is summed as it goes."""
-
-    def cost(self, prices: Prices) -> float:
-        if prices is CONFIGURED:
-            return self.configured_cost_usd
-        return prices.cost(self.cached_tokens, self.uncached_tokens)
-
-    def baseline_cost(self, prices: Prices) -> float:
-        if prices is CONFIGURED:
-            return self.configured_baseline_cost_usd
-        return prices.cost(self.baseline_cached_tokens, self.baseline_uncached_tokens)
-
-
-@dataclass(frozen=True)
-class TurnRecord(_Priced):
-    conversation: str
-    turn: int
-    original_tokens: int
-    final_tokens: int
-    compressed: list[int]
-    capped: list[int]
-    relevance_used: bool
-    prefix_match: int
-    previous_len: int
-    # The prompt split for the cache model: "cached" is what the session's
-    # previous request also sent first (tool definitions included once there
-    # is a previous request), "uncached" the rest; cached + uncached is
-    # final_tokens for the payload sent, original_tokens for the baseline.
-    cached_tokens: int = 0
-    uncached_tokens: int = 0
-    baseline_cached_tokens: int = 0
-    baseline_uncached_tokens: int = 0
-    references: int = 0
-    references_kept: int = 0
-    references_lost: list[str] = field(default_factory=list)  # sorted; pinch took them out
-    # Where the router sent it: (model id, tier, route reason); routing.replay.routes prices it.
-    route: tuple[str, str, str] = ("", "", "")
-    cold: bool = False  # after a gap longer than the cache lifetime
-    # The model the request went to, and its cost with pinch and without at that
-    # model's configured prices, as the live router bills it (routing.pricing).
-    model: str = ""
-    configured_cost_usd: float = 0.0
-    configured_baseline_cost_usd: float = 0.0
-
-    @property
-    def pruned(self) -> bool:
-        return bool(self.compressed or self.capped)
-
-
-@dataclass(frozen=True)
-class TurnError:
-    conversation: str
-    turn: int
-    status: int
-    message: str
-
-
-def add_fields(total, part, names) -> None:
-    """Add each named field of ``part`` to the field of the same name of ``total``."""
-    for name in names:
-        setattr(total, name, getattr(total, name) + getattr(part, name))
-
-
-# The Totals fields that are the sum of the TurnRecord fields of the same name.
-_FROM_RECORD = (
-    "original_tokens",
-    "final_tokens",
-    "pruned",
-    "relevance_used",
-    "cached_tokens",
-    "uncached_tokens",
-    "baseline_cached_tokens",
-    "baseline_uncached_tokens",
-    "references",
-    "references_kept",
-    "configured_cost_usd",
-    "configured_baseline_cost_usd",
-)
-
-
-@dataclass
-class Totals(_Priced):
-    name: str
-    family: str = ""
-    requests: int = 0
-    errors: int = 0
-    original_tokens: int = 0
-    final_tokens: int = 0
-    pruned: int = 0
-    relevance_used: int = 0
-    prefix_turns: int = 0
-    prefix_share_sum: float = 0.0
-    cached_tokens: int = 0
-    uncached_tokens: int = 0
-    baseline_cached_tokens: int = 0
-    baseline_uncached_tokens: int = 0
-    references: int = 0
-    references_kept: int = 0
-    configured_cost_usd: float = 0.0
-    configured_baseline_cost_usd: float = 0.0
-
-    def add(self, record: TurnRecord) -> None:
-        self.requests += 1
-        add_fields(self, record, _FROM_RECORD)
-        if record.previous_len:
-            self.prefix_turns += 1
-            self.prefix_share_sum += record.prefix_match / record.previous_len
-
-    def merge(self, other: Totals) -> None:
-        add_fields(self, other, _SUMMED)
-
-    @property
-    def saved_share(self) -> float:
-        if not self.original_tokens:
-            return 0.0
-        return (self.original_tokens - self.final_tokens) / self.original_tokens
-
-    def cost_ratio(self, prices: Prices) -> float | None:
-        """Cost with pinch over cost without it (1.0: the same; above 1: pinch cost more)."""
-        baseline = self.baseline_cost(prices)
-        return self.cost(prices) / baseline if baseline else None
-
-    def cost_saved_share(self, prices: Prices) -> float | None:
-        """Share of the baseline's cost saved; negative when pinch cost more."""
-        ratio = self.cost_ratio(prices)
-        return None if ratio is None else 1 - ratio
-
-    def costlier(self, prices: Prices) -> bool:
-        """Whether pinch made this session dearer than sending it whole (beyond float noise)."""
-        ratio = self.cost_ratio(prices)
-        return ratio is not None and ratio > 1 + 1e-9
-
-    @property
-    def references_share(self) -> float | None:
-        return self.references_kept / self.references if self.references else None
-
-    @property
-    def pruned_share(self) -> float:
-        return self.pruned / self.requests if self.requests else 0.0
-
-    @property
-    def relevance_share(self) -> float:
-        return self.relevance_used / self.requests if self.requests else 0.0
-
-    @property
-    def prefix_kept(self) -> float | None:
-        """Mean over turns with a previous payload of prefix_match / previous_len."""
-        return self.prefix_share_sum / self.prefix_turns if self.prefix_turns else None
-
-
-# The Totals fields that add up across sessions: all but its names.
-_SUMMED = tuple(f.name for f in fields(Totals) if f.name not in ("name", "family"))
-
-
-@dataclass
-class ReplayResult:
-    records: list[TurnRecord] = field(default_factory=list)
-    errors: list[TurnError] = field(default_factory=list)
-    sessions: list[Totals] = field(default_factory=list)
-
-    @property
-    def total(self) -> Totals:
-        total = Totals("total")
-        for session in self.sessions:
-            total.merge(session)
-        return total
-
-    def by_family(self) -> list[Totals]:
-        families: dict[str, Totals] = {}
-        for session in self.sessions:
-            families.setdefault(session.family, Totals(session.family, session.family))
-            families[session.family].merge(session)
-        return list(families.values())
-
-    def costlier_sessions(self, prices: Prices) -> list[str]:
-        return [s.name for s in self.sessions if s.costlier(prices)]
-
-    def dearer_ends(self, prices: Prices) -> tuple[int, int, float]:
-        """(Of the ends after each request, how many pinch made dearer, of how many, the
-        worst ratio): pinch plans from earlier requests only, so a session cut short
-        is its replay cut short (docs/pinch.md, "What a step risks")."""
-        dearer, worst = 0, 1.0
-        totals: dict[str, list[float]] = {}
-        for record in self.records:
-            spent = totals.setdefault(record.conversation, [0.0, 0.0])
-            spent[0] += record.cost(prices)
-            spent[1] += record.baseline_cost(prices)
-            if spent[0] > spent[1] * (1 + 1e-9):
-                dearer += 1
-                worst = max(worst, spent[0] / spent[1])
-        return dearer, len(self.records), worst
+# What --payloads receives for each request: (conversation, turn, messages, tools) as sent.
+PayloadSink = Callable[[str, int, list, list | None], None]
 
 
 def replay_model(config: RouterConfig, model: str | None) -> str:
@@ -271,7 +85,10 @@ def replay_model(config: RouterConfig, model: str | None) -> str:
     model = model or config.routing.auto_model
     if model != config.routing.auto_model and config.model(model) is None:
         known = ", ".join([config.routing.auto_model, *(m.id for m in config.models)])
-        raise ReplayError(f"unknown model {model!r}; use one of: {known}")
+        raise ReplayError(
+            f"unknown model {model!r}; use one of: {known}; "
+            f"or of the built-in price list: {', '.join(listed_models(config))}"
+        )
     return model
 
 
@@ -283,12 +100,15 @@ def replay(
     tools_tokens: int = 0,
     prices: Prices | None = None,
     cold_gaps: bool = True,
+    payloads: PayloadSink | None = None,
 ) -> ReplayResult:
     """Plan every request of every session; RouterErrors are counted, not raised.
 
     With a ``CachePrices``, every model bills its cache that way
     (``priced_config``); None or ``CONFIGURED``: each at its configured prices.
     With ``cold_gaps``, sessions with recorded times are replayed on them.
+    ``payloads`` is handed each request's messages and tools as they would be
+    sent, in order, as they are planned (a run's payloads are too big to keep).
     """
     if prices is not None and prices is not CONFIGURED:
         config = priced_config(config, prices)
@@ -300,7 +120,7 @@ def replay(
     done = 0
     for session in sessions:
         totals = Totals(session.name, session.family)
-        replayer = _SessionReplay(session, config, model, probe, extra_tools, cold_gaps)
+        replayer = _SessionReplay(session, config, model, probe, extra_tools, cold_gaps, payloads)
         for t in session.turns():
             outcome = replayer.turn(t)
             if isinstance(outcome, TurnError):
@@ -312,6 +132,7 @@ def replay(
             done += 1
             if progress is not None:
                 progress(done, total)
+        totals.recall_store_bytes = sum(replayer.store.values())
         result.sessions.append(totals)
     return result
 
@@ -324,8 +145,11 @@ def _message_tokens(message: Any) -> int:
 class _SessionReplay:
     """One session's requests in order, with what the cache model and the references need."""
 
-    def __init__(self, session, config, model, probe, extra_tools, cold_gaps=True):
+    def __init__(self, session, config, model, probe, extra_tools, cold_gaps=True, payloads=None):
         self.session = session
+        self.payloads = payloads
+        # The recall store at the end of the session: each handle named, its original's bytes.
+        self.store: dict[str, int] = {}
         self.times = session.times if cold_gaps else {}
         # A session without times runs on a clock of a second a request: always warm.
         self.clock = 0.0
@@ -362,6 +186,8 @@ class _SessionReplay:
             )
         except RouterError as error:
             return TurnError(session.name, t, error.status, error.message)
+        if self.payloads is not None:
+            self.payloads(session.name, t, plan.send_messages, request.tools)
         lifetime = self.config.cache_prices(plan.model).lifetime_seconds
         # After a gap the provider has forgotten the prefix: everything is written.
         cold = bool(self.previous_turn) and gap > lifetime
@@ -381,10 +207,13 @@ class _SessionReplay:
             compressed: list[int] = []
             capped: list[int] = []
             relevance_used = False
+            recallable: dict[str, str] = {}
         else:
             original, final = pinch.original_tokens, pinch.final_tokens
             compressed, capped = list(pinch.compressed), list(pinch.capped)
             relevance_used = pinch.relevance_used
+            recallable = pinch.recallable
+        self.store.update(store_bytes(recallable))
 
         tools = self.tools_tokens
         warm = self.previous_turn and not cold
@@ -394,12 +223,16 @@ class _SessionReplay:
         cached = (tools if previous_len else 0) + sum(sent[:match]) if not cold else 0
         uncached = tools + sum(sent) - cached
         lost, kept = self._references(t, plan.send_messages)
+        recalls = recalls_for(sorted(lost), recallable, cached + uncached)
         self.previous_turn = t
         model = plan.model
         # Writes are billed only by a model with a cache block (Anthropic's); others
         # cache by themselves and charge the prompt price for the rest.
-        written = uncached if model.cache is not None else 0
-        baseline_written = baseline_uncached if model.cache is not None else 0
+        writes = model.cache is not None
+        written = uncached if writes else 0
+        baseline_written = baseline_uncached if writes else 0
+        recall_written = recalls.uncached_tokens if writes else 0
+        recall_tokens = recalls.cached_tokens + recalls.uncached_tokens
         return TurnRecord(
             conversation=session.name,
             turn=t,
@@ -417,10 +250,16 @@ class _SessionReplay:
             references=len(lost) + len(kept),
             references_kept=len(kept),
             references_lost=sorted(lost),
+            references_recallable=recalls.recallable,
+            recalls=len(recalls.handles),
+            recalled_tokens=recalls.recalled_tokens,
+            recall_cached_tokens=recalls.cached_tokens,
+            recall_uncached_tokens=recalls.uncached_tokens,
             route=(plan.model.id, plan.tier, plan.route_reason),
             cold=cold,
             model=model.id,
-            configured_cost_usd=billed_prompt_cost_usd(model, cached + uncached, cached, written),
+            configured_cost_usd=billed_prompt_cost_usd(model, cached + uncached, cached, written)
+            + billed_prompt_cost_usd(model, recall_tokens, recalls.cached_tokens, recall_written),
             configured_baseline_cost_usd=billed_prompt_cost_usd(
                 model,
                 baseline_cached + baseline_uncached,

@@ -27,8 +27,10 @@ FILES = ("001.json", "020.json", "023.json")
 BUDGET = "8000"
 
 # Table cells (table_row): name, requests, errors, tokens w/o, with, saved,
-# cost w/o, cost with, cost saved, pruned, relevance, prefix kept.
+# cost w/o, cost with, cost saved, pruned, relevance, prefix kept, refs kept,
+# in reach, recalls, recall store, then one cost ratio per price model.
 SAVED, COST_WITHOUT, COST_WITH, COST_SAVED, PRUNED, RELEVANCE, PREFIX, REFS_KEPT = range(5, 13)
+FIRST_RATIO = REFS_KEPT + 4
 
 
 @pytest.fixture
@@ -94,6 +96,9 @@ def test_it_writes_one_json_line_per_assistant_turn_with_the_contract_keys(run, 
         "references": int,
         "references_kept": int,
         "references_lost": list,
+        "references_recallable": int,
+        "recalls": int,
+        "recalled_tokens": int,
     }
     assert tuple(types) == REPLAY_KEYS
     for line in lines:
@@ -129,8 +134,9 @@ def test_with_pinch_off_nothing_is_saved_and_the_prefix_is_whole(run, corpus_dir
         assert line["relevance_used"] is False
     row = table_row(stdout, "total")
     assert [row[SAVED], *row[PRUNED : PREFIX + 1]] == ["0.0%", "0.0%", "0.0%", "100.0%"]
-    assert row[REFS_KEPT] == "100.0%"
-    assert row[PREFIX + 2 :] == ["1.000x"] * 4  # the config's prices, then three models
+    # Nothing taken out: nothing to recall, and the recall store stays empty.
+    assert row[REFS_KEPT:FIRST_RATIO] == ["100.0%", "100.0%", "0", "0KB"]
+    assert row[FIRST_RATIO:] == ["1.000x"] * 4  # the config's prices, then three models
     assert "pinch disabled" in stdout
 
 
@@ -468,8 +474,10 @@ def test_the_baseline_cost_follows_from_the_corpus_alone(run, corpus_dir):
         assert table_row(stdout, name)[COST_WITHOUT] == dollars(expected)
 
 
-def test_without_a_cache_the_cost_saved_is_the_tokens_saved(run):
+def test_without_a_cache_or_recalls_the_cost_saved_is_the_tokens_saved(run):
     _, stdout, _ = run(
+        "--set",
+        "pinch.recall.enabled=false",
         "--budget-tokens",
         BUDGET,
         "--cache-read-multiplier",
@@ -609,7 +617,7 @@ def test_each_price_model_column_is_its_own_replay_and_the_footer_counts_dearer_
         result = replay(sessions, config, prices=prices)
         for totals in (*result.sessions, result.total):
             # After the config's own prices' column.
-            assert table_row(stdout, totals.name)[REFS_KEPT + 2 + k] == (
+            assert table_row(stdout, totals.name)[FIRST_RATIO + 1 + k] == (
                 f"{totals.cost_ratio(prices):.3f}x"
             )
         dearer = result.costlier_sessions(prices)
@@ -687,7 +695,9 @@ def test_the_command_says_what_the_agents_did_next_per_family(run, paths):
     assert "exposure (compressed, repeated)" in quality[1]
     expected = replay_quality(load_sessions(paths), replay(load_sessions(paths), replay_config({})))
     total = expected[-1]
-    assert quality[-1].split()[:3] == ["total", str(total.sessions), f"{total.requests:,}"]
+    # The total row, then the line judging the recalls (tests/metrics/test_replay_recalls.py).
+    assert quality[-2].split()[:3] == ["total", str(total.sessions), f"{total.requests:,}"]
+    assert quality[-1].startswith("recalls: ")
 
 
 def test_by_default_each_request_is_priced_at_its_models_configured_prices(
@@ -705,10 +715,15 @@ def test_by_default_each_request_is_priced_at_its_models_configured_prices(
     expected = 0.0
     for record in result.records:
         model = default_config.model(record.model)
-        written = record.uncached_tokens if model.cache is not None else 0
+        writes = model.cache is not None
+        written = record.uncached_tokens if writes else 0
         expected += billed_prompt_cost_usd(
             model, record.cached_tokens + record.uncached_tokens, record.cached_tokens, written
         )
+        # And each recall's round trip: the payload read again, the recalled text written.
+        read, rest = record.recall_cached_tokens, record.recall_uncached_tokens
+        expected += billed_prompt_cost_usd(model, read + rest, read, rest if writes else 0)
+    assert any(record.recalls for record in result.records)
     assert total.configured_cost_usd == pytest.approx(expected)
     row = table_row(stdout, "total")
     assert row[COST_WITH] == dollars(total.configured_cost_usd)
@@ -730,7 +745,10 @@ def test_the_first_line_is_the_verdict_and_the_table_waits_for_a_flag(default_co
         r"On these 3 sessions \([\d,]+ requests\) pinch would have sent \d+\.\d% fewer prompt "
         r"tokens and saved \$[\d,.]+ of \$[\d,.]+ at the prices given \(0\.\d+x the cost "
         r"without it\); (no session dearer under any cache price model \(worst \d\.\d+x\)|"
-        r"\d+ sessions? dearer under some cache price model \(.+\), the worst at \d\.\d+x)\.",
+        r"\d+ sessions? dearer under some cache price model \(.+\), the worst at \d\.\d+x)"
+        r"(; of the [\d,]+ references the agents' next messages made to tool output, [\d,]+ "
+        r"left the payload(, [\d,]+ of them one recall away \([\d,]+ recalls?, in the cost\))?)?"
+        r"\.",
         first,
     ), first
     assert not any(line.startswith("session ") for line in rest)  # no table

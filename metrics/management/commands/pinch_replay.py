@@ -1,5 +1,6 @@
 """pinch_replay PATH...: what pinch would save on recorded agent sessions (routing.replay)."""
 
+from contextlib import ExitStack
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -8,13 +9,15 @@ from metrics.replay import (
     cli_overrides,
     describe_errors,
     describe_settings,
-    render_quality_table,
+    payload_writer,
     render_table,
     replay_config,
     verdict,
     write_json_lines,
 )
+from metrics.replay_quality import render_quality_table
 from routing.replay.corpus import MAX_FILE_BYTES, CorpusError, load_sessions
+from routing.replay.price_list import with_listed_model
 from routing.replay.prices import CONFIGURED, Prices, describe_configured_prices
 from routing.replay.quality import replay_quality
 from routing.replay.sessions import PRICE_MODELS, CachePrices, ReplayError, replay, replay_model
@@ -61,6 +64,12 @@ class Command(BaseCommand):
             dest="json_out",
             metavar="OUT",
             help="write one JSON object per request to OUT (one per line)",
+        )
+        parser.add_argument(
+            "--payloads",
+            metavar="FILE",
+            help="write every request's payload as it would be sent to FILE, one JSON line "
+            "each (conversation, turn, price_model, messages, tools), for every price model run",
         )
         parser.add_argument("--budget-tokens", metavar="N", help="pinch.budget_tokens")
         parser.add_argument("--keep-last-turns", metavar="N", help="pinch.keep_last_turns")
@@ -121,7 +130,12 @@ class Command(BaseCommand):
             action="store_true",
             help="one row per agent family (meta.agent) instead of one per session",
         )
-        parser.add_argument("--model", help="the requested model (default: the auto model)")
+        parser.add_argument(
+            "--model",
+            help="the requested model (default: the auto model): one of the config's, or a "
+            "well-known model of the built-in price list (claude-sonnet-4-5, gpt-5, ...), "
+            "replayed at its list prices",
+        )
         defaults = CachePrices()
         # Unset: each request at its model's configured prices, as the live router bills.
         parser.add_argument(
@@ -146,7 +160,7 @@ class Command(BaseCommand):
             f"cache (default: {defaults.write_multiplier:g}; 1 for no write premium)",
         )
 
-    def handle(self, *args, paths, json_out, model, **options):
+    def handle(self, *args, paths, json_out, payloads, model, **options):
         paths = paths or self._default_logs()
         if options["tools_tokens"] < 0:
             raise CommandError("--tools-tokens: must be 0 or more")
@@ -165,7 +179,7 @@ class Command(BaseCommand):
                 payback=options["payback"],
                 settings=options["config_sets"],
             )
-            config = replay_config(overrides)
+            config, source = with_listed_model(replay_config(overrides), model)
             model = replay_model(config, model)
             skipped: list[str] = []
             sessions = load_sessions(paths, skipped, options["max_file_mb"] * 2**20)
@@ -173,42 +187,41 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         for reason in skipped:
             self.stderr.write(f"skipped {reason}")
-        # Opened before the replay: a typo in the path should not cost a full run.
-        try:
-            out = open(json_out, "w", encoding="utf-8") if json_out else None  # noqa: SIM115
-        except OSError as error:
-            raise CommandError(f"cannot write {json_out}: {error.strerror}") from None
-        try:
-            # One run per price model: pinch decides by the prices it is billed at.
-            models = list(dict.fromkeys([prices, *PRICE_MODELS]))
-            priced = {}
-            for k, price_model in enumerate(models):
-                priced[price_model] = replay(
-                    sessions,
-                    config,
-                    model=model,
-                    progress=self._progress_of(k, len(models)),
-                    tools_tokens=options["tools_tokens"],
-                    prices=price_model,
-                    cold_gaps=not options["no_cold_gaps"],
-                )
-            result = priced[prices]
-            if out is not None:
-                write_json_lines(result, out)
-        except ReplayError as error:
-            raise CommandError(str(error)) from None
-        finally:
-            self._end_progress()
-            if out is not None:
-                out.close()
+        # Opened before the replay: a typo in a path should not cost a full run.
+        with ExitStack() as files:
+            out = self._open(json_out, files)
+            payloads_out = self._open(payloads, files)
+            try:
+                # One run per price model: pinch decides by the prices it is billed at.
+                models = list(dict.fromkeys([prices, *PRICE_MODELS]))
+                priced = {}
+                for k, price_model in enumerate(models):
+                    sink = payload_writer(payloads_out, price_model) if payloads_out else None
+                    priced[price_model] = replay(
+                        sessions,
+                        config,
+                        model=model,
+                        progress=self._progress_of(k, len(models)),
+                        tools_tokens=options["tools_tokens"],
+                        prices=price_model,
+                        cold_gaps=not options["no_cold_gaps"],
+                        payloads=sink,
+                    )
+                result = priced[prices]
+                if out is not None:
+                    write_json_lines(result, out)
+            except ReplayError as error:
+                raise CommandError(str(error)) from None
+            finally:
+                self._end_progress()
         settings = describe_settings(config, model)
         if options["tools_tokens"]:
             settings += f" tools_tokens={options['tools_tokens']}"
         if options["no_cold_gaps"]:
             settings += " cold_gaps=off"
-        self.stdout.write(verdict(result, prices, priced, model))
+        self.stdout.write(verdict(result, prices, priced, model, source))
         self.stdout.write(settings)
-        self.stdout.write(self._prices_line(prices, config, result))
+        self.stdout.write(self._prices_line(prices, config, result, source))
         if options["table"]:
             self.stdout.write(render_table(result, prices, priced, options["by_family"]))
             self.stdout.write(
@@ -220,6 +233,16 @@ class Command(BaseCommand):
             self.stdout.write("Per session, and what the agents did next: --table.")
         if result.errors:
             self.stderr.write(describe_errors(result))
+
+    @staticmethod
+    def _open(path: str | None, files: ExitStack):
+        """``path`` opened for writing until ``files`` closes (None: not asked for)."""
+        if not path:
+            return None
+        try:
+            return files.enter_context(open(path, "w", encoding="utf-8"))
+        except OSError as error:
+            raise CommandError(f"cannot write {path}: {error.strerror}") from None
 
     @staticmethod
     def _default_logs() -> list[str]:
@@ -245,12 +268,13 @@ class Command(BaseCommand):
         return CachePrices(**given) if given else CONFIGURED
 
     @staticmethod
-    def _prices_line(prices, config, result) -> str:
+    def _prices_line(prices, config, result, source) -> str:
         """Which prices the cost columns used: the reader must not have to guess."""
         ratios = "x (read, write): cost with pinch over cost without under that price model"
         if prices is CONFIGURED:
             used = describe_configured_prices(config, (r.model for r in result.records))
-            return f"cost: each request at its model's configured prices ({used}); {ratios}"
+            whose = source.describe() if source else "its model's configured prices"
+            return f"cost: each request at {whose} ({used}); {ratios}"
         return (
             f"cost: ${prices.price_per_1m:g} per 1M input tokens for every model, prefix shared "
             f"with the session's previous request x{prices.read_multiplier:g} (cache read), the "
