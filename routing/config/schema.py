@@ -235,9 +235,9 @@ class ForwardingConfig(Strict):
 
 class LimitsConfig(Strict):
     # Per-key budgets and rate limits (set on each key: routing/limits/). How old
-    # a key's spend may be when a request is checked against its budget: the
-    # spend is one aggregate query, so a key is re-summed at most this often per
-    # process (0: every request). Requests in flight are not yet counted either.
+    # a key's summed spend may be for the soft budget's warning and the refusal
+    # before planning: one aggregate query, re-run at most this often per process
+    # (0: every request). The hard budget is reserved per request (routing/limits/ledger.py).
     spend_refresh_seconds: float = Field(5.0, ge=0)
 
 

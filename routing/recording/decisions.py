@@ -27,11 +27,12 @@ from django.utils import timezone
 from routing import conversations
 from routing.auth import touch_api_key, touch_due
 from routing.cache_forecast import forecast_fields, verdict_fields
+from routing.db_writes import request_write
+from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
 from routing.recording import health, journal, spool
 from routing.recording import ids as decision_ids
-from routing.recording.db_writes import request_write
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
@@ -51,8 +52,9 @@ class OpenDecision:
         return self.fields.get("id")
 
 
-def new_decision(plan, api_key=None) -> OpenDecision:
-    """The row for a planned request, in memory, with its id reserved."""
+def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
+    """The row for a planned request, in memory, with its id reserved; ``hold``: its budget
+    reservation (routing.limits.ledger), settled when the row is inserted."""
     model = plan.model
     pinch = plan.pinch
     prefix = plan.prefix or (None, None, None)
@@ -94,6 +96,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         **(plan.signals.as_fields() if plan.signals is not None else {}),
         **forecast_fields(plan),
     }
+    if hold is not None:
+        fields[ledger.HOLD_KEY] = hold.as_field()
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)
     return OpenDecision(fields, api_key)
@@ -135,6 +139,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
             upstream_model=outcome.model.send_as,
             estimated_cost_usd=outcome.cost_usd,
         )
+    ledger.charge(fields, outcome.model)
     journaled_id = decision.id
     # Whatever a client or an upstream put in it, the row fits its columns.
     decision.fields = fit(fields)

@@ -41,9 +41,9 @@ from django.conf import settings
 from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.db import Error as DatabaseFailure
 
+from routing.db_writes import request_write
 from routing.models import ApiKey
 from routing.recording import journal, stored
-from routing.recording.db_writes import request_write
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 

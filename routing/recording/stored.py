@@ -3,7 +3,7 @@
 A stored response is written after its upstream was paid for, like a
 decision: a database that refuses it (locked, down, or PostgreSQL refusing a
 ``\\u0000`` a client sent) must not turn a paid answer into a 503 or a cut
-stream. So the row goes through the same bounded wait (routing/recording/db_writes.py)
+stream. So the row goes through the same bounded wait (routing/db_writes.py)
 and, failing that, to ``<spool>/responses.jsonl`` (fsync'd), which every
 drain of the decision spool writes afterwards (routing/recording/spool.py).
 Strings are cleaned of NUL first (routing/recording/values.py).
@@ -18,8 +18,8 @@ from django.db import Error as DatabaseFailure
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from routing.db_writes import request_write
 from routing.models import StoredResponse
-from routing.recording.db_writes import request_write
 from routing.recording.values import json_safe
 
 log = logging.getLogger(__name__)
