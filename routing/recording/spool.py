@@ -43,7 +43,7 @@ from django.db import Error as DatabaseFailure
 
 from routing.db_writes import request_write
 from routing.models import ApiKey
-from routing.recording import journal, stored
+from routing.recording import journal
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
@@ -147,8 +147,6 @@ def pending() -> bool:
             return True
     except OSError:
         pass
-    if stored.pending(directory):
-        return True
     now = time.monotonic()
     if now - _leftovers_checked_at < LEFTOVER_CHECK_SECONDS:
         return False
@@ -255,7 +253,6 @@ def drain(raise_errors: bool = False) -> int:
                 _drain_spool_files(progress)
                 # Last, so that a finished row in the spool wins over its interrupted twin.
                 _recover_journals(progress)
-                progress["rows"] += stored.drain(spool_dir())
     except DatabaseFailure as error:
         log.warning("spool_drain_stopped reason=%s", type(error).__name__)
         if raise_errors:

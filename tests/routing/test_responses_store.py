@@ -86,20 +86,22 @@ def test_input_items_pages_end_when_items_share_an_id(sdk):
     assert texts == ["a", "b", "c"]
 
 
-def test_a_database_that_refuses_the_stored_response_still_answers_and_records(sdk, monkeypatch):
-    real_save = stored._save
+def test_a_stored_response_and_its_decision_are_spooled_and_drained_together(sdk, monkeypatch):
+    real_write = stored._write_one
 
-    def refuse(fields):
+    def refuse(kept, created_at):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(stored, "_save", refuse)
+    monkeypatch.setattr(stored, "_write_one", refuse)
     response = sdk.responses.create(model="echo-medium", input="keep me")
     assert response.output_text
-    assert RouteDecision.objects.get().status_code == 200
+    # One transaction: the row did not go in without its stored response.
+    assert RouteDecision.objects.count() == 0
     assert StoredResponse.objects.count() == 0
 
-    monkeypatch.setattr(stored, "_save", real_save)
-    spool.drain()
+    monkeypatch.setattr(stored, "_write_one", real_write)
+    assert spool.drain() == 1
+    assert RouteDecision.objects.get().status_code == 200
     assert StoredResponse.objects.get().response_id == response.id
     assert sdk.responses.retrieve(response.id).id == response.id
 

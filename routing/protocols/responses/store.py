@@ -9,21 +9,17 @@ Each row keeps only its own request's input and its output; a continuation
 is the chain of rows back to the first (``chain_root``), read in one query.
 Copying the whole conversation into every row once took a worker to 2.26 GB
 and the database up by 1.5 GB for 25 requests of 4 MB. A chain past
-``responses.max_chain_bytes`` is not continued. Rows are written through the
-decision path's durable write (routing/recording/stored.py).
+``responses.max_chain_bytes`` is not continued. Rows are written with their
+decision, in its transaction or its spool line (routing/recording/stored.py):
+this module only reads them.
 """
 
-from datetime import timedelta
-
-import orjson
-from django.db import Error as DatabaseFailure
 from django.db.models import Q
 from django.utils import timezone
 
 from routing.config.store import current_config
 from routing.errors import RouterError
 from routing.models import StoredResponse
-from routing.recording import spool, stored
 
 
 def _not_found(response_id: str, param=None) -> RouterError:
@@ -34,40 +30,6 @@ def _not_found(response_id: str, param=None) -> RouterError:
         "previous_response_not_found" if param else "response_not_found",
         param,
     )
-
-
-def keep_response(
-    api_key_id, input_items: list, response: dict, ttl_hours: float, previous_id: str = ""
-) -> None:
-    """Store a finished response (``input_items``: this request's input only), chained to
-    ``previous_id``; expired rows go at the same time. Never raises for the database."""
-    now = timezone.now()
-    size = len(orjson.dumps(input_items)) + len(orjson.dumps(response.get("output") or []))
-    root, before = response["id"], 0  # a first turn roots its own chain
-    if previous_id:
-        root = previous_id
-        try:
-            previous = (
-                StoredResponse.objects.filter(response_id=previous_id, api_key_id=api_key_id)
-                .values_list("chain_root", "chain_bytes")
-                .first()
-            )
-        except DatabaseFailure:
-            previous = None  # the database is down: the row is spooled below anyway
-        if previous is not None:
-            root, before = previous[0] or previous_id, previous[1]
-    fields = {
-        "response_id": response["id"],
-        "api_key_id": api_key_id,
-        "created_at": now,
-        "expires_at": now + timedelta(hours=ttl_hours),
-        "input_items": input_items,
-        "response": response,
-        "previous_response_id": previous_id or "",
-        "chain_root": root,
-        "chain_bytes": before + size,
-    }
-    stored.keep(fields, spool.spool_dir())
 
 
 def stored_response(api_key_id, response_id: str, param=None) -> StoredResponse:
