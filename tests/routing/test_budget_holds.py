@@ -10,7 +10,6 @@ the worst case is the cost and the budget must be spent to the cent.
 """
 
 import concurrent.futures
-import uuid
 
 import openai
 import pytest
@@ -20,9 +19,8 @@ from routing.limits.budgets import spend_by_key
 from routing.models import BudgetLedger, RouteDecision
 from routing.recording import spool
 from tests.support.config import base_config
-from tests.support.postgres import scratch_database
 from tests.support.redis import redis_url_or_skip
-from tests.support.served import gunicorn_router, prepare, router_env
+from tests.support.served import two_routers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -135,18 +133,8 @@ def test_a_spooled_rows_reservation_is_settled_when_the_spool_drains(
 
 @pytest.fixture
 def two_instances(tmp_path, upstream):
-    redis_url = redis_url_or_skip()
-    with scratch_database() as database_url:
-        env = router_env(
-            tmp_path,
-            dollar_config(upstream.base_url),
-            DATABASE_URL=database_url,
-            REDIS_URL=redis_url,
-            DJANGO_SECRET_KEY="budget-holds-" + uuid.uuid4().hex,
-        )
-        key = prepare(env)
-        with gunicorn_router(env, key) as first, gunicorn_router(env, key) as second:
-            yield first, second
+    with two_routers(tmp_path, dollar_config(upstream.base_url), redis_url_or_skip()) as pair:
+        yield pair
 
 
 def test_sixteen_threads_over_two_instances_spend_the_budget_and_no_more(two_instances):

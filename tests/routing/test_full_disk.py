@@ -29,6 +29,7 @@ from django.test import Client
 from routing.models import RouteDecision, StoredResponse
 from routing.recording import decisions, room, spool
 from tests.routing.test_durability import lock_sqlite
+from tests.routing.test_recording import chat
 from tests.support.config import base_config
 from tests.support.full_disk import fill, small_disk
 from tests.support.served import gunicorn_router, prepare, router_env
@@ -127,15 +128,6 @@ def test_on_a_full_disk_every_answered_request_has_its_row_and_its_stored_respon
 
 
 # In process, without root: the disk's refusals where the router meets them.
-
-
-def chat(api_key):
-    return Client().post(
-        "/v1/chat/completions",
-        {"model": "echo-medium", "messages": HI},
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {api_key}",
-    )
 
 
 def no_space(*args, **kwargs):
