@@ -109,6 +109,8 @@ def reserve(plan, key: ApiKey) -> Hold | None:
     try:
         for _ in range(2):
             ledger_id = _ledger_id(key, plan.config)
+            if ledger_id is None:
+                return None
             with request_write():
                 taken = BudgetLedger.objects.filter(
                     pk=ledger_id,
@@ -142,7 +144,7 @@ def held(plan, key: ApiKey):
         raise
 
 
-def _ledger_id(key: ApiKey, config) -> int:
+def _ledger_id(key: ApiKey, config) -> int | None:
     start = budget_period(key.budget_period, config, timezone.now()).start
     cached = _ledgers.get((key.pk, start))
     if cached is not None:
@@ -156,8 +158,10 @@ def _ledger_id(key: ApiKey, config) -> int:
                 ledger = BudgetLedger.objects.create(
                     api_key=key, period_start=start, settled_usd=spent
                 )
-        except IntegrityError:  # another worker made it first
-            ledger = BudgetLedger.objects.get(api_key=key, period_start=start)
+        except IntegrityError:  # another worker made it first (or the key is gone)
+            ledger = BudgetLedger.objects.filter(api_key=key, period_start=start).first()
+            if ledger is None:
+                return None
     with _ledgers_lock:
         _ledgers[(key.pk, start)] = ledger.pk
     return ledger.pk
