@@ -14,7 +14,9 @@ per-minute buckets, after it), for
   default: most requests read the cache);
 * a budget re-summed on every request (``spend_refresh_seconds: 0``) over
   ``--decisions`` rows of the key in the period (one grouped query);
-* everything at once (budget cached + rpm + tpm), memory and Redis.
+* everything at once (budget cached + rpm + tpm), memory and Redis;
+* the hard budget's reservation and settlement on the ledger (two UPDATEs,
+  routing/limits/ledger.py), which every request of a key with a hard budget adds.
 
 It uses a temporary SQLite database (migrated here) and the shipped config;
 Redis at ``--redis`` (127.0.0.1:6379/13 by default; its rows are skipped when
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -94,6 +97,7 @@ def main() -> None:
         from routing.config import DEFAULT_CONFIG_PATH, validate_config
         from routing.config.schema import LimitsConfig
         from routing.limits.admission import admit, forget_limit_state
+        from routing.limits.ledger import reserve
         from routing.models import RouteDecision
 
         config = validate_config(yaml.safe_load(DEFAULT_CONFIG_PATH.read_text()))
@@ -146,6 +150,16 @@ def main() -> None:
             calls = args.calls if cfg is config else max(args.calls // 20, 50)
             p50, p99 = timed(step(key, cfg), calls)
             print(f"{label:52} {p50:9.1f} {p99:9.1f}")
+
+        # The hard budget's own two statements: the reservation before the upstream call
+        # and its settlement (the same UPDATE the row's insert runs, here on its own).
+        request = SimpleNamespace(max_tokens=1000)
+        plan = SimpleNamespace(
+            config=config, measured_tokens=TOKENS, request=request, candidates=[config.models[0]]
+        )
+        forget_limit_state()
+        p50, p99 = timed(lambda: reserve(plan, budget).release(), max(args.calls // 5, 50))
+        print(f"{'budget: worst case reserved + settled (ledger)':52} {p50:9.1f} {p99:9.1f}")
 
 
 if __name__ == "__main__":

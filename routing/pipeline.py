@@ -37,6 +37,7 @@ from routing.config import ModelConfig, RouterConfig
 from routing.conversation_state import RecordedState
 from routing.errors import RouterError
 from routing.experiments import Arm, arm_config, assign_arm
+from routing.limits.ledger import held as budget_held
 from routing.local_vision import with_local_vision
 from routing.model_list import unknown_model_error
 from routing.models import RouteDecision
@@ -349,4 +350,6 @@ def open_decision(plan: Plan, api_key=None) -> OpenDecision:
         check_capabilities(plan.model, plan.request)
     # No upstream call that could not be recorded, unless the operator allows it.
     require_recording(plan.config.routing.serve_unrecorded)
-    return new_decision(plan, api_key)
+    # The key's budget: the request's worst case reserved, given back if the decision fails to open.
+    with budget_held(plan, api_key) as hold:
+        return new_decision(plan, api_key, hold)

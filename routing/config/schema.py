@@ -205,6 +205,10 @@ class ResponsesConfig(Strict):
     # A stored conversation (a chain of previous_response_id) of more bytes
     # than this is not continued (400): the chain is not bounded by the body limit.
     max_chain_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    # The stored chains a worker process holds at once for the requests that continue
+    # them (bytes as stored; in memory a request takes about four times that).
+    # Continuations past it wait their turn (routing/protocols/responses/store.py).
+    max_chain_bytes_in_flight: int = Field(64 * 1024 * 1024, gt=0)
     # A built-in (hosted) tool only a Responses upstream runs (web_search, which
     # Codex offers on every request), sent to any other model: "omit" leaves it
     # out and says so (X-Router-Omitted-Tools, the decision's omitted_tools);
@@ -235,9 +239,9 @@ class ForwardingConfig(Strict):
 
 class LimitsConfig(Strict):
     # Per-key budgets and rate limits (set on each key: routing/limits/). How old
-    # a key's spend may be when a request is checked against its budget: the
-    # spend is one aggregate query, so a key is re-summed at most this often per
-    # process (0: every request). Requests in flight are not yet counted either.
+    # a key's summed spend may be for the soft budget's warning and the refusal
+    # before planning: one aggregate query, re-run at most this often per process
+    # (0: every request). The hard budget is reserved per request (routing/limits/ledger.py).
     spend_refresh_seconds: float = Field(5.0, ge=0)
 
 

@@ -35,6 +35,8 @@ class Outcome:
     # Whether the answer asked for tool calls (None: no answer); a conversation
     # whose last answer did and that never came back stopped mid tool loop.
     answer_tool_calls: bool | None = None
+    # What the wire keeps of the answer (a stored response), written with the row.
+    stored_response: dict | None = None
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).

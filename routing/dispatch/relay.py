@@ -60,6 +60,7 @@ def complete(plan, decision, headers: dict, wire):
     outcome.status = 200
     outcome.take_usage(wire.usage(data))
     outcome.answer_tool_calls = wire.asks_tools(data)
+    outcome.stored_response = wire.to_keep(data)
     if outcome.prompt_tokens is None:
         _estimate_usage(outcome, plan, wire.answer_chars(data))
     finish_decision(decision, outcome)

@@ -8,7 +8,9 @@ Two steps, because the token limit needs what pinch made of the request:
    soft budget, the answer carries ``X-Router-Budget-Warning`` and, when
    the key has ``budget_fallback``, ``auto`` goes a tier cheaper;
 2. ``Admission.take(measured_tokens)``, after planning: the prompt tokens
-   measured after pinch, from the key's per-minute token bucket.
+   measured after pinch, from the key's per-minute token bucket;
+3. as the decision opens (routing.pipeline.open_decision), the request's
+   worst case reserved on the key's hard budget (routing.limits.ledger).
 
 A key with no limits costs neither a query nor a bucket. A refusal is counted
 (routing.limits.refusals) and raised as a RouterError the view renders in the
@@ -26,6 +28,7 @@ from django.conf import settings
 from routing.config import RouterConfig
 from routing.limits import rate
 from routing.limits.budgets import BudgetState, has_budget, spend_cache
+from routing.limits.ledger import forget_ledgers
 from routing.limits.refusals import budget_exhausted, count_refusal, rate_limited, too_large
 from routing.models import ApiKey, LimitRefusal
 
@@ -110,3 +113,4 @@ def forget_limit_state() -> None:
     """Drop this process's cached spends and memory buckets (tests; a fresh start)."""
     spend_cache.forget()
     rate.forget_buckets()
+    forget_ledgers()

@@ -8,7 +8,9 @@ price. One grouped query per period sums it from the key's hourly spend
 (``KeySpend``, routing/summaries/: added to as each decision is recorded, so a
 check reads at most a row per hour and model of the period, never the key's
 decisions), and the request path re-sums a key at most every
-``limits.spend_refresh_seconds`` per process. A database that
+``limits.spend_refresh_seconds`` per process, for the soft budget's warning
+and the refusal before planning; the hard budget itself is reserved per
+request from the ledger (routing/limits/ledger.py). A database that
 cannot be read leaves the key on its last known spend (or unchecked), logged:
 the budget is not worth failing requests for.
 
@@ -120,10 +122,15 @@ def _spent(config: RouterConfig, key_ids: list[int], start: datetime) -> dict[in
     )
     spent: dict[int, float] = defaultdict(float)
     for key_id, model_id, prompt, completion in rows:
-        model = config.model(model_id)
-        price = model.completion_price if model is not None else 0.0
-        spent[key_id] += (prompt or 0.0) + (completion or 0) * price / PER_TOKENS
+        spent[key_id] += spend_usd(prompt, completion, config.model(model_id))
     return spent
+
+
+def spend_usd(prompt_usd: float | None, completion_tokens: int | None, model) -> float:
+    """What a request (or an hour's sum) counts against a budget: its prompt as billed, else
+    as estimated, and its completion at ``model``'s completion price (none unknown)."""
+    price = model.completion_price if model is not None else 0.0
+    return (prompt_usd or 0.0) + (completion_tokens or 0) * price / PER_TOKENS
 
 
 class SpendCache:

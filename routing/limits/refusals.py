@@ -32,7 +32,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from routing.errors import RouterError
-from routing.limits.budgets import BudgetState
+from routing.limits.budgets import BudgetState, budget_period
 from routing.models import ApiKey, LimitRefusal
 
 log = logging.getLogger("router.limits")
@@ -63,6 +63,24 @@ def budget_exhausted(key: ApiKey, state: BudgetState) -> LimitExceeded:
         f"API key {key.name!r} has reached its {_PERIOD_WORDS[state.period]} budget of "
         f"${state.budget_usd:.2f} (spent ${state.spent_usd:.2f}). You will regain access on "
         f"{resets:%Y-%m-%d at %H:%M} UTC, when the budget resets."
+    )
+    return LimitExceeded(
+        LimitRefusal.REASON_BUDGET, message, "insufficient_quota", openai_type="insufficient_quota"
+    )
+
+
+def budget_reserved(
+    key: ApiKey, config, settled: float, reserved: float, cost: float
+) -> LimitExceeded:
+    """A request whose worst case does not fit what is left of the key's hard budget."""
+    period = budget_period(key.budget_period, config, timezone.now())
+    resets = period.resets_at.astimezone(UTC)
+    left = max(key.budget_usd - settled - reserved, 0.0)
+    message = (
+        f"API key {key.name!r} has ${left:.2f} left of its {_PERIOD_WORDS[key.budget_period]} "
+        f"budget of ${key.budget_usd:.2f} (spent ${settled:.2f}, ${reserved:.2f} held by "
+        f"requests in flight), and this request may cost up to ${cost:.2f}. Ask for a shorter "
+        f"answer (max_tokens), or wait: the budget resets on {resets:%Y-%m-%d at %H:%M} UTC."
     )
     return LimitExceeded(
         LimitRefusal.REASON_BUDGET, message, "insufficient_quota", openai_type="insufficient_quota"

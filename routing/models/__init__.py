@@ -1,11 +1,12 @@
 """What the router stores, one module per record: its keys, its decision log, its
 conversations, the summary tables the surfaces read, the admin's config
-changes, stored Responses answers and the limits' refusal counters.
+changes, stored Responses answers, the limits' refusal counters and budget ledgers.
 
 Everything is importable from ``routing.models``, which is also where Django
 looks for the app's models.
 """
 
+from routing.models.budgets import BudgetLedger
 from routing.models.config import ConfigOverride, RegisteredModel
 from routing.models.conversation import Conversation
 from routing.models.decisions import (
@@ -57,6 +58,7 @@ __all__ = [
     "AgentSession",
     "ApiKey",
     "ApiKeyQuerySet",
+    "BudgetLedger",
     "CompressedTools",
     "ConfigOverride",
     "Conversation",

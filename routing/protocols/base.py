@@ -184,6 +184,10 @@ class Wire:
     def render(self, data: dict) -> bytes:
         return jsonio.dumps(data)
 
+    def to_keep(self, data: dict) -> dict | None:
+        """What of the answer to keep with its decision (routing.recording.stored), or None."""
+        return None
+
     def watcher(self, plan, outcome):
         """An object whose ``see(event)`` reads each relayed event (see ChatWatcher)."""
         raise NotImplementedError

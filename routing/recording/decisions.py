@@ -24,14 +24,16 @@ from django.db import Error as DatabaseFailure
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from pinch import CHARS_PER_TOKEN
 from routing import conversations
 from routing.auth import touch_api_key, touch_due
 from routing.cache_forecast import forecast_fields, verdict_fields
+from routing.db_writes import request_write
+from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
-from routing.recording import health, journal, spool
+from routing.recording import health, journal, room, spool, stored
 from routing.recording import ids as decision_ids
-from routing.recording.db_writes import request_write
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
@@ -45,14 +47,16 @@ class OpenDecision:
 
     fields: dict
     api_key: ApiKey | None = None
+    room: int = 0  # bytes promised on the spool's disk (routing/recording/room.py)
 
     @property
     def id(self) -> int | None:
         return self.fields.get("id")
 
 
-def new_decision(plan, api_key=None) -> OpenDecision:
-    """The row for a planned request, in memory, with its id reserved."""
+def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
+    """The row for a planned request, in memory, with its id reserved; ``hold``: its budget
+    reservation (routing.limits.ledger), settled when the row is inserted."""
     model = plan.model
     pinch = plan.pinch
     prefix = plan.prefix or (None, None, None)
@@ -94,9 +98,21 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         **(plan.signals.as_fields() if plan.signals is not None else {}),
         **forecast_fields(plan),
     }
+    if hold is not None:
+        fields[ledger.HOLD_KEY] = hold.as_field()
+    line = spool.encode_row(fields)
+    size = len(line) + room.ANSWER_BYTES
+    # A Responses request may keep its answer with the row: room for its input as well.
+    if getattr(plan.request.source, "stores_response", False):
+        size += plan.measured_tokens * CHARS_PER_TOKEN
+    # Before any upstream call: a row that could not be kept anywhere is refused here.
+    if not room.promise(spool.spool_dir(), size):
+        if not plan.config.routing.serve_unrecorded:
+            raise health.recording_unavailable()
+        size = 0
     # On disk until written: a worker that dies mid-answer still leaves the row.
-    journal.opened(spool.spool_dir(), fields, spool.encode_row)
-    return OpenDecision(fields, api_key)
+    journal.opened(spool.spool_dir(), fields["id"], line)
+    return OpenDecision(fields, api_key, size)
 
 
 def finish_decision(decision: OpenDecision, outcome) -> None:
@@ -135,6 +151,10 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
             upstream_model=outcome.model.send_as,
             estimated_cost_usd=outcome.cost_usd,
         )
+    ledger.charge(fields, outcome.model)
+    if outcome.stored_response is not None:
+        # Kept with its decision, in one transaction or one spool line.
+        fields[stored.STORED_KEY] = outcome.stored_response
     journaled_id = decision.id
     # Whatever a client or an upstream put in it, the row fits its columns.
     decision.fields = fit(fields)
@@ -146,8 +166,10 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         else:
             log.exception("decision_write_failed")
         _spool(decision)
+        room.release(decision.room)
         journal.closed(journaled_id)
         return
+    room.release(decision.room)
     health.row_kept()
     journal.closed(journaled_id)
     try:
@@ -163,10 +185,15 @@ def _spool(decision: OpenDecision) -> None:
         decision.fields["id"] = decision_ids.next_id()
     try:
         spool.spool(decision.fields)
-    except OSError as disk_error:
-        log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
-        health.row_lost()
-        return
+    except OSError:
+        # The disk is full: the room this row was promised makes its place.
+        room.give_back(decision.room)
+        try:
+            spool.spool(decision.fields)
+        except OSError as disk_error:
+            log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
+            health.row_lost()
+            return
     health.row_kept()
 
 

@@ -20,8 +20,8 @@ from collections import deque
 from django.db import Error as DatabaseFailure
 from django.db import connection, transaction
 
+from routing.db_writes import request_write
 from routing.models import RouteDecision
-from routing.recording.db_writes import request_write
 
 log = logging.getLogger(__name__)
 

@@ -1,20 +1,29 @@
 """The one insert of decision rows, for the live write and the spool's drain alike.
 
-Each row goes in with its conversation (routing.conversations.record) and its
-figures in the summary tables (routing.summaries.writes.add_to_summaries), in
-one transaction: a row the database already holds (a drain run again after
-its commit, a journal entry whose request finished) is skipped, and so are
-its conversation's update and its figures, so a row written exactly once
-counts exactly once. The ids are the router's (routing/recording/ids.py), so which rows are
-already there is one look-up by primary key.
+Each row goes in with its conversation (routing.conversations.record), its
+figures in the summary tables (routing.summaries.writes.add_to_summaries),
+its budget reservation settled (routing.limits.ledger.settle) and its stored
+response written (routing.recording.stored.write), in one transaction: a row
+the database already holds (a drain run again after its commit, a journal
+entry whose request finished) is skipped, and so are its conversation's
+update, its figures, its settlement and its stored response, so a row written
+exactly once counts exactly once. The ids are the router's
+(routing/recording/ids.py), so which rows are already there is one look-up by
+primary key.
 """
 
 from django.db import transaction
 
 from routing import conversations
+from routing.limits.ledger import HOLD_KEY, settle
 from routing.models import RouteDecision
+from routing.recording import stored
 from routing.recording.values import fit
 from routing.summaries.writes import add_to_summaries
+
+# What a row carries to its insert besides its columns: its budget reservation, its
+# stored response.
+RIDERS = (HOLD_KEY, stored.STORED_KEY)
 
 
 def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
@@ -34,11 +43,15 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
             held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
             new = [row for row in rows if row.get("id") is None or row["id"] not in held]
         # Fitted once, for the decision's columns and its conversation's alike.
-        fitted = [fit(row) for row in new]
+        fitted = [fit({k: v for k, v in row.items() if k not in RIDERS}) for row in new]
         columns = [conversations.decision_columns(row) for row in fitted]
         created = RouteDecision.objects.bulk_create([RouteDecision(**row) for row in columns])
         for row, decision in zip(new, created):
             row["id"] = decision.pk  # a row without one gets the database's
         conversations.record(fitted)
         add_to_summaries(columns)
+        # Each row's budget reservation is settled with it (routing/limits/ledger.py),
+        # and its stored response written with it (routing/recording/stored.py).
+        settle(new)
+        stored.write(new)
     return new

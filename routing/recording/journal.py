@@ -53,12 +53,10 @@ def _fd(directory: Path) -> int:
     return _state["fd"]
 
 
-def opened(directory: Path, fields: dict, encode) -> None:
-    """Note a decision in flight (``encode``: the spool's line encoder)."""
-    decision_id = fields.get("id")
+def opened(directory: Path, decision_id, line: bytes) -> None:
+    """Note a decision in flight (``line``: its row as the spool encodes it)."""
     if decision_id is None:
         return
-    line = encode(fields)
     try:
         with _lock:
             fd = _fd(directory)

@@ -27,6 +27,7 @@ the rows after it. Each line names the database it was spooled for
 at another database sets such rows aside instead of writing them there.
 """
 
+import errno
 import fcntl
 import logging
 import os
@@ -41,9 +42,9 @@ from django.conf import settings
 from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.db import Error as DatabaseFailure
 
+from routing.db_writes import request_write
 from routing.models import ApiKey
-from routing.recording import journal, stored
-from routing.recording.db_writes import request_write
+from routing.recording import journal
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
@@ -127,11 +128,32 @@ def spool(fields: dict) -> None:
         try:
             # The leading newline ends a line an earlier append left cut short,
             # so this row is never glued to it (empty lines are skipped).
-            os.write(fd, b"\n" + data)
+            _append_whole(fd, b"\n" + data)
             os.fsync(fd)
         finally:
             os.close(fd)
     log.warning("decision_spooled id=%s", fields.get("id"))
+
+
+def _append_whole(fd: int, data: bytes) -> None:
+    """Append all of ``data`` or none of it; OSError when the disk cannot take it.
+
+    A full disk first takes part of a write without an error (os.write returns
+    less): left there, that part is a row cut short, and the row was taken
+    for spooled. The appends share the spool's flock, so cutting back to the
+    size before is safe.
+    """
+    before = os.fstat(fd).st_size
+    written = 0
+    try:
+        while written < len(data):
+            taken = os.write(fd, data[written:])
+            if not taken:
+                raise OSError(errno.ENOSPC, "the spool's disk took no more bytes")
+            written += taken
+    except OSError:
+        os.ftruncate(fd, before)
+        raise
 
 
 def pending() -> bool:
@@ -147,8 +169,6 @@ def pending() -> bool:
             return True
     except OSError:
         pass
-    if stored.pending(directory):
-        return True
     now = time.monotonic()
     if now - _leftovers_checked_at < LEFTOVER_CHECK_SECONDS:
         return False
@@ -255,9 +275,10 @@ def drain(raise_errors: bool = False) -> int:
                 _drain_spool_files(progress)
                 # Last, so that a finished row in the spool wins over its interrupted twin.
                 _recover_journals(progress)
-                progress["rows"] += stored.drain(spool_dir())
-    except DatabaseFailure as error:
-        log.warning("spool_drain_stopped reason=%s", type(error).__name__)
+    except (DatabaseFailure, OSError) as error:
+        # The database is away, or the disk full (a line set aside could not be written):
+        # the files stay for the next drain.
+        log.warning("spool_drain_stopped reason=%s: %s", type(error).__name__, error)
         if raise_errors:
             raise
     finally:

@@ -1,111 +1,93 @@
-"""Stored responses (``store: true``) written like decision rows: the database, else the spool.
+"""Stored responses (``store: true``) written with their decision: one transaction, or one
+spool line, never one without the other.
 
-A stored response is written after its upstream was paid for, like a
-decision: a database that refuses it (locked, down, or PostgreSQL refusing a
-``\\u0000`` a client sent) must not turn a paid answer into a 503 or a cut
-stream. So the row goes through the same bounded wait (routing/recording/db_writes.py)
-and, failing that, to ``<spool>/responses.jsonl`` (fsync'd), which every
-drain of the decision spool writes afterwards (routing/recording/spool.py).
-Strings are cleaned of NUL first (routing/recording/values.py).
+A stored response is an answer paid for, like its decision. Written on its
+own by the protocol layer, a full disk lost 11 of 39 (issue 43) and left rows
+and responses that disagreed. So the Responses wire only says what to keep
+(``to_keep``, on the request's Outcome), ``finish_decision`` puts it on the
+decision's fields (``STORED_KEY``, not a column), and the one insert of
+decisions (routing/recording/inserts.py) writes it in the row's transaction,
+live or when the spool drains: a stored response exists exactly when its
+decision row does. Here its row is finished inside that transaction: the
+chain it continues (its root and the chain's bytes, read from the previous
+response), its expiry (``ttl_hours`` from its decision's time), expired rows
+purged, the chain's expiry moved to its newest turn. Strings are cleaned of
+NUL first (routing/recording/values.py).
 """
 
-import logging
-import os
-from datetime import datetime
+from datetime import timedelta
 
 import orjson
-from django.db import Error as DatabaseFailure
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from routing.models import StoredResponse
-from routing.recording.db_writes import request_write
 from routing.recording.values import json_safe
 
-log = logging.getLogger(__name__)
-
-SPOOL_NAME = "responses.jsonl"
-# Not draining-*: that name is the decision spool's.
-DRAINING_NAME = "responses-draining.jsonl"
-_DATES = ("created_at", "expires_at")
+# The decision field that carries a stored response to the insert.
+STORED_KEY = "_stored_response"
 
 
-def keep(fields: dict, spool_dir) -> None:
-    """Write a stored response's row now, or spool it; never raises for the database."""
-    fields = {
-        **fields,
-        "input_items": json_safe(fields["input_items"]),
-        "response": json_safe(fields["response"]),
+def to_keep(
+    response_id: str,
+    api_key_id,
+    input_items: list,
+    response: dict,
+    previous_id: str,
+    ttl_hours: float,
+) -> dict:
+    """What the wire hands over to be kept with the decision (plain JSON: it may be spooled)."""
+    return {
+        "response_id": response_id,
+        "api_key_id": api_key_id,
+        "input_items": input_items,
+        "response": response,
+        "previous_response_id": previous_id or "",
+        "ttl_hours": ttl_hours,
     }
-    try:
-        _save(fields)
-    except (DatabaseFailure, ValueError) as error:
-        log.warning("stored_response_write_failed reason=%s: %s", type(error).__name__, error)
-        _spool(fields, spool_dir)
 
 
-def _save(fields: dict) -> None:
-    now = timezone.now()
-    with request_write(), transaction.atomic():
-        StoredResponse.objects.filter(expires_at__lte=now).delete()
-        try:
-            with transaction.atomic():
-                StoredResponse.objects.create(**fields)
-        except IntegrityError:
-            return  # written already (a drain run twice): ids are the router's, never reused
-        if fields["chain_root"]:
-            # A conversation lives as long as its newest turn.
-            StoredResponse.objects.filter(
-                api_key_id=fields["api_key_id"], chain_root=fields["chain_root"]
-            ).update(expires_at=fields["expires_at"])
-
-
-def _spool(fields: dict, spool_dir) -> None:
-    line = {**fields, **{name: fields[name].isoformat() for name in _DATES}}
-    try:
-        spool_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(spool_dir / SPOOL_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, b"\n" + orjson.dumps(line) + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as error:
-        log.error("stored_response_lost id=%s reason=%s", fields["response_id"], error)
+def write(rows: list[dict]) -> None:
+    """Write the stored responses of decisions being inserted; inside the insert's transaction."""
+    kept = [row for row in rows if isinstance(row.get(STORED_KEY), dict)]
+    if not kept:
         return
-    log.warning("stored_response_spooled id=%s", fields["response_id"])
+    StoredResponse.objects.filter(expires_at__lte=timezone.now()).delete()
+    for row in kept:
+        _write_one(row[STORED_KEY], row["created_at"])
 
 
-def pending(spool_dir) -> bool:
-    for name in (SPOOL_NAME, DRAINING_NAME):
-        try:
-            if (spool_dir / name).stat().st_size > 0:
-                return True
-        except OSError:
-            pass
-    return False
-
-
-def drain(spool_dir) -> int:
-    """Write the spooled stored responses; the caller holds the spool's drain lock."""
-    path = spool_dir / SPOOL_NAME
-    taken = spool_dir / DRAINING_NAME
-    if path.exists() and not taken.exists():
-        path.rename(taken)
-    if not taken.exists():
-        return 0
-    count = 0
-    for line in taken.read_bytes().splitlines():
-        if not line.strip():
-            continue
-        try:
-            fields = orjson.loads(line)
-            for name in _DATES:
-                fields[name] = datetime.fromisoformat(fields[name])
-        except (ValueError, KeyError, TypeError):
-            log.error("spooled_stored_response_unreadable bytes=%d", len(line))
-            continue
-        _save(fields)  # a database error stops here: the file stays for the next drain
-        count += 1
-    taken.unlink()
-    return count
+def _write_one(kept: dict, created_at) -> None:
+    input_items = json_safe(kept["input_items"])
+    response = json_safe(kept["response"])
+    size = len(orjson.dumps(input_items)) + len(orjson.dumps(response.get("output") or []))
+    previous_id = kept["previous_response_id"]
+    root, before = kept["response_id"], 0  # a first turn roots its own chain
+    if previous_id:
+        previous = (
+            StoredResponse.objects.filter(response_id=previous_id, api_key_id=kept["api_key_id"])
+            .values_list("chain_root", "chain_bytes")
+            .first()
+        )
+        root, before = (previous[0] or previous_id, previous[1]) if previous else (previous_id, 0)
+    expires_at = created_at + timedelta(hours=kept["ttl_hours"])
+    try:
+        with transaction.atomic():  # a savepoint: the decision's transaction goes on
+            StoredResponse.objects.create(
+                response_id=kept["response_id"],
+                api_key_id=kept["api_key_id"],
+                created_at=created_at,
+                expires_at=expires_at,
+                input_items=input_items,
+                response=response,
+                previous_response_id=previous_id,
+                chain_root=root,
+                chain_bytes=before + size,
+            )
+    except IntegrityError:
+        return  # the router's ids are never reused: this one is written already
+    if previous_id:
+        # A conversation lives as long as its newest turn.
+        StoredResponse.objects.filter(api_key_id=kept["api_key_id"], chain_root=root).update(
+            expires_at=expires_at
+        )

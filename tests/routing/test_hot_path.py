@@ -38,14 +38,17 @@ def post(db, router_config, api_key):
     return send
 
 
-def recorded(captured) -> None:
-    """The statements of one transaction: the decision's INSERT, its conversation's UPDATE in
-    place, then one upsert per summary table it adds to (docs/summaries.md); no read."""
-    statements = [
+def statements_of(captured) -> list[str]:
+    return [
         q["sql"]
         for q in captured.captured_queries
         if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
     ]
+
+
+def recorded(statements) -> None:
+    """The statements of one transaction: the decision's INSERT, its conversation's UPDATE in
+    place, then one upsert per summary table it adds to (docs/summaries.md); no read."""
     assert statements[0].startswith('INSERT INTO "routing_routedecision"')
     assert statements[1].startswith('UPDATE "routing_conversation"')
     summaries = ('"routing_decisionsummary"', '"routing_keyspend"', '"routing_conversationhour"')
@@ -61,20 +64,35 @@ def test_a_warm_request_costs_its_insert_its_conversations_update_and_its_figure
     with CaptureQueriesContext(connection) as captured:
         response = post()
     assert response.status_code == 200
-    recorded(captured)
+    recorded(statements_of(captured))
     assert RouteDecision.objects.count() == 2
     assert Conversation.objects.get().requests == 2
 
 
-def test_a_warm_request_of_a_limited_key_costs_no_more_statements(post):
+def test_a_warm_request_of_a_rate_limited_key_costs_no_more_statements(post):
     from routing.limits.settings import set_key_limits
 
-    set_key_limits(ApiKey.objects.get(), {"rpm_limit": 100, "budget_usd": 50.0})
-    assert post().status_code == 200  # sums the key's spend, kept limits.spend_refresh_seconds
+    set_key_limits(ApiKey.objects.get(), {"rpm_limit": 100, "tpm_limit": 10**6})
+    assert post().status_code == 200
     with CaptureQueriesContext(connection) as captured:
         response = post()
     assert response.status_code == 200
-    recorded(captured)
+    recorded(statements_of(captured))
+
+
+def test_a_warm_request_of_a_budgeted_key_adds_its_reservation_and_its_settlement(post):
+    from routing.limits.settings import set_key_limits
+
+    set_key_limits(ApiKey.objects.get(), {"rpm_limit": 100, "budget_usd": 50.0})
+    assert post().status_code == 200  # sums the key's spend, opens the period's ledger
+    with CaptureQueriesContext(connection) as captured:
+        response = post()
+    assert response.status_code == 200
+    statements = statements_of(captured)
+    # The worst case reserved before the upstream call, settled in the row's transaction.
+    ledger = 'UPDATE "routing_budgetledger"'
+    assert statements[0].startswith(ledger) and statements[-1].startswith(ledger)
+    recorded(statements[1:-1])
 
 
 def test_plain_answers_reuse_one_keep_alive_connection_to_the_upstream(post, upstream):

@@ -123,7 +123,6 @@ def nowhere_to_record(monkeypatch):
     monkeypatch.setattr(decisions, "_write", refuse)
     monkeypatch.setattr(spool, "spool", disk_full)
     monkeypatch.setattr(health, "_spool_writable", lambda: False)
-    monkeypatch.setattr(health, "_database_writable", lambda: False)
     monkeypatch.setattr(health, "PROBE_SECONDS", 0.0)
     yield
     health.row_kept()

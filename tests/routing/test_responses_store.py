@@ -3,6 +3,7 @@
 Through the official openai SDK against the live router, as test_responses_api.
 """
 
+import concurrent.futures
 import json
 
 import openai
@@ -86,20 +87,22 @@ def test_input_items_pages_end_when_items_share_an_id(sdk):
     assert texts == ["a", "b", "c"]
 
 
-def test_a_database_that_refuses_the_stored_response_still_answers_and_records(sdk, monkeypatch):
-    real_save = stored._save
+def test_a_stored_response_and_its_decision_are_spooled_and_drained_together(sdk, monkeypatch):
+    real_write = stored._write_one
 
-    def refuse(fields):
+    def refuse(kept, created_at):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(stored, "_save", refuse)
+    monkeypatch.setattr(stored, "_write_one", refuse)
     response = sdk.responses.create(model="echo-medium", input="keep me")
     assert response.output_text
-    assert RouteDecision.objects.get().status_code == 200
+    # One transaction: the row did not go in without its stored response.
+    assert RouteDecision.objects.count() == 0
     assert StoredResponse.objects.count() == 0
 
-    monkeypatch.setattr(stored, "_save", real_save)
-    spool.drain()
+    monkeypatch.setattr(stored, "_write_one", real_write)
+    assert spool.drain() == 1
+    assert RouteDecision.objects.get().status_code == 200
     assert StoredResponse.objects.get().response_id == response.id
     assert sdk.responses.retrieve(response.id).id == response.id
 
@@ -107,3 +110,54 @@ def test_a_database_that_refuses_the_stored_response_still_answers_and_records(s
 def test_nul_in_the_input_is_stored_not_refused(sdk):
     response = sdk.responses.create(model="echo-medium", input="before\u0000after")
     assert sdk.responses.retrieve(response.id).id == response.id
+
+
+def test_parallel_continuations_of_one_chain_hold_at_most_the_workers_bound(
+    sdk, config_data, write_config, monkeypatch
+):
+    from routing.protocols.responses.store import chain_gate
+
+    first = sdk.responses.create(model="echo-medium", input="z" * 30_000)
+    second = sdk.responses.create(model="echo-medium", previous_response_id=first.id, input="more")
+    chain = StoredResponse.objects.get(response_id=second.id).chain_bytes
+    # Room for two such chains at once in the worker, not eight.
+    write_config({**config_data, "responses": {"max_chain_bytes_in_flight": 2 * chain}})
+    most = {"held": 0}
+    real_hold = chain_gate.hold
+
+    def hold(nbytes, limit):
+        real_hold(nbytes, limit)
+        most["held"] = max(most["held"], chain_gate.held)
+
+    monkeypatch.setattr(chain_gate, "hold", hold)
+
+    def go_on(_):
+        return sdk.responses.create(
+            model="echo-medium", previous_response_id=second.id, input="go on"
+        ).output_text
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(go_on, range(8)))
+    assert all(answers)
+    assert chain <= most["held"] <= 2 * chain
+    assert chain_gate.held == 0  # every request gave its chain back when it ended
+
+
+def test_a_continuation_that_waits_too_long_for_memory_is_told_to_retry(
+    sdk, config_data, write_config, monkeypatch
+):
+    from routing.protocols.responses.store import chain_gate
+
+    first = sdk.responses.create(model="echo-medium", input="w" * 10_000)
+    write_config({**config_data, "responses": {"max_chain_bytes_in_flight": 1000}})
+    monkeypatch.setattr(chain_gate, "WAIT_SECONDS", 0.2)
+    chain_gate.hold(1000, 1000)  # another request holds the whole bound
+    try:
+        with pytest.raises(openai.InternalServerError) as refused:
+            sdk.responses.create(model="echo-medium", previous_response_id=first.id, input="x")
+    finally:
+        chain_gate.release()
+    assert refused.value.status_code == 503
+    assert refused.value.body["code"] == "server_busy"
+    assert refused.value.response.headers["retry-after"] == "5"
+    assert chain_gate.held == 0

@@ -20,7 +20,7 @@ from tests.support.chat_turns import tool_call_round
 from tests.support.config import base_config
 from tests.support.postgres import scratch_database
 from tests.support.redis import REDIS_URL, redis_url_or_skip
-from tests.support.served import gunicorn_router, prepare, router_env
+from tests.support.served import gunicorn_router, prepare, router_env, two_routers
 
 TURNS = 8
 
@@ -32,18 +32,8 @@ def shared_redis_url():
 
 @pytest.fixture
 def two_instances(tmp_path, upstream, shared_redis_url):
-    with scratch_database() as database_url:
-        env = router_env(
-            tmp_path,
-            base_config(upstream.base_url),
-            DATABASE_URL=database_url,
-            REDIS_URL=shared_redis_url,
-            # A secret key shared by both, as several hosts need.
-            DJANGO_SECRET_KEY="two-instances-" + uuid.uuid4().hex,
-        )
-        key = prepare(env)
-        with gunicorn_router(env, key) as first, gunicorn_router(env, key) as second:
-            yield first, second
+    with two_routers(tmp_path, base_config(upstream.base_url), shared_redis_url) as pair:
+        yield pair
 
 
 def alternate_turns(first, second, model="echo-medium", opening="task"):

@@ -142,6 +142,28 @@ def gunicorn_router(env: dict, key: str):
             yield Served(url, key, {**env, "ROUTER_BIND": f"127.0.0.1:{port}"}, port, process)
 
 
+@contextlib.contextmanager
+def two_routers(tmp_path: Path, config: dict, redis_url: str):
+    """Two instances sharing a scratch PostgreSQL database and ``redis_url``, as
+    docs/deployment.md sets up several hosts; yields (first, second)."""
+    import uuid
+
+    from tests.support.postgres import scratch_database
+
+    with scratch_database() as database_url:
+        env = router_env(
+            tmp_path,
+            config,
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            # A secret key shared by both, as several hosts need.
+            DJANGO_SECRET_KEY="two-instances-" + uuid.uuid4().hex,
+        )
+        key = prepare(env)
+        with gunicorn_router(env, key) as first, gunicorn_router(env, key) as second:
+            yield first, second
+
+
 def nginx_config(listen_port: int, router_ports: list[int], work_dir: Path) -> str:
     """docs/deploy/nginx.conf with test ports, inside a main config of its own (no root paths)."""
     server = NGINX_CONF.read_text()

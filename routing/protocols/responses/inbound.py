@@ -90,6 +90,10 @@ class ResponsesSource:
     def needs_native(self) -> bool:
         return bool(self.refused_tools or self.untranslatable)
 
+    @property
+    def stores_response(self) -> bool:  # kept for previous_response_id unless store: false
+        return self.body.get("store") is not False
+
     def served_natively(self, capabilities) -> bool:
         return capabilities.responses
 

@@ -8,8 +8,9 @@ router's own) set back. This module and what it imports hold no reply
 translator (a layout test keeps it so): the translated path is the wire's
 other branch (``translated``).
 
-Reading an answer (usage, size, tool calls, the watcher of a stream), keeping
-a finished response for ``previous_response_id`` and the error shape are the
+Reading an answer (usage, size, tool calls, the watcher of a stream), what
+of a finished response to keep for ``previous_response_id`` (handed over on
+the Outcome: routing/recording writes it with the decision) and the error shape are the
 same on both paths, since both hand the client a ``response``: they are
 here, on ``NativeResponsesWire``, which the wire extends.
 """
@@ -20,7 +21,7 @@ from routing.protocols.chat import errors as chat_errors
 from routing.protocols.responses import errors
 from routing.protocols.responses.inbound import input_items, native_body
 from routing.protocols.responses.shapes import chat_usage, new_id
-from routing.protocols.responses.store import keep_response
+from routing.recording import stored
 
 # Events that end a Responses stream.
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "error")
@@ -43,13 +44,11 @@ class NativeResponsesWire(Wire):
     def answer(self, plan, provider, model, context) -> dict:
         # The router's own id: an upstream's may be missing, too long, or reused
         # (and another key's row must never be found, or overwritten, by it).
-        response = {
+        return {
             **provider.responses(self._native_body(plan, model)),
             "id": self.response_id,
             "model": self.model_name,
         }
-        self.keep(response)
-        return response
 
     def open_stream(self, plan, provider, model, context):
         reply = provider.responses_stream(self._native_body(plan, model))
@@ -87,15 +86,21 @@ class NativeResponsesWire(Wire):
     def failure_response(self, failure):
         return chat_errors.failure_response(failure)
 
-    def keep(self, response: dict) -> None:
-        """Store a finished response unless the client said ``store: false``."""
-        if self.source.body.get("store") is False:
-            return
+    def to_keep(self, response: dict) -> dict | None:
+        """What to store with the decision, unless the client sent ``store: false``."""
+        if not self.source.stores_response:
+            return None
         if response.get("status") not in ("completed", "incomplete"):
-            return
+            return None
         body = self.source.body
-        previous = body.get("previous_response_id") or ""
-        keep_response(self.api_key_id, input_items(body), response, self.store_ttl_hours, previous)
+        return stored.to_keep(
+            self.response_id,
+            self.api_key_id,
+            input_items(body),
+            response,
+            body.get("previous_response_id") or "",
+            self.store_ttl_hours,
+        )
 
 
 def _is_call(item) -> bool:
@@ -140,6 +145,6 @@ class ResponsesWatcher:
                 error = error if isinstance(error, dict) else {}
                 self.outcome.upstream_error(f"{error.get('code')}: {error.get('message')}")
             else:
-                self.wire.keep(response)
+                self.outcome.stored_response = self.wire.to_keep(response)
             return sent, True
         return sent, False

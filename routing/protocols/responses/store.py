@@ -9,21 +9,23 @@ Each row keeps only its own request's input and its output; a continuation
 is the chain of rows back to the first (``chain_root``), read in one query.
 Copying the whole conversation into every row once took a worker to 2.26 GB
 and the database up by 1.5 GB for 25 requests of 4 MB. A chain past
-``responses.max_chain_bytes`` is not continued. Rows are written through the
-decision path's durable write (routing/recording/stored.py).
+``responses.max_chain_bytes`` is not continued. Rows are written with their
+decision, in its transaction or its spool line (routing/recording/stored.py):
+this module only reads them.
 """
 
-from datetime import timedelta
+import ctypes
+import functools
+import threading
+import time
 
-import orjson
-from django.db import Error as DatabaseFailure
+from django.core.signals import request_finished
 from django.db.models import Q
 from django.utils import timezone
 
 from routing.config.store import current_config
 from routing.errors import RouterError
 from routing.models import StoredResponse
-from routing.recording import spool, stored
 
 
 def _not_found(response_id: str, param=None) -> RouterError:
@@ -34,40 +36,6 @@ def _not_found(response_id: str, param=None) -> RouterError:
         "previous_response_not_found" if param else "response_not_found",
         param,
     )
-
-
-def keep_response(
-    api_key_id, input_items: list, response: dict, ttl_hours: float, previous_id: str = ""
-) -> None:
-    """Store a finished response (``input_items``: this request's input only), chained to
-    ``previous_id``; expired rows go at the same time. Never raises for the database."""
-    now = timezone.now()
-    size = len(orjson.dumps(input_items)) + len(orjson.dumps(response.get("output") or []))
-    root, before = response["id"], 0  # a first turn roots its own chain
-    if previous_id:
-        root = previous_id
-        try:
-            previous = (
-                StoredResponse.objects.filter(response_id=previous_id, api_key_id=api_key_id)
-                .values_list("chain_root", "chain_bytes")
-                .first()
-            )
-        except DatabaseFailure:
-            previous = None  # the database is down: the row is spooled below anyway
-        if previous is not None:
-            root, before = previous[0] or previous_id, previous[1]
-    fields = {
-        "response_id": response["id"],
-        "api_key_id": api_key_id,
-        "created_at": now,
-        "expires_at": now + timedelta(hours=ttl_hours),
-        "input_items": input_items,
-        "response": response,
-        "previous_response_id": previous_id or "",
-        "chain_root": root,
-        "chain_bytes": before + size,
-    }
-    stored.keep(fields, spool.spool_dir())
 
 
 def stored_response(api_key_id, response_id: str, param=None) -> StoredResponse:
@@ -114,9 +82,13 @@ def _history(chain: list[StoredResponse]) -> list:
 
 
 def conversation_items(api_key_id, response_id: str) -> list:
-    """Everything a continuation from ``response_id`` starts with: each turn's input and output."""
+    """Everything a continuation from ``response_id`` starts with: each turn's input and output.
+
+    The chain's bytes are held from the worker's ``chain_gate`` until the request ends.
+    """
     row = stored_response(api_key_id, response_id, param="previous_response_id")
-    limit = current_config().responses.max_chain_bytes
+    config = current_config().responses
+    limit = config.max_chain_bytes
     if row.chain_bytes > limit:
         raise RouterError(
             400,
@@ -125,7 +97,85 @@ def conversation_items(api_key_id, response_id: str) -> list:
             "conversation_too_long",
             "previous_response_id",
         )
+    chain_gate.hold(row.chain_bytes, config.max_chain_bytes_in_flight)
     return _history(_chain(row))
+
+
+class ChainGate:
+    """The bytes of stored chains a process holds for its requests in flight, bounded.
+
+    A continuation loads its whole chain and the request carries it (history,
+    translation, the upstream's body) until its answer ends: about four times
+    the stored bytes. Eight continuations at once of one 16 MB chain took a
+    worker to 634 MB and sixteen to 1.25 GB, and glibc kept 1.06 GB of it
+    afterwards (bench/bench_chain_memory.py; issue 43 measured 1.64 and 3.99
+    GB). So a request holds its chain's bytes from here until Django closes
+    its response (``request_finished``, on the thread that served it); one
+    that would take the process past ``limit`` waits for others to end, at
+    most ``WAIT_SECONDS``, then gets 503 ``server_busy`` with a Retry-After
+    (which the SDKs honour). A chain larger than the limit goes alone. When
+    the last hold ends, freed memory goes back to the system (``malloc_trim``).
+    """
+
+    # Longer than a continuation usually takes, shorter than a client's patience.
+    WAIT_SECONDS = 30.0
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._held = 0
+        self._mine = threading.local()
+
+    def hold(self, nbytes: int, limit: int) -> None:
+        nbytes = min(nbytes, limit)
+        deadline = time.monotonic() + self.WAIT_SECONDS
+        with self._changed:
+            while self._held and self._held + nbytes > limit:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RouterError(
+                        503,
+                        "The router is busy with other continuations of stored conversations "
+                        "(responses.max_chain_bytes_in_flight); retry shortly.",
+                        "server_busy",
+                        headers={"Retry-After": "5"},
+                    )
+                self._changed.wait(left)
+            self._held += nbytes
+        self._mine.held = getattr(self._mine, "held", 0) + nbytes
+
+    def release(self, **_signal) -> None:
+        """Give back what this thread's request held (Django's ``request_finished``)."""
+        nbytes = getattr(self._mine, "held", 0)
+        if not nbytes:
+            return
+        self._mine.held = 0
+        with self._changed:
+            self._held -= nbytes
+            self._changed.notify_all()
+        _return_freed_memory()
+
+    @property
+    def held(self) -> int:
+        return self._held
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc keeps them otherwise)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return None
+
+
+chain_gate = ChainGate()
+request_finished.connect(chain_gate.release, dispatch_uid="responses_chain_gate")
 
 
 def delete_response(api_key_id, response_id: str) -> None:

@@ -16,8 +16,9 @@ kind to the other):
   ``refuse``, a 400 naming them unless the client listed them in
   ``X-Router-Optional-Tools``. Reasoning items are left out with a log line.
 
-A finished response the client did not mark ``store: false`` is kept
-(routing.protocols.responses.store) for ``previous_response_id``. Failures leave in the
+A finished response the client did not mark ``store: false`` is handed
+over to be kept with its decision (``to_keep``; routing/recording/stored.py
+writes it) for ``previous_response_id``. Failures leave in the
 OpenAI error shape before the stream has started, and as ``response.failed``
 (or an ``error`` event, on a native stream) after.
 """
@@ -110,9 +111,7 @@ class ResponsesWire(NativeResponsesWire):
         if provider.capabilities.responses:
             return super().answer(plan, provider, model, context)
         body = self._chat_body(plan, provider, model)
-        response = translated.answer(self, provider, body, context)
-        self.keep(response)
-        return response
+        return translated.answer(self, provider, body, context)
 
     def open_stream(self, plan, provider, model, context):
         if provider.capabilities.responses:
