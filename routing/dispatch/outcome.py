@@ -35,6 +35,10 @@ class Outcome:
     # Whether the answer asked for tool calls (None: no answer); a conversation
     # whose last answer did and that never came back stopped mid tool loop.
     answer_tool_calls: bool | None = None
+    # The router's recall tool (routing/recall/): calls it answered within the
+    # request and the tokens they gave back; None when the tool was not offered.
+    recalls: int | None = None
+    recalled_tokens: int | None = None
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).
