@@ -106,7 +106,7 @@ def _one_answer(last: dict, texts: list, usage) -> dict:
     return answer
 
 
-class _Open:
+class Open:
     """The HTTP response of whichever round is being read, closed with the reply."""
 
     def __init__(self, response):
@@ -122,7 +122,7 @@ def stream(open_stream, body: dict, recalls) -> StreamReply:
     recalls.restart(offered=sent is not body)
     body = sent
     reply = open_stream(body)
-    current = _Open(reply.response)
+    current = Open(reply.response)
     return StreamReply(current, _relayed(open_stream, body, recalls, reply, current))
 
 
@@ -214,7 +214,7 @@ class _Round:
             call["function"]["arguments"] += function.get("arguments") or ""
 
 
-def _relayed(open_stream, body: dict, recalls, reply, current: _Open):
+def _relayed(open_stream, body: dict, recalls, reply, current: Open):
     messages = list(body.get("messages") or ())
     usage, rounds, wrote = None, 0, False
     while True:

@@ -9,7 +9,7 @@ provider's translated path) loop in ``chat``; a native Messages call in
 ``messages``; a native Responses call in ``responses``.
 """
 
-from routing.recall import chat
+from routing.recall import chat, messages
 from routing.recall.answers import Recalls
 
 
@@ -45,3 +45,15 @@ class RecallingProvider:
         return chat.stream(
             lambda sent: self._provider.chat_stream(sent, context=context), body, self._recalls
         )
+
+    def messages(self, request, context, headers: dict) -> dict:
+        def call(sent):
+            return self._provider.messages(sent, context, headers)
+
+        return messages.complete(call, request, self._recalls)
+
+    def messages_stream(self, request, context, headers: dict):
+        def call(sent):
+            return self._provider.messages_stream(sent, context, headers)
+
+        return messages.stream(call, request, self._recalls)

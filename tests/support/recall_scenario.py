@@ -53,3 +53,37 @@ def chat_conversation() -> list:
         {"role": "assistant", "content": None, "tool_calls": [call("call_2", "list_dir")]},
         {"role": "tool", "tool_call_id": "call_2", "content": "a.py b.py"},
     ]
+
+
+MESSAGES_TOOLS = [
+    {
+        "name": t["function"]["name"],
+        "description": t["function"]["description"],
+        "input_schema": t["function"]["parameters"],
+    }
+    for t in AGENT_TOOLS
+]
+
+
+def messages_conversation() -> list:
+    """The same conversation as a Claude client sends it."""
+
+    def call(call_id, name):
+        return {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": call_id, "name": name, "input": {}}],
+        }
+
+    def result(call_id, text):
+        return {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+        }
+
+    return [
+        {"role": "user", "content": QUESTION},
+        call("toolu_1", "read_log"),
+        result("toolu_1", long_result()),
+        call("toolu_2", "list_dir"),
+        result("toolu_2", "a.py b.py"),
+    ]
