@@ -9,7 +9,7 @@ provider's translated path) loop in ``chat``; a native Messages call in
 ``messages``; a native Responses call in ``responses``.
 """
 
-from routing.recall import chat, messages
+from routing.recall import chat, messages, responses
 from routing.recall.answers import Recalls
 
 
@@ -57,3 +57,9 @@ class RecallingProvider:
             return self._provider.messages_stream(sent, context, headers)
 
         return messages.stream(call, request, self._recalls)
+
+    def responses(self, body: dict) -> dict:
+        return responses.complete(self._provider.responses, body, self._recalls)
+
+    def responses_stream(self, body: dict):
+        return responses.stream(self._provider.responses_stream, body, self._recalls)

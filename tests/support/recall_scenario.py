@@ -87,3 +87,27 @@ def messages_conversation() -> list:
         call("toolu_2", "list_dir"),
         result("toolu_2", "a.py b.py"),
     ]
+
+
+RESPONSES_TOOLS = [
+    {"type": "function", **{k: t["function"][k] for k in ("name", "description", "parameters")}}
+    for t in AGENT_TOOLS
+]
+
+
+def responses_conversation() -> list:
+    """The same conversation as a Responses client (Codex CLI) sends it."""
+
+    def call(call_id, name):
+        return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
+
+    def output(call_id, text):
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+    return [
+        {"type": "message", "role": "user", "content": QUESTION},
+        call("call_1", "read_log"),
+        output("call_1", long_result()),
+        call("call_2", "list_dir"),
+        output("call_2", "a.py b.py"),
+    ]
