@@ -37,7 +37,8 @@ by the ``model`` the router sends, so one server serves every scenario:
   results in the request, so an agent is led through several tool rounds to
   a final answer; past the end, the last step.
 - ``recall-*``, ``recallmixed-*``: a model that recalls what pinch trimmed
-  (tests/support/recall_upstream.py), else like echo.
+  (tests/support/recall_upstream.py), else like echo; ``recallscript-*``: the same,
+  else it plays ``script``.
 - ``cache-*``: like echo, with usage as a provider that caches prompt prefixes by
   itself reports it: ``prompt_tokens`` the messages' characters / 3, and
   ``prompt_tokens_details.cached_tokens`` the tokens of the leading messages
@@ -133,7 +134,7 @@ class UpstreamHandler(LocalHandler):
         return self._json(200, self._completion(body))
 
     def _script_step(self, body) -> dict | None:
-        if not body.get("model", "").startswith("script"):
+        if not body.get("model", "").startswith(("script", "recallscript")):
             return None
         return script_step(self.server, body.get("messages") or [], "tool")
 

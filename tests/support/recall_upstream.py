@@ -125,3 +125,9 @@ def _text(content) -> str:
     if isinstance(content, list):
         return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
+
+
+def log_file(lines: int = 150) -> str:
+    """A log an agent reads with a shell command: over pinch's 3,000 characters, under the
+    agents' own output limits, the vault line in its middle."""
+    return long_result(lines) + "\n"

@@ -78,7 +78,7 @@ def output_items(body, answer: str, server) -> list:
         recalled = _recall(body, done)
         if recalled is not None:
             return [*output, *recalled]
-    if body.get("model", "").startswith("script"):
+    if body.get("model", "").startswith(("script", "recallscript")):
         step = script_step(server, items, "function_call_output")
         if "call" in step:
             return [*output, _call(step["call"], step.get("arguments") or {}, done + 1)]
