@@ -41,7 +41,7 @@ def excerpt(
         )
         return f"(lines matching {pattern!r}, of {total})\n{body}{tail}"
     if not numbered:
-        return f"(the result has {total} lines; lines {first}-{last} are not among them)"
+        return f"(the result has {total} lines; ask for lines within 1-{total})"
     body = "\n".join(f"{n}: {line}" for n, line in numbered)
     return f"(lines {first}-{last} of {total})\n{body}"
 
