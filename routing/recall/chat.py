@@ -22,6 +22,7 @@ between the rounds' text). Otherwise they go out as they came.
 from routing.protocols.base import Event, StreamReply
 from routing.recall import TOOL_NAME
 from routing.recall.answers import add_usage
+from routing.recall.rounds import looped
 from routing.recall.tool import CHAT_TOOL, with_tool
 
 # Between the text of two rounds, so the model's sentences do not run together.
@@ -106,24 +107,11 @@ def _one_answer(last: dict, texts: list, usage) -> dict:
     return answer
 
 
-class Open:
-    """The HTTP response of whichever round is being read, closed with the reply."""
-
-    def __init__(self, response):
-        self.response = response
-
-    def close(self):
-        self.response.close()
-
-
 def stream(open_stream, body: dict, recalls) -> StreamReply:
     """``open_stream(body) -> StreamReply``, looped while the model recalls; one stream back."""
     sent = with_tool(body, CHAT_TOOL)
     recalls.restart(offered=sent is not body)
-    body = sent
-    reply = open_stream(body)
-    current = Open(reply.response)
-    return StreamReply(current, _relayed(open_stream, body, recalls, reply, current))
+    return looped(open_stream, sent, recalls, _relayed)
 
 
 class _Round:
@@ -214,7 +202,7 @@ class _Round:
             call["function"]["arguments"] += function.get("arguments") or ""
 
 
-def _relayed(open_stream, body: dict, recalls, reply, current: Open):
+def _relayed(open_stream, body: dict, recalls, reply, current):
     messages = list(body.get("messages") or ())
     usage, rounds, wrote = None, 0, False
     while True:

@@ -20,7 +20,7 @@ from routing.protocols.base import StreamReply
 from routing.protocols.messages.shapes import MessagesRequest
 from routing.recall import TOOL_NAME
 from routing.recall.answers import add_usage
-from routing.recall.chat import Open
+from routing.recall.rounds import Numbering, looped
 from routing.recall.tool import MESSAGES_TOOL, with_tool
 
 
@@ -83,10 +83,7 @@ def complete(call, request: MessagesRequest, recalls) -> dict:
 
 def stream(open_stream, request: MessagesRequest, recalls) -> StreamReply:
     """``open_stream(request) -> StreamReply``, looped while the model recalls; one stream back."""
-    request = _offered(request, recalls)
-    reply = open_stream(request)
-    current = Open(reply.response)
-    return StreamReply(current, _relayed(open_stream, request, recalls, reply, current))
+    return looped(open_stream, _offered(request, recalls), recalls, _relayed)
 
 
 class _Block:
@@ -118,13 +115,13 @@ class _Block:
         return self.block
 
 
-class _Round:
+class _Round(Numbering):
     """One upstream stream: what the client saw of it, what it holds back, what it said."""
 
+    key = "index"
+
     def __init__(self, shown: int):
-        self.shown = shown  # blocks the client has, from earlier rounds and this one
-        self.index: dict = {}  # upstream index -> the client's, for blocks relayed
-        self.held: dict = {}  # upstream index -> a tool_use's events, held to the end
+        super().__init__(shown)
         self.blocks: dict = {}  # upstream index -> _Block
         self.usage: dict = {}
         self.delta = None
@@ -156,13 +153,7 @@ class _Round:
                 self.held[index] = []
         elif kind == "content_block_delta" and index in self.blocks:
             self.blocks[index].add(data.get("delta") or {})
-        if index in self.held:
-            self.held[index].append(event)
-            return None
-        if index not in self.index:
-            self.index[index] = self.shown
-            self.shown += 1
-        return _numbered(event, self.index[index])
+        return self.relay(event, index)
 
     def content(self) -> list:
         return [self.blocks[i].whole() for i in sorted(self.blocks)]
@@ -173,12 +164,7 @@ class _Round:
     def end(self, summed: dict | None):
         """The held events, as the client may see them: no call of ours, the usage summed."""
         ours = self.ours()
-        for index, events in self.held.items():
-            if index in ours:
-                continue
-            for event in events:
-                yield _numbered(event, self.shown)
-            self.shown += 1
+        yield from self.released(ours)
         if self.delta is not None:
             delta = self.delta.data
             calls = [i for i in self.held if i not in ours]
@@ -193,14 +179,7 @@ class _Round:
             yield self.stop
 
 
-def _numbered(event, index: int):
-    if event.data.get("index") != index:
-        event.data["index"] = index
-        event.changed()
-    return event
-
-
-def _relayed(open_stream, request: MessagesRequest, recalls, reply, current: Open):
+def _relayed(open_stream, request: MessagesRequest, recalls, reply, current):
     messages = list(request.body.get("messages") or ())
     usage, rounds, shown = None, 0, 0
     while True:

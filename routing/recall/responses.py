@@ -22,7 +22,7 @@ one response.
 from routing.protocols.base import StreamReply
 from routing.recall import TOOL_NAME
 from routing.recall.answers import add_usage
-from routing.recall.chat import Open
+from routing.recall.rounds import Numbering, looped
 from routing.recall.tool import RESPONSES_TOOL, with_tool
 
 # Events after which a Responses stream says no more.
@@ -100,19 +100,16 @@ def complete(call, body: dict, recalls) -> dict:
 
 def stream(open_stream, body: dict, recalls) -> StreamReply:
     """``open_stream(body) -> StreamReply``, looped while the model recalls; one stream back."""
-    body = _offered(body, recalls)
-    reply = open_stream(body)
-    current = Open(reply.response)
-    return StreamReply(current, _relayed(open_stream, body, recalls, reply, current))
+    return looped(open_stream, _offered(body, recalls), recalls, _relayed)
 
 
-class _Round:
+class _Round(Numbering):
     """One upstream stream: what the client saw of it, what it holds back."""
 
+    key = "output_index"
+
     def __init__(self, shown: int):
-        self.shown = shown  # output items the client has, from earlier rounds and this one
-        self.index: dict = {}  # upstream output_index -> the client's, for items relayed
-        self.held: dict = {}  # upstream output_index -> a function_call's events
+        super().__init__(shown)
         self.final = None  # the final event, held
 
     def see(self, event, later: bool):
@@ -129,13 +126,7 @@ class _Round:
             return event
         if kind == "response.output_item.added" and _is_call(data.get("item")):
             self.held[index] = []
-        if index in self.held:
-            self.held[index].append(event)
-            return None
-        if index not in self.index:
-            self.index[index] = self.shown
-            self.shown += 1
-        return _numbered(event, self.index[index])
+        return self.relay(event, index)
 
     def output(self) -> list:
         response = self.final.data.get("response") if self.final is not None else None
@@ -143,13 +134,8 @@ class _Round:
 
     def end(self, shown: list, summed):
         """The held events, as the client may see them; the final event, one response."""
-        for events in self.held.values():
-            item = events[0].data.get("item")
-            if _is_ours(item):
-                continue
-            for event in events:
-                yield _numbered(event, self.shown)
-            self.shown += 1
+        ours = [i for i, events in self.held.items() if _is_ours(events[0].data.get("item"))]
+        yield from self.released(ours)
         if self.final is None:
             return
         response = self.final.data.get("response")
@@ -170,14 +156,7 @@ def _cleaned(event):
     return event
 
 
-def _numbered(event, index: int):
-    if event.data.get("output_index") != index:
-        event.data["output_index"] = index
-        event.changed()
-    return event
-
-
-def _relayed(open_stream, body: dict, recalls, reply, current: Open):
+def _relayed(open_stream, body: dict, recalls, reply, current):
     items = _items(body)
     usage, rounds, shown, sequence = None, 0, [], 0
     while True:

@@ -136,19 +136,26 @@ def test_a_conversation_with_pinch_off_is_not_offered_the_router_tool(
     assert only_decision().recalls is None
 
 
-def test_past_the_recall_limit_the_answer_goes_to_the_client_without_the_router_call(
-    live_server, api_key, recall_config, write_config, upstream
-):
-    recall_config["pinch"]["recall"]["max_per_request"] = 1
-    recall_config["models"].append(model_like(recall_config, "echo-medium", "script-recall"))
-    write_config(recall_config)
-    # A model that calls the router's tool on every turn.
-    upstream.script = [{"call": TOOL_NAME, "arguments": {"id": "r2"}}]
-    answer = _sdk(live_server, api_key).chat.completions.create(
+def _always_recalling(sdk, config, write_config, upstream, handle: str):
+    """Ask a model that calls the router's tool for ``handle`` on every turn (one recall
+    a request); its answer."""
+    config["pinch"]["recall"]["max_per_request"] = 1
+    config["models"].append(model_like(config, "echo-medium", "script-recall"))
+    write_config(config)
+    upstream.script = [{"call": TOOL_NAME, "arguments": {"id": handle}}]
+    return sdk.chat.completions.create(
         model="script-recall", messages=chat_conversation(), tools=AGENT_TOOLS
     )
 
+
+def test_past_the_recall_limit_the_answer_goes_to_the_client_without_the_router_call(
+    live_server, api_key, recall_config, write_config, upstream
+):
+    sdk = _sdk(live_server, api_key)
+    answer = _always_recalling(sdk, recall_config, write_config, upstream, "r2")
+
     assert answer.choices[0].message.tool_calls is None
+    assert answer.choices[0].finish_reason == "stop"
     assert len(upstream.bodies()) == 2
     assert only_decision().recalls == 1
 
@@ -156,13 +163,8 @@ def test_past_the_recall_limit_the_answer_goes_to_the_client_without_the_router_
 def test_a_recall_of_a_result_not_kept_is_answered_plainly_and_the_request_goes_on(
     live_server, api_key, recall_config, write_config, upstream
 ):
-    recall_config["pinch"]["recall"]["max_per_request"] = 1
-    recall_config["models"].append(model_like(recall_config, "echo-medium", "script-recall"))
-    write_config(recall_config)
-    upstream.script = [{"call": TOOL_NAME, "arguments": {"id": "r99"}}]
-    answer = _sdk(live_server, api_key).chat.completions.create(
-        model="script-recall", messages=chat_conversation(), tools=AGENT_TOOLS
-    )
+    sdk = _sdk(live_server, api_key)
+    answer = _always_recalling(sdk, recall_config, write_config, upstream, "r99")
 
     told = upstream.bodies()[1]["messages"][-1]
     assert told["role"] == "tool" and "can no longer be recalled" in told["content"]

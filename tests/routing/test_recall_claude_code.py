@@ -8,8 +8,6 @@ OpenAI-compatible one (translated). Claude Code prints that answer and exits cle
 """
 
 import json
-import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -18,15 +16,14 @@ import yaml
 
 from bench.bench_proxy import prepare_router
 from bench.claude_harness import (
-    CACHE,
     Task,
-    claude_binary,
     config_for,
     run_claude,
     scratch_repo,
     serving,
 )
 from routing.recall import TOOL_NAME
+from tests.support.claude_code import claude_code_binary
 from tests.support.recall_agent import RecallAgentAnthropicServer, RecallAgentOpenAIServer
 from tests.support.recall_upstream import VAULT_LINE, chat_seen, messages_seen
 
@@ -35,12 +32,7 @@ SERVERS = {"anthropic": RecallAgentAnthropicServer, "openai": RecallAgentOpenAIS
 
 @pytest.fixture(scope="module")
 def claude_bin():
-    installed = (CACHE / "claude-code" / "node_modules" / ".bin" / "claude").exists()
-    if not (installed or os.environ.get("CLAUDE_CODE_BIN") or shutil.which("npm")):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Claude Code: node and npm, or CLAUDE_CODE_BIN")
-        pytest.skip("Claude Code is not installed and npm is not there to install it")
-    return claude_binary()
+    return claude_code_binary()
 
 
 def _task(tmp: Path, kind: str) -> Task:
