@@ -5,6 +5,7 @@ import json
 import pytest
 
 from routing.recall import TOOL_NAME
+from tests.support.config import claude_model
 from tests.support.recall_scenario import (
     AGENT_TOOLS,
     chat_conversation,
@@ -170,3 +171,32 @@ def test_a_recall_of_a_result_not_kept_is_answered_plainly_and_the_request_goes_
     assert told["role"] == "tool" and "can no longer be recalled" in told["content"]
     assert answer.choices[0].finish_reason == "stop"
     assert only_decision().status_code == 200
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_chat_client_on_a_claude_upstream_gets_the_recall_answered_through_the_translation(
+    live_server, api_key, claude_config, write_config, anthropic_upstream, stream
+):
+    data = recall_pinch(claude_config)
+    data["models"].append(claude_model("claude-recall-model"))
+    write_config(data)
+    sdk = _sdk(live_server, api_key)
+    request = {
+        "model": "claude-recall-model",
+        "messages": chat_conversation(),
+        "tools": AGENT_TOOLS,
+    }
+    if stream:
+        chunks = list(sdk.chat.completions.create(**request, stream=True))
+        deltas = [c.choices[0].delta for c in chunks if c.choices]
+        text = "".join(d.content or "" for d in deltas)
+        assert not any(d.tool_calls for d in deltas)
+    else:
+        message = sdk.chat.completions.create(**request).choices[0].message
+        text = message.content
+        assert message.tool_calls is None
+
+    assert VAULT_LINE in text
+    assert text.count("Let me read the whole log.") == 1
+    assert [t["name"] for t in anthropic_upstream.bodies()[0]["tools"]][-1] == TOOL_NAME
+    assert only_decision().recalls == 1
