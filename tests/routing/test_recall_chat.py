@@ -1,6 +1,7 @@
 """The recall tool on chat completions: the router answers it, the client sees one clean answer."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -149,16 +150,33 @@ def _always_recalling(sdk, config, write_config, upstream, handle: str):
     )
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_past_the_recall_limit_the_answer_goes_to_the_client_without_the_router_call(
-    live_server, api_key, recall_config, write_config, upstream
+    live_server, api_key, recall_config, write_config, upstream, stream
 ):
     sdk = _sdk(live_server, api_key)
+    if stream:
+        sdk.chat.completions.create = _streamed(sdk.chat.completions.create)
     answer = _always_recalling(sdk, recall_config, write_config, upstream, "r2")
 
     assert answer.choices[0].message.tool_calls is None
     assert answer.choices[0].finish_reason == "stop"
     assert len(upstream.bodies()) == 2
     assert only_decision().recalls == 1
+
+
+def _streamed(create):
+    """``create`` streaming, its chunks put together as a completion is read."""
+
+    def streamed(**request):
+        chunks = list(create(**request, stream=True))
+        deltas = [c.choices[0] for c in chunks if c.choices]
+        calls = [call for d in deltas for call in d.delta.tool_calls or ()]
+        finish = [d.finish_reason for d in deltas if d.finish_reason]
+        message = SimpleNamespace(tool_calls=calls or None)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason=finish[-1])])
+
+    return streamed
 
 
 def test_a_recall_of_a_result_not_kept_is_answered_plainly_and_the_request_goes_on(
