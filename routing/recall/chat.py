@@ -183,6 +183,15 @@ class _Round:
         if self.done is not None:
             yield self.done
 
+    def thought(self, delta: dict) -> None:
+        """Keep the round's reasoning: a reasoning model's turn goes back upstream with it."""
+        if isinstance(delta.get("reasoning_content"), str):
+            self.said["reasoning_content"] = (
+                self.said.get("reasoning_content", "") + delta["reasoning_content"]
+            )
+        if isinstance(delta.get("thinking_blocks"), list):
+            self.said.setdefault("thinking_blocks", []).extend(delta["thinking_blocks"])
+
     def hold_calls(self, event, calls: list) -> None:
         self.held.append(event)
         for piece in calls:
@@ -232,6 +241,7 @@ def _relayed(open_stream, body: dict, recalls, reply, current):
             text = delta.get("content")
             if isinstance(text, str) and text:
                 turn.said["content"] += text
+            turn.thought(delta)
             if rounds and not turn.as_continuation(event, delta, wrote):
                 continue
             wrote = wrote or bool(text)
@@ -239,7 +249,7 @@ def _relayed(open_stream, body: dict, recalls, reply, current):
         usage = add_usage(usage, turn.usage)
         if turn.ours and not recalls.spent:
             ours = [turn.ours[i] for i in sorted(turn.ours)]
-            said = turn.said if turn.said["content"] else {}
+            said = {k: v for k, v in turn.said.items() if v}
             messages = _continued(messages, said, ours, recalls)
             reply.close()
             reply = open_stream({**body, "messages": messages})
