@@ -7,6 +7,7 @@ their place, and the block (and the provider's cache behind it) stays the
 same from a conversation's first request to its last.
 """
 
+import copy
 import json
 from dataclasses import dataclass
 
@@ -52,7 +53,9 @@ def with_tool(body: dict, tool: dict) -> dict:
     tools = body.get("tools")
     if not isinstance(tools, list) or not tools:
         return body
-    return {**body, "tools": [*tools, tool]}
+    # A copy each time: the Anthropic provider marks cache breakpoints on blocks in place,
+    # the last tool among them.
+    return {**body, "tools": [*tools, copy.deepcopy(tool)]}
 
 
 @dataclass(frozen=True)

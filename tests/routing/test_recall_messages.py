@@ -32,13 +32,13 @@ def claude(live_server, claude_config, write_config, api_key):
     return anthropic.Anthropic(base_url=live_server.url, api_key=api_key, max_retries=0, timeout=20)
 
 
-def _ask(claude, model: str, stream: bool):
+def _ask(claude, model: str, stream: bool, tools=MESSAGES_TOOLS):
     """(the answer's blocks as the client reads them, its stop reason, every event type seen)."""
     request = {
         "model": model,
         "max_tokens": 1000,
         "messages": messages_conversation(),
-        "tools": MESSAGES_TOOLS,
+        "tools": tools,
     }
     if not stream:
         message = claude.messages.create(**request)
@@ -95,3 +95,14 @@ def only_decision_per_request(count: int):
     rows = list(RouteDecision.objects.order_by("id"))
     assert len(rows) == count, rows
     return rows
+
+
+def test_a_cache_mark_on_the_router_tool_belongs_to_its_request_alone(claude, anthropic_upstream):
+    # Tools long enough to be cached: the provider marks a cache breakpoint on the last
+    # tool, the router's. A later request whose tools are too short to cache has none.
+    long_tools = [{**tool, "description": "Use it well. " * 400} for tool in MESSAGES_TOOLS]
+    _ask(claude, "claude-recall-model", stream=False, tools=long_tools)
+    assert "cache_control" in anthropic_upstream.bodies()[-1]["tools"][-1]
+    _ask(claude, "claude-recall-model", stream=False)
+
+    assert "cache_control" not in anthropic_upstream.bodies()[-1]["tools"][-1]
