@@ -29,12 +29,30 @@ from routing.recall.tool import RESPONSES_TOOL, with_tool
 _FINAL = ("response.completed", "response.incomplete", "response.failed", "error")
 
 
+# Items that ask the client to run something (a hosted tool's item, a web search, is
+# the upstream's own and needs no output).
+CLIENT_CALLS = frozenset(
+    (
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "computer_call",
+    )
+)
+
+
 def _is_call(item) -> bool:
-    return isinstance(item, dict) and item.get("type") == "function_call"
+    return isinstance(item, dict) and item.get("type") in CLIENT_CALLS
 
 
 def _is_ours(item) -> bool:
-    return _is_call(item) and item.get("name") == TOOL_NAME
+    return (
+        isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and item.get("name") == TOOL_NAME
+    )
 
 
 def _items(body: dict) -> list:
