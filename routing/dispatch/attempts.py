@@ -20,6 +20,7 @@ from routing.dispatch.outcome import Outcome
 from routing.errors import ProviderError
 from routing.providers import monotonic_ms, provider_for
 from routing.providers.deadlines import request_deadline, request_seconds_left
+from routing.recall.serving import recalling
 
 # Failures where no model ran: the connection failed, or the provider has no key.
 # Nothing was billed, so the row and /metrics charge no model with them.
@@ -60,6 +61,8 @@ def _down_the_chain(plan, outcome: Outcome, send):
     last_error = None
     for model in plan.candidates:
         provider = provider_for(model.provider, plan.config.providers[model.provider])
+        # The router's own tool is answered below the wire, in the upstream's shape.
+        provider = recalling(provider, plan, outcome)
         context = plan.call_context(model)
         for attempt in range(TRIES_PER_MODEL):
             if request_seconds_left() <= 0:

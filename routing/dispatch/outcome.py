@@ -37,6 +37,10 @@ class Outcome:
     answer_tool_calls: bool | None = None
     # What the wire keeps of the answer (a stored response), written with the row.
     stored_response: dict | None = None
+    # The router's recall tool (routing/recall/): calls it answered within the
+    # request and the tokens they gave back; None when the tool was not offered.
+    recalls: int | None = None
+    recalled_tokens: int | None = None
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).

@@ -130,6 +130,8 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         cache_write_tokens=outcome.cache_write_tokens,
         usage_estimated=outcome.usage_estimated,
         answer_tool_calls=outcome.answer_tool_calls,
+        recalls=outcome.recalls,
+        recalled_tokens=outcome.recalled_tokens,
     )
     fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated

@@ -5,23 +5,15 @@ the router under gunicorn, the scripted Anthropic upstream, nothing leaving
 loopback): each run's tool loop on one model, a start and then held.
 """
 
-import os
-import shutil
-
 import pytest
 
 from bench.check_claude_code import ROUTING_CASES, check
-from bench.claude_harness import CACHE, claude_binary
+from tests.support.claude_code import claude_code_binary
 
 
 @pytest.fixture(scope="module")
 def claude_bin():
-    installed = (CACHE / "claude-code" / "node_modules" / ".bin" / "claude").exists()
-    if not (installed or os.environ.get("CLAUDE_CODE_BIN") or shutil.which("npm")):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Claude Code: node and npm, or CLAUDE_CODE_BIN")
-        pytest.skip("Claude Code is not installed and npm is not there to install it")
-    return claude_binary()
+    return claude_code_binary()
 
 
 @pytest.mark.parametrize("case", ROUTING_CASES.values(), ids=ROUTING_CASES.keys())

@@ -149,6 +149,7 @@ def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_conf
     router_config["pinch"]["budget_tokens"] = 400
     router_config["pinch"]["keep_last_tool_results"] = 1
     router_config["pinch"]["window_step"] = None  # two results: no room for a step of 8
+    router_config["pinch"]["recall"] = {"enabled": True}
     write_config(router_config)
     tools = [
         {

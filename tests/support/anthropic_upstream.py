@@ -42,6 +42,8 @@ What it answers is chosen by the model name:
   (tests/support/split_key.py);
 - ``claude-drip-*``: a plain answer sent one byte every 50 ms;
 - ``claude-gzip-*``: a plain answer, gzip-compressed;
+- ``claude-recall-*``, ``claude-recallmixed-*``: a model that recalls what pinch
+  trimmed (tests/support/recall_upstream.py), a line of text before its calls;
 - otherwise: text, or one tool call when tools are offered and the last turn
   is not tool results; a turn of tool results is answered naming their ids.
   With thinking enabled a thinking block comes first.
@@ -62,7 +64,7 @@ from anthropic.types.message_count_tokens_params import MessageCountTokensParams
 from anthropic.types.message_create_params import MessageCreateParamsBase
 from pydantic import TypeAdapter, ValidationError
 
-from tests.support import split_key
+from tests.support import recall_upstream, split_key
 from tests.support.local_server import LocalHandler, LocalServer
 
 ANSWER = "Hello from the Anthropic test upstream."
@@ -415,6 +417,10 @@ class AnthropicHandler(LocalHandler):
         ]
         if model.startswith("claude-refuse"):
             return content + [{"type": "text", "text": "I can't help with that."}], "refusal"
+        if model.startswith("claude-recall"):
+            recalled = self._recall(body, content)
+            if recalled is not None:
+                return recalled
         if results:
             text = f"Got {len(results)} results: {', '.join(results)}"
             return content + [{"type": "text", "text": text}], "end_turn"
@@ -433,6 +439,28 @@ class AnthropicHandler(LocalHandler):
                 )
             return content, "tool_use"
         return content + [{"type": "text", "text": ANSWER}], "end_turn"
+
+    def _recall(self, body, content):
+        step = recall_upstream.step(recall_upstream.messages_seen(body), body["model"][7:])
+        if step is None:
+            return None
+        if "text" in step:
+            return content + [{"type": "text", "text": step["text"]}], "end_turn"
+        content.append({"type": "text", "text": "Let me read the whole log."})
+        turn = len(self.server.received)
+        if step["also"]:
+            call = {"name": step["also"], "input": {"path": "a.py"}}
+            content.append({"type": "tool_use", "id": f"toolu_{turn:02d}_a", **call})
+        arguments = recall_upstream.recall_arguments(step["recall"])
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{turn:02d}_r",
+                "name": recall_upstream.RECALL_TOOL,
+                "input": arguments,
+            }
+        )
+        return content, "tool_use"
 
     def _stream(self, message, model):
         self.send_response(200)

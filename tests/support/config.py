@@ -76,6 +76,10 @@ def base_config(upstream_url: str) -> dict:
             # No holdout: these tests hold what pinch does to every conversation;
             # the arms have their own tests (tests/routing/test_experiments.py).
             "holdout_share": 0.0,
+            # No recall tool: these tests hold that the client's tools reach the
+            # upstream as sent; the router's own tool has its tests
+            # (tests/routing/test_recall_*.py, tests/support/recall_scenario.py).
+            "recall": {"enabled": False},
         },
         "objective": {"assumed_cache_rate": 0.0, "billing_reset_day": None},
     }

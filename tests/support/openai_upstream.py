@@ -36,6 +36,9 @@ by the ``model`` the router sends, so one server serves every scenario:
   "arguments": {...}}`` or ``{"text": ...}``): the step is the number of tool
   results in the request, so an agent is led through several tool rounds to
   a final answer; past the end, the last step.
+- ``recall-*``, ``recallmixed-*``: a model that recalls what pinch trimmed
+  (tests/support/recall_upstream.py), else like echo; ``recallscript-*``: the same,
+  else it plays ``script``.
 - ``cache-*``: like echo, with usage as a provider that caches prompt prefixes by
   itself reports it: ``prompt_tokens`` the messages' characters / 3, and
   ``prompt_tokens_details.cached_tokens`` the tokens of the leading messages
@@ -55,7 +58,7 @@ import json
 import re
 import time
 
-from tests.support import responses_upstream, split_key
+from tests.support import recall_upstream, responses_upstream, split_key
 from tests.support.local_server import LocalHandler, LocalServer
 from tests.support.scripted import script_step, usage_of
 
@@ -131,13 +134,21 @@ class UpstreamHandler(LocalHandler):
         return self._json(200, self._completion(body))
 
     def _script_step(self, body) -> dict | None:
-        if not body.get("model", "").startswith("script"):
+        if not body.get("model", "").startswith(("script", "recallscript")):
             return None
         return script_step(self.server, body.get("messages") or [], "tool")
+
+    def _recall_step(self, body) -> dict | None:
+        if not body.get("model", "").startswith("recall"):
+            return None
+        return recall_upstream.step(recall_upstream.chat_seen(body), body["model"])
 
     def _tool_calls(self, body) -> list:
         """The calls to answer with: none after tool results or without tools offered."""
         messages = body.get("messages") or [{}]
+        recall = self._recall_step(body)
+        if recall is not None:
+            return _recall_calls(recall, len(messages))
         step = self._script_step(body)
         if step is not None:
             if "call" not in step:
@@ -166,6 +177,9 @@ class UpstreamHandler(LocalHandler):
 
     def _text(self, body) -> str:
         model = body.get("model", "")
+        recall = self._recall_step(body)
+        if recall is not None and "text" in recall:
+            return recall["text"]
         step = self._script_step(body)
         if step is not None and "text" in step:
             return step["text"]
@@ -359,6 +373,22 @@ class UpstreamHandler(LocalHandler):
 
     def _json(self, status, payload):
         self._raw(status, json.dumps(payload).encode(), "application/json")
+
+
+def _recall_calls(step: dict, turn: int) -> list:
+    """A recall step's calls: the agent's tool first when it is mixed, the router's last."""
+    if "recall" not in step:
+        return []
+    calls = []
+    if step["also"]:
+        arguments = json.dumps({"path": "a.py"})
+        calls.append({"name": step["also"], "arguments": arguments})
+    arguments = json.dumps(recall_upstream.recall_arguments(step["recall"]))
+    calls.append({"name": recall_upstream.RECALL_TOOL, "arguments": arguments})
+    return [
+        {"id": f"call_{turn}_{k}", "type": "function", "function": call}
+        for k, call in enumerate(calls)
+    ]
 
 
 @functools.cache

@@ -8,6 +8,7 @@ the outputs it was given). Asked to ``include`` ``reasoning.encrypted_content``
 it puts a ``reasoning`` item with an opaque ``encrypted_content`` before its
 answer, as a reasoning model does; the client is to send it back untouched.
 Events carry increasing ``sequence_number``s and end with ``response.completed``.
+A ``recall-*`` model recalls what pinch trimmed (tests/support/recall_upstream.py).
 A ``script-*`` model plays the server's ``script``, one step per tool output
 in the input, as the chat side does.
 """
@@ -15,7 +16,7 @@ in the input, as the chat side does.
 import json
 import time
 
-from tests.support import split_key
+from tests.support import recall_upstream, split_key
 from tests.support.scripted import script_step, usage_of
 
 ENCRYPTED = "gAAAAB-opaque-reasoning-blob=="
@@ -73,7 +74,11 @@ def output_items(body, answer: str, server) -> list:
             {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": ENCRYPTED}
         )
     done = sum(1 for item in items if item.get("type") == "function_call_output")
-    if body.get("model", "").startswith("script"):
+    if body.get("model", "").startswith("recall"):
+        recalled = _recall(body, done)
+        if recalled is not None:
+            return [*output, *recalled]
+    if body.get("model", "").startswith(("script", "recallscript")):
         step = script_step(server, items, "function_call_output")
         if "call" in step:
             return [*output, _call(step["call"], step.get("arguments") or {}, done + 1)]
@@ -88,6 +93,20 @@ def output_items(body, answer: str, server) -> list:
         results.insert(0, item["call_id"])
     text = f"Got {len(results)} results: {', '.join(results)}" if results else answer
     return [*output, _message(text)]
+
+
+def _recall(body, done: int) -> list | None:
+    """A ``recall-*`` model's items (tests/support/recall_upstream.py), or None: as echo."""
+    step = recall_upstream.step(recall_upstream.responses_seen(body), body["model"])
+    if step is None:
+        return None
+    if "text" in step:
+        return [_message(step["text"])]
+    calls = [_message("Let me read the whole log.")]
+    if step["also"]:
+        calls.append(_call(step["also"], {"path": "a.py"}, done + 1))
+    arguments = recall_upstream.recall_arguments(step["recall"])
+    return [*calls, _call(recall_upstream.RECALL_TOOL, arguments, done + 2)]
 
 
 def response(body, output, status="completed") -> dict:
