@@ -26,7 +26,7 @@ from django.conf import settings
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
-from pinch.recall import with_handles
+from pinch.recall import index_of, with_handles
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 from routing.conversation_state import read_back
@@ -63,6 +63,9 @@ class PinchOutcome:
     # What pinch took out of this request's payload that the model may recall
     # (routing/recall/): the handle named in the result's place -> the original text.
     recallable: dict = field(default_factory=dict)
+    # Of those, the ones the request before did not carry the same way: what the
+    # recall store has yet to keep (routing/recall/keeping.py).
+    to_store: dict = field(default_factory=dict)
 
     @classmethod
     def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":
@@ -217,7 +220,7 @@ def pinch_messages(
         cold=cold,
         ledger=recorded,
     )
-    return _recallable(messages, pruned, outcome, pinch_config)
+    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens)
 
 
 def _cold(ledger: Ledger | None, cache: CacheModel, now: float) -> bool | None:
@@ -289,19 +292,36 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
     outcome = PinchOutcome.from_stats(
         stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
     )
-    return _recallable(messages, pruned, outcome, pinch_config)
+    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens)
 
 
-def _recallable(messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig):
+def _recallable(messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int):
     """Each changed result named by its recall handle, when recall is on (pinch/recall.py)."""
     if not pinch_config.recall.enabled:
         return pruned, outcome
     pruned, recallable, added = with_handles(
         messages, pruned, sorted([*outcome.compressed, *outcome.capped]), RECALL_TOOL
     )
-    return pruned, replace(
-        outcome, recallable=recallable, final_tokens=outcome.final_tokens + added
-    )
+    outcome = replace(outcome, recallable=recallable, final_tokens=outcome.final_tokens + added)
+    return pruned, replace(outcome, to_store=_to_store(messages, outcome, pinch_config, extra))
+
+
+def _to_store(messages, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int) -> dict:
+    """The originals new in this request: those past the last turn's stable prefix.
+
+    Before it the payload is what the request before sent (pinch never
+    revisits a decision, and caps a result from the request it arrives in),
+    so its originals went to the store then: the write grows with what this
+    request changed, not with the conversation.
+    """
+    if not outcome.recallable:
+        return {}
+    _, before = stable_prefixes(messages, pinch_config, outcome, extra)
+    return {
+        handle: text
+        for handle, text in outcome.recallable.items()
+        if (index_of(handle) or 0) >= before
+    }
 
 
 # Without a model to price by, the prices that make a step hardest to pay back.

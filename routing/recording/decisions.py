@@ -29,6 +29,7 @@ from routing.auth import touch_api_key, touch_due
 from routing.cache_forecast import forecast_fields, verdict_fields
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
+from routing.recall.keeping import decision_fields as recall_fields
 from routing.recording import health, journal, spool
 from routing.recording import ids as decision_ids
 from routing.recording.db_writes import request_write
@@ -93,6 +94,8 @@ def new_decision(plan, api_key=None) -> OpenDecision:
         "arm": plan.arm.name,
         **(plan.signals.as_fields() if plan.signals is not None else {}),
         **forecast_fields(plan),
+        # This request's new originals for the recall store, on the row's durable path.
+        **recall_fields(pinch.to_store if pinch else {}),
     }
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields, spool.encode_row)

@@ -1,8 +1,9 @@
 """The one insert of decision rows, for the live write and the spool's drain alike.
 
-Each row goes in with its conversation (routing.conversations.record) and its
-figures in the summary tables (routing.summaries.writes.add_to_summaries), in
-one transaction: a row the database already holds (a drain run again after
+Each row goes in with its conversation (routing.conversations.record), its
+figures in the summary tables (routing.summaries.writes.add_to_summaries) and
+the originals its request's pinch took out (routing.recall.keeping), in one
+transaction: a row the database already holds (a drain run again after
 its commit, a journal entry whose request finished) is skipped, and so are
 its conversation's update and its figures, so a row written exactly once
 counts exactly once. The ids are the router's (routing/recording/ids.py), so which rows are
@@ -13,6 +14,7 @@ from django.db import transaction
 
 from routing import conversations
 from routing.models import RouteDecision
+from routing.recall import keeping
 from routing.recording.values import fit
 from routing.summaries.writes import add_to_summaries
 
@@ -34,11 +36,13 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
             held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
             new = [row for row in rows if row.get("id") is None or row["id"] not in held]
         # Fitted once, for the decision's columns and its conversation's alike.
-        fitted = [fit(row) for row in new]
+        fitted = [fit(keeping.without_store_fields(row)) for row in new]
         columns = [conversations.decision_columns(row) for row in fitted]
         created = RouteDecision.objects.bulk_create([RouteDecision(**row) for row in columns])
         for row, decision in zip(new, created):
             row["id"] = decision.pk  # a row without one gets the database's
         conversations.record(fitted)
         add_to_summaries(columns)
+        # The originals pinch took out, for the recall tool (routing/recall/keeping.py).
+        keeping.keep(new)
     return new
