@@ -61,7 +61,7 @@ def _writable(text: str) -> str:
     try:
         text.encode()
     except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode()
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
 
 
