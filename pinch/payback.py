@@ -56,6 +56,7 @@ def plan(
     extra_fixed_tokens: int = 0,
     memo: Any = None,
     cold: bool = False,
+    recalled: frozenset[int] = frozenset(),
 ) -> tuple[list[Any], Ledger, dict[str, Any]]:
     """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
 
@@ -72,7 +73,7 @@ def plan(
     calls: a result compresses to the same text every time, so computing it
     once per process is enough.
     """
-    session = Session(messages, knobs, cache, extra_fixed_tokens, memo)
+    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled)
     fingerprints = session.hashes
     ledger = _trusted(ledger, fingerprints)
     # Every earlier request the ledger does not cover, then this one.
@@ -166,7 +167,7 @@ def _removed(session: Session, ledger: Ledger) -> int:
         done, total = 0, 0
     if ledger.decided > done:
         results = session.results
-        kept = set(ledger.kept[bisect_left(ledger.kept, results[done]) :])
+        kept = session.whole(ledger.kept[bisect_left(ledger.kept, results[done]) :])
         total += sum(session.saving(i) for i in results[done : ledger.decided] if i not in kept)
         session.removed_at = (ledger.decided, total)
     return total
@@ -192,7 +193,7 @@ def _decide(
     kept, compressed, saved = [], [], 0
     for i in undecided:
         size = len(extract_text(session.messages[i]))
-        if keeps(
+        if i in session.recalled or keeps(
             size,
             session.mentions(i),
             length,
@@ -245,7 +246,7 @@ def _payload_tokens(session: Session, ledger: Ledger, start: int, stop: int) -> 
     first = bisect_left(results, start, 0, ledger.decided)
     end = bisect_left(results, stop, 0, ledger.decided)
     if first < end:
-        kept = set(ledger.kept)
+        kept = session.whole(ledger.kept)
         total -= sum(session.saving(i) for i in results[first:end] if i not in kept)
     return max(total, 0)
 
@@ -253,7 +254,7 @@ def _payload_tokens(session: Session, ledger: Ledger, start: int, stop: int) -> 
 def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], dict[str, Any]]:
     messages, knobs = session.messages, session.knobs
     original = session.total(length)
-    kept = set(ledger.kept)
+    kept = session.whole(ledger.kept)
     replaced: dict[int, str] = {}
     compressed: list[int] = []
     for i in session.results[: ledger.decided]:
@@ -271,7 +272,8 @@ def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], 
         # kept for good keeps its cap. Its plainest pieces go, not its middle:
         # the next message quotes a subagent's report or a long file anywhere.
         undecided = session.results[ledger.decided :]
-        for i in [*undecided, *sorted(kept)]:
+        # (A recalled result may be both: restored before it is decided.)
+        for i in dict.fromkeys([*undecided, *sorted(kept)]):
             text = extract_text(messages[i])
             if len(text) > knobs.protected_max_chars:
                 shorter = session.capped(i, knobs.protected_max_chars)

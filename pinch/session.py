@@ -51,6 +51,9 @@ class Session:
     cache: CacheModel
     extra_fixed_tokens: int
     memo: Any = None
+    # Results the model needed back (their message indexes): sent whole from now
+    # on, and kept when they are decided (docs/pinch.md, "Recall").
+    recalled: frozenset[int] = frozenset()
     tokens: list[int] = field(default_factory=list)
     leading: list[int] = field(default_factory=list)
     results: list[int] = field(default_factory=list)
@@ -77,6 +80,10 @@ class Session:
         self.assistants = [
             t for t in range(1, len(self.messages)) if _role(self.messages[t]) == "assistant"
         ]
+
+    def whole(self, kept) -> set[int]:
+        """The results sent whole: those kept, and the recalled ones."""
+        return set(kept) | self.recalled
 
     def mentions(self, i: int) -> set[str]:
         """The distinctive tokens message ``i`` uses (text, and tool-call arguments)."""

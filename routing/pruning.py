@@ -117,11 +117,14 @@ class LedgerSlot:
 
     ``recorded(key)``: the ledger on the conversation's row
     (routing.conversation_state.RecordedState; None in a replay, which has no rows).
+    ``recalled(key)``: the conversation's results pinch sends whole because the
+    model recalled them (routing.recall.store.recalled_indexes; None: none).
     """
 
     store: object
     key: str
     recorded: Callable[[str], str | None] | None = None
+    recalled: Callable[[str], frozenset[int]] | None = None
 
     def load(self, messages) -> Ledger | None:
         """The ledger before ``messages``: the store's while it was saved by the request just
@@ -281,6 +284,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             extra_fixed_tokens,
             memo=_memo,
             cold=bool(cold),
+            recalled=_recalled(slot, pinch_config),
         )
         ledger = replace(ledger, at=now)
         recorded = slot.save(ledger) if slot is not None else ledger.as_json()
@@ -293,6 +297,13 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
         stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
     )
     return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens)
+
+
+def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig) -> frozenset[int]:
+    """What recalls taught pinch about this conversation: the results to send whole."""
+    if slot is None or slot.recalled is None or not pinch_config.recall.enabled:
+        return frozenset()
+    return slot.recalled(slot.key)
 
 
 def _recallable(messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int):

@@ -13,6 +13,11 @@ in a few counter rows, so the total bound is checked without a scan.
 from django.db import models
 from django.db.models import Q
 
+# Recalled in this many requests, a result is sent whole again: measured on the corpus,
+# restoring at the first recall cost more than it saved, at the second it paid
+# (docs/pinch.md, "Recall"; bench/recall_choice.py).
+RESTORE_AFTER = 2
+
 
 class RecallOriginal(models.Model):
     conversation = models.CharField(
@@ -26,7 +31,10 @@ class RecallOriginal(models.Model):
         null=True, blank=True, help_text="When a bound pushed it out (its text went)."
     )
     recalled_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the model first recalled it (pinch learns from it)."
+        null=True, blank=True, help_text="When the model first recalled it."
+    )
+    recalls = models.PositiveIntegerField(
+        default=0, help_text="Requests in which the model recalled it (pinch learns from it)."
     )
 
     class Meta:
@@ -36,11 +44,12 @@ class RecallOriginal(models.Model):
         indexes = [
             # The total bound: the oldest originals still held, in id order.
             models.Index(fields=["id"], name="recall_held_idx", condition=Q(size__gt=0)),
-            # The conversation's recalled handles, read once per request (pinch keeps them).
+            # The conversation's results recalled again, read once per request: pinch sends
+            # them whole (routing.recall.store.recalled_indexes).
             models.Index(
                 fields=["conversation"],
-                name="recall_recalled_idx",
-                condition=Q(recalled_at__isnull=False),
+                name="recall_restored_idx",
+                condition=Q(recalls__gte=RESTORE_AFTER),
             ),
         ]
 

@@ -30,7 +30,8 @@ import zlib
 from datetime import datetime
 
 from django.db import DatabaseError, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Sum, Value
+from django.db.models.functions import Coalesce
 
 from routing.config.pinch_blocks import RecallConfig
 from routing.config.store import current_config
@@ -109,10 +110,10 @@ def keep(rows: list[dict], bounds: RecallConfig | None = None) -> None:
 
 
 def mark_recalled(conversation: str, handles, at: datetime) -> int:
-    """Mark the conversation's originals under ``handles`` recalled (the first time)."""
+    """Count one more recall of each of the conversation's originals under ``handles``."""
     return RecallOriginal.objects.filter(
-        conversation=conversation, handle__in=list(handles), recalled_at__isnull=True
-    ).update(recalled_at=at)
+        conversation=conversation, handle__in=list(handles)
+    ).update(recalls=F("recalls") + 1, recalled_at=Coalesce("recalled_at", Value(at)))
 
 
 def _store(conversation: str, originals: dict, at: datetime, bounds: RecallConfig) -> None:

@@ -9,8 +9,9 @@ database sees. A database that cannot answer degrades to "not available",
 logged: a recall never fails a request.
 
 ``recalled_indexes`` is pinch's one read per request for what a recall
-teaches it (docs/pinch.md, "Recall"): the conversation's recalled handles,
-through a partial index that holds only recalled rows.
+teaches it (docs/pinch.md, "Recall"): the conversation's results the model
+recalled in ``RESTORE_AFTER`` requests or more, which pinch sends whole from
+then on, through a partial index that holds only those rows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.db import DatabaseError
 
 from pinch.recall import index_of
 from routing.models import RecallOriginal
+from routing.models.recall import RESTORE_AFTER
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +94,15 @@ def original(conversation: str, handle: str, pending: dict) -> str | None:
 
 
 def recalled_indexes(conversation: str | None) -> frozenset[int]:
-    """The message indexes of the conversation's results the model has recalled (one
-    indexed query); empty when there are none or the database does not answer."""
+    """The message indexes of the conversation's results the model recalled in
+    ``RESTORE_AFTER`` requests or more (one indexed query); empty when there are none or
+    the database does not answer."""
     if not conversation:
         return frozenset()
     try:
         handles = list(
             RecallOriginal.objects.filter(
-                conversation=conversation, recalled_at__isnull=False
+                conversation=conversation, recalls__gte=RESTORE_AFTER
             ).values_list("handle", flat=True)
         )
     except DatabaseError as error:
