@@ -194,7 +194,8 @@ def pinch_messages(
     cache = cache if cache is not None else _STRICTEST
     if pinch_config.payback.enabled:
         return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now)
-    cold = _cold(slot.load(messages) if slot is not None else None, cache, now)
+    known = slot.load(messages) if slot is not None else None
+    cold = _cold(known, cache, now)
     # The budget prune keeps no decisions; the ledger only carries the clock.
     ledger = Ledger(length=len(messages), at=now)
     recorded = slot.save(ledger) if slot is not None else ledger.as_json()
@@ -223,7 +224,7 @@ def pinch_messages(
         cold=cold,
         ledger=recorded,
     )
-    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens)
+    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
 
 
 def _cold(ledger: Ledger | None, cache: CacheModel, now: float) -> bool | None:
@@ -272,9 +273,9 @@ def _stable_prefix(messages, pinch_config: PinchConfig, tokens: int, outcome: Pi
 
 
 def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
-    cold = None
+    cold = known = None
     try:
-        ledger = slot.load(messages) if slot is not None else None
+        ledger = known = slot.load(messages) if slot is not None else None
         cold = _cold(ledger, cache, now)
         pruned, ledger, stats = plan(
             messages,
@@ -296,7 +297,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
     outcome = PinchOutcome.from_stats(
         stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
     )
-    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens)
+    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
 
 
 def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig) -> frozenset[int]:
@@ -306,14 +307,23 @@ def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig) -> frozenset[i
     return slot.recalled(slot.key)
 
 
-def _recallable(messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int):
-    """Each changed result named by its recall handle, when recall is on (pinch/recall.py)."""
+def _recallable(
+    messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int, known
+):
+    """Each changed result named by its recall handle, when recall is on (pinch/recall.py).
+
+    ``known``: the conversation's ledger before this request (None: the router
+    has not served it before, so nothing of it is stored yet)."""
     if not pinch_config.recall.enabled:
         return pruned, outcome
     pruned, recallable, added = with_handles(
         messages, pruned, sorted([*outcome.compressed, *outcome.capped]), RECALL_TOOL
     )
     outcome = replace(outcome, recallable=recallable, final_tokens=outcome.final_tokens + added)
+    if known is None:
+        # The first request the router serves of it (a conversation begun elsewhere,
+        # or before recall was on): every original, once.
+        return pruned, replace(outcome, to_store=recallable)
     return pruned, replace(outcome, to_store=_to_store(messages, outcome, pinch_config, extra))
 
 

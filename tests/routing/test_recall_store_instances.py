@@ -9,7 +9,8 @@ import re
 import pytest
 
 from routing.config import PinchConfig
-from routing.pruning import pinch_messages
+from routing.prefix_probe import PrefixProbe
+from routing.pruning import LedgerSlot, pinch_messages
 from tests.support.config import base_config
 from tests.support.postgres import scratch_database
 from tests.support.served import gunicorn_router, prepare, router_env
@@ -25,11 +26,12 @@ def session_requests(corpus_dir, name):
 @pytest.mark.parametrize("name", ["013.json", "024.json", "102.json"])
 def test_each_request_hands_the_store_only_what_it_newly_trimmed(corpus_dir, name):
     config = PinchConfig(budget_tokens=8000)
+    slot = LedgerSlot(PrefixProbe(), "conversation")
     stored: dict[str, str] = {}
     writes: dict[str, int] = {}
     trimmed = 0
     for messages in session_requests(corpus_dir, name):
-        _, outcome = pinch_messages(messages, config, 0)
+        _, outcome = pinch_messages(messages, config, 0, slot=slot)
         for handle, text in outcome.to_store.items():
             stored[handle] = text
             writes[handle] = writes.get(handle, 0) + 1
