@@ -11,16 +11,12 @@ import pytest
 from routing.config import PinchConfig
 from routing.prefix_probe import PrefixProbe
 from routing.pruning import LedgerSlot, pinch_messages
+from tests.routing.test_payback_pipeline import session_requests
 from tests.support.config import base_config
 from tests.support.postgres import scratch_database
 from tests.support.served import gunicorn_router, prepare, router_env
 
 NAMED = re.compile(r"\[recall id (r\d+): call router_recall")
-
-
-def session_requests(corpus_dir, name):
-    messages = json.loads((corpus_dir / name).read_text())["messages"]
-    return [messages[:t] for t, m in enumerate(messages) if t > 0 and m["role"] == "assistant"]
 
 
 @pytest.mark.parametrize("name", ["013.json", "024.json", "102.json"])

@@ -1,42 +1,25 @@
 """A result the model recalled in two requests is sent whole from the next request on, by
 any worker: the recall's mark goes through the decision's write, pinch reads it back."""
 
-import json
-import re
-
 import openai
 import pytest
 
 from routing.models import RouteDecision
 from routing.prefix_probe import forget_conversations
+from tests.routing.test_payback_pipeline import session_requests
+from tests.routing.test_recall_store_instances import NAMED
 from tests.support.recall import record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NAMED = re.compile(r"\[recall id (r\d+): call router_recall")
-
-
-@pytest.fixture
-def payback_config(router_config, write_config):
-    router_config["pinch"]["payback"] = {"enabled": True}
-    router_config["pinch"]["budget_tokens"] = 8000
-    write_config(router_config)
-    return router_config
-
-
-@pytest.fixture
-def sdk(live_server, api_key):
-    return openai.OpenAI(
-        base_url=live_server.url + "/v1", api_key=api_key, max_retries=0, timeout=30
-    )
-
 
 def test_a_result_recalled_twice_is_sent_whole_from_then_on(
-    sdk, payback_config, upstream, corpus_dir
+    live_server, api_key, router_config, write_config, upstream, corpus_dir
 ):
-    messages = json.loads((corpus_dir / "013.json").read_text())["messages"]
-    requests = [messages[:t] for t, m in enumerate(messages) if t > 0 and m["role"] == "assistant"]
-    last = requests[-1]
+    router_config["pinch"].update(payback={"enabled": True}, budget_tokens=8000)
+    write_config(router_config)
+    sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
+    last = session_requests(corpus_dir)[-1]
     sdk.chat.completions.create(model="echo-hard", messages=last)
     sent = upstream.bodies()[-1]["messages"]
     named = [h for m in sent if m["role"] == "tool" for h in NAMED.findall(m["content"])]
