@@ -66,6 +66,8 @@ class Session:
         for count in self.tokens:
             self.leading.append(self.leading[-1] + count)
         self.results = _tool_results(self.messages, 0, len(self.messages))
+        # Only tool results are ever sent whole again: an index from an edited history is not.
+        self.recalled = frozenset(self.recalled).intersection(self.results)
         self.names = _tool_names(self.messages, self.results)
         self.calls = _call_arguments(self.messages)
         knobs = self.knobs

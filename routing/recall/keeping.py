@@ -94,9 +94,9 @@ def keep(rows: list[dict], bounds: RecallConfig | None = None) -> None:
     work = [row for row in rows if row.get("conversation") and any(row.get(f) for f in FIELDS)]
     if not work:
         return
-    if bounds is None:
-        bounds = current_config().pinch.recall
     try:
+        if bounds is None:
+            bounds = current_config().pinch.recall
         # A savepoint: a failure here rolls back the store's part only.
         with transaction.atomic():
             for row in work:
@@ -132,8 +132,11 @@ def _store(conversation: str, originals: dict, at: datetime, bounds: RecallConfi
         text = text.replace("\x00", "")  # PostgreSQL's text refuses NUL
         size = len(text.encode("utf-8", "replace"))
         if size > limit or size == 0:
-            rows.append(RecallOriginal(conversation=conversation, handle=handle, created_at=at))
-            rows[-1].evicted_at = at
+            rows.append(
+                RecallOriginal(
+                    conversation=conversation, handle=handle, created_at=at, evicted_at=at
+                )
+            )
             continue
         rows.append(
             RecallOriginal(
