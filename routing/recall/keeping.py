@@ -101,10 +101,12 @@ def keep(rows: list[dict], bounds: RecallConfig | None = None) -> None:
         with transaction.atomic():
             for row in work:
                 conversation, at = row["conversation"], row["created_at"]
-                if row.get(ORIGINALS):
-                    _store(conversation, row[ORIGINALS], at, bounds)
+                # Marks first: they may wait on a row another writer is evicting, which
+                # must not be while holding a counter that writer waits for.
                 if row.get(RECALLED):
                     mark_recalled(conversation, row[RECALLED], at)
+                if row.get(ORIGINALS):
+                    _store(conversation, row[ORIGINALS], at, bounds)
     except DatabaseError as error:
         log.warning("recall_store_failed reason=%s: %s", type(error).__name__, error)
 
