@@ -96,12 +96,13 @@ def test_originals_spooled_with_their_decision_are_stored_when_it_is_drained():
     assert not hasattr(decision, ORIGINALS)
 
 
-def test_a_recalled_handle_is_marked_for_pinch_in_one_query():
+def test_a_result_recalled_in_two_requests_is_read_back_for_pinch_in_one_query():
     record(CONVERSATION, {"r3": "a", "r5": "b", "r8": "c"})
     record(CONVERSATION, {}, recalled=["r5", "r8"])
     record(CONVERSATION, {}, recalled=["r5"])
     with CaptureQueriesContext(connection) as queries:
-        assert store.recalled_indexes(CONVERSATION) == frozenset({5, 8})
+        # r8 once: not yet (a first recall does not pay a rewrite; docs/pinch.md, "Recall").
+        assert store.recalled_indexes(CONVERSATION) == frozenset({5})
     assert len(queries) == 1
     assert store.recalled_indexes("d" * 32) == frozenset()
 
