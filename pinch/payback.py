@@ -35,148 +35,17 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from hashlib import blake2b
+from dataclasses import replace
 from typing import Any
 
-from pinch.core import (
-    _PLACEHOLDER,
-    _call_arguments,
-    _protected_start,
-    _role,
-    _tool_names,
-    _tool_results,
-)
+from pinch.core import _protected_start
 from pinch.keep import keeps
-from pinch.ledger import Ledger, message_hash, messages_digest
-from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
+from pinch.ledger import Ledger, messages_digest
+from pinch.session import PaybackKnobs, Session
 from pinch.steps import CacheModel, net_cost_now, step_pays
 from pinch.tokens import estimate_tokens, extract_text
 
 __all__ = ["CacheModel", "Ledger", "PaybackKnobs", "plan"]
-
-
-@dataclass(frozen=True)
-class PaybackKnobs:
-    """The knobs of ``plan``, each the config key of its name (routing/config/schema.py).
-
-    No defaults here: the config schema holds the one default of each knob, and
-    ``routing.pruning.payback_knobs`` builds these from it.
-    """
-
-    budget_tokens: int
-    keep_last_turns: int
-    keep_last_tool_results: int | None
-    max_summarize_chars: int
-    protected_max_chars: int | None
-    turns_ahead: float
-    min_payback: float
-    keep_max_chars: int
-    keep_min_shared: int
-    names_max_chars: int
-    names_share: float
-    lines_max_chars: int | None
-    max_loss_share: float
-
-
-@dataclass
-class _Session:
-    """One conversation's messages with what every step evaluation needs, computed once."""
-
-    messages: Sequence[Any]
-    knobs: PaybackKnobs
-    cache: CacheModel
-    extra_fixed_tokens: int
-    memo: Any = None
-    tokens: list[int] = field(default_factory=list)
-    leading: list[int] = field(default_factory=list)
-    results: list[int] = field(default_factory=list)
-    names: dict[int, str] = field(default_factory=dict)
-    compressed: dict[int, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.tokens = [estimate_tokens(extract_text(m)) for m in self.messages]
-        self.leading = [0]
-        for count in self.tokens:
-            self.leading.append(self.leading[-1] + count)
-        self.results = _tool_results(self.messages, 0, len(self.messages))
-        self.names = _tool_names(self.messages, self.results)
-        self.calls = _call_arguments(self.messages)
-        knobs = self.knobs
-        self._sizes = f"{knobs.names_max_chars}:{knobs.names_share}:{knobs.lines_max_chars}"
-        # One hash per message (role and text), for the ledger's digest and
-        # the memo's keys: one pass over the text, no JSON.
-        self.hashes = [message_hash(m) for m in self.messages]
-        self.users = [t for t, m in enumerate(self.messages) if _role(m) == "user"]
-        self._mentions: dict[int, set[str]] = {}
-        self.removed_at = (0, 0)  # (results decided, the tokens their compressions removed)
-        self._savings: dict[int, int] = {}
-        self.assistants = [
-            t for t in range(1, len(self.messages)) if _role(self.messages[t]) == "assistant"
-        ]
-
-    def mentions(self, i: int) -> set[str]:
-        """The distinctive tokens message ``i`` uses (text, and tool-call arguments)."""
-        found = self._mentions.get(i)
-        if found is None:
-            found = self._mentions[i] = mentioned_tokens(self.messages[i])
-        return found
-
-    def saving(self, i: int) -> int:
-        """Tokens compressing result ``i`` takes out (0 when its compressed form is no shorter)."""
-        if i not in self._savings:
-            # self.tokens[i] is the whole text's estimate, made once per session.
-            self._savings[i] = max(self.tokens[i] - estimate_tokens(self.compress(i)), 0)
-        return self._savings[i]
-
-    def total(self, length: int) -> int:
-        return self.leading[length] + self.extra_fixed_tokens
-
-    def compress(self, i: int) -> str:
-        """The compressed text of result ``i``: a pure function of its text and call."""
-        found = self.compressed.get(i)
-        if found is not None:
-            return found
-        text = extract_text(self.messages[i])
-        key = None
-        raw_call, name = self.calls.get(i, ""), self.names.get(i, "tool")
-        limit = self.knobs.max_summarize_chars
-        if self.memo is not None:
-            key = _memo_key(self.hashes[i], raw_call, name, limit, self._sizes)
-            found = self.memo.get(key)
-        if found is None:
-            asked = decoded_arguments(raw_call) if raw_call else ""
-            # As prune_context: a long result keeps half of max_summarize_chars
-            # (its most useful lines here), a short one becomes a placeholder.
-            room = self.knobs.lines_max_chars or limit // 2
-            found = compress_lines(text, room, asked) if len(text) > limit else ""
-            # A long result holds more names than a short one: its room grows with it.
-            room = max(self.knobs.names_max_chars, int(self.knobs.names_share * len(text)))
-            names = named_tokens(text, found, room)
-            if not found.strip():
-                found = _PLACEHOLDER.format(name=name)
-                if names:
-                    found = f"{found[:-1]}; it named: {names}]"
-            elif names:
-                found = f"{found}\n[the trimmed text named: {names}]"
-            if len(found) >= len(text):
-                found = text
-            if key is not None:
-                self.memo[key] = found
-        self.compressed[i] = found
-        return found
-
-    def capped(self, i: int, max_chars: int) -> str:
-        """Result ``i`` cut to ``max_chars`` by ``pinch.lines.cap_lines``: plainest pieces first."""
-        raw_call = self.calls.get(i, "")
-        key = _memo_key(self.hashes[i], raw_call, "", max_chars, "cap")
-        found = None if self.memo is None else self.memo.get(key)
-        if found is None:
-            asked = decoded_arguments(raw_call) if raw_call else ""
-            found = cap_lines(extract_text(self.messages[i]), max_chars, asked)
-            if self.memo is not None:
-                self.memo[key] = found
-        return found
 
 
 def plan(
@@ -187,6 +56,7 @@ def plan(
     extra_fixed_tokens: int = 0,
     memo: Any = None,
     cold: bool = False,
+    recalled: frozenset[int] = frozenset(),
 ) -> tuple[list[Any], Ledger, dict[str, Any]]:
     """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
 
@@ -203,7 +73,7 @@ def plan(
     calls: a result compresses to the same text every time, so computing it
     once per process is enough.
     """
-    session = _Session(messages, knobs, cache, extra_fixed_tokens, memo)
+    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled)
     fingerprints = session.hashes
     ledger = _trusted(ledger, fingerprints)
     # Every earlier request the ledger does not cover, then this one.
@@ -231,7 +101,7 @@ def plan(
     return payload, ledger, stats
 
 
-def _first_undecided(session: _Session, decided: int) -> int:
+def _first_undecided(session: Session, decided: int) -> int:
     results = session.results
     return results[decided] if decided < len(results) else len(session.messages)
 
@@ -252,7 +122,7 @@ def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
     return ledger
 
 
-def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
+def _advance(session: Session, ledger: Ledger, length: int) -> Ledger:
     """The ledger after the request ``messages[:length]``: a step or nothing, and what it earned."""
     cache = session.cache
     prior = _previous_request(session, ledger, length)
@@ -277,7 +147,7 @@ def _advance(session: _Session, ledger: Ledger, length: int) -> Ledger:
     return replace(after, earned=ledger.earned + earned)
 
 
-def _previous_request(session: _Session, ledger: Ledger, length: int) -> int:
+def _previous_request(session: Session, ledger: Ledger, length: int) -> int:
     """The previous request's length, whose prompt the cache still holds; 0 on the
     first request and after a cold gap."""
     earlier = bisect_left(session.assistants, length)
@@ -286,7 +156,7 @@ def _previous_request(session: _Session, ledger: Ledger, length: int) -> int:
     return session.assistants[earlier - 1]
 
 
-def _removed(session: _Session, ledger: Ledger) -> int:
+def _removed(session: Session, ledger: Ledger) -> int:
     """Tokens the ledger's compressions take out of the payload.
 
     Counted on from the session's last count (a ledger only grows, in result order):
@@ -297,14 +167,14 @@ def _removed(session: _Session, ledger: Ledger) -> int:
         done, total = 0, 0
     if ledger.decided > done:
         results = session.results
-        kept = set(ledger.kept[bisect_left(ledger.kept, results[done]) :])
+        kept = session.whole(ledger.kept[bisect_left(ledger.kept, results[done]) :])
         total += sum(session.saving(i) for i in results[done : ledger.decided] if i not in kept)
         session.removed_at = (ledger.decided, total)
     return total
 
 
 def _decide(
-    session: _Session, ledger: Ledger, length: int, previous: int, removed: int
+    session: Session, ledger: Ledger, length: int, previous: int, removed: int
 ) -> tuple[Ledger, float]:
     """The ledger after deciding at ``length``, and the net cost now of the step taken (or 0)."""
     knobs = session.knobs
@@ -323,7 +193,7 @@ def _decide(
     kept, compressed, saved = [], [], 0
     for i in undecided:
         size = len(extract_text(session.messages[i]))
-        if keeps(
+        if i in session.recalled or keeps(
             size,
             session.mentions(i),
             length,
@@ -369,22 +239,22 @@ def _decide(
     return replace(decided, steps=ledger.steps + (length,)), net
 
 
-def _payload_tokens(session: _Session, ledger: Ledger, start: int, stop: int) -> int:
+def _payload_tokens(session: Session, ledger: Ledger, start: int, stop: int) -> int:
     """Tokens of the current payload's messages ``start:stop`` under the ledger's decisions."""
     total = session.leading[stop] - session.leading[start]
     results = session.results
     first = bisect_left(results, start, 0, ledger.decided)
     end = bisect_left(results, stop, 0, ledger.decided)
     if first < end:
-        kept = set(ledger.kept)
+        kept = session.whole(ledger.kept)
         total -= sum(session.saving(i) for i in results[first:end] if i not in kept)
     return max(total, 0)
 
 
-def _payload(session: _Session, ledger: Ledger, length: int) -> tuple[list[Any], dict[str, Any]]:
+def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], dict[str, Any]]:
     messages, knobs = session.messages, session.knobs
     original = session.total(length)
-    kept = set(ledger.kept)
+    kept = session.whole(ledger.kept)
     replaced: dict[int, str] = {}
     compressed: list[int] = []
     for i in session.results[: ledger.decided]:
@@ -402,7 +272,8 @@ def _payload(session: _Session, ledger: Ledger, length: int) -> tuple[list[Any],
         # kept for good keeps its cap. Its plainest pieces go, not its middle:
         # the next message quotes a subagent's report or a long file anywhere.
         undecided = session.results[ledger.decided :]
-        for i in [*undecided, *sorted(kept)]:
+        # (A recalled result may be both: restored before it is decided.)
+        for i in dict.fromkeys([*undecided, *sorted(kept)]):
             text = extract_text(messages[i])
             if len(text) > knobs.protected_max_chars:
                 shorter = session.capped(i, knobs.protected_max_chars)
@@ -439,11 +310,3 @@ def _stats(original: int, final: int) -> dict[str, Any]:
         "final_tokens": final,
         "tokens_saved": max(original - final, 0),
     }
-
-
-def _memo_key(text_hash: str, raw_call: str, name: str, limit: int, sizes: str) -> str:
-    digest = blake2b(digest_size=16)
-    for part in (text_hash, raw_call, name, str(limit), sizes):
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
-    return digest.hexdigest()

@@ -17,9 +17,21 @@ from pinch.tokens import estimate_tokens, extract_text
 NOTE = "[recall id {handle}: call {tool} with this id for the whole result]"
 
 
+# A handle is short: a model that garbles one gets "unknown", not a look-up of its text.
+_MAX_DIGITS = 9
+
+
 def handle_for(index: int) -> str:
     """The handle of the result at message ``index``."""
     return f"r{index}"
+
+
+def index_of(handle: str) -> int | None:
+    """The message index ``handle`` names (``handle_for``'s inverse); None for anything else."""
+    digits = handle[1:] if isinstance(handle, str) and handle.startswith("r") else ""
+    if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS:
+        return None
+    return int(digits)
 
 
 def with_handles(

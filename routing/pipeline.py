@@ -54,6 +54,7 @@ from routing.pruning import (
     turn_lengths,
 )
 from routing.quality import RequestSignals, request_signals
+from routing.recall.store import recalled_indexes
 from routing.recording.decisions import OpenDecision, new_decision
 from routing.recording.health import require_recording
 from routing.selection import (
@@ -188,6 +189,7 @@ def plan_request(
     # State other workers recorded is read back, except in a replay: it brings its own
     # store and has no decision rows.
     reader = RecordedState().reader if probe is None else lambda column: None
+    recalled = recalled_indexes if probe is None else None
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -224,7 +226,9 @@ def plan_request(
         config.pinch,
         extra_tokens,
         cache=config.cache_prices(price_model) if price_model is not None else None,
-        slot=None if store is None else LedgerSlot(store, key, reader("pinch_ledger")),
+        slot=None
+        if store is None
+        else LedgerSlot(store, key, reader("pinch_ledger"), recalled=recalled),
         now=now,
     )
     measured = measure_prompt_tokens(send_messages, request.tools)

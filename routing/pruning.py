@@ -26,7 +26,7 @@ from django.conf import settings
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
-from pinch.recall import with_handles
+from pinch.recall import index_of, with_handles
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 from routing.conversation_state import read_back
@@ -63,6 +63,9 @@ class PinchOutcome:
     # What pinch took out of this request's payload that the model may recall
     # (routing/recall/): the handle named in the result's place -> the original text.
     recallable: dict = field(default_factory=dict)
+    # Of those, the ones the request before did not carry the same way: what the
+    # recall store has yet to keep (routing/recall/keeping.py).
+    to_store: dict = field(default_factory=dict)
 
     @classmethod
     def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":
@@ -114,11 +117,14 @@ class LedgerSlot:
 
     ``recorded(key)``: the ledger on the conversation's row
     (routing.conversation_state.RecordedState; None in a replay, which has no rows).
+    ``recalled(key)``: the conversation's results pinch sends whole because the
+    model recalled them (routing.recall.store.recalled_indexes; None: none).
     """
 
     store: object
     key: str
     recorded: Callable[[str], str | None] | None = None
+    recalled: Callable[[str], frozenset[int]] | None = None
 
     def load(self, messages) -> Ledger | None:
         """The ledger before ``messages``: the store's while it was saved by the request just
@@ -188,7 +194,8 @@ def pinch_messages(
     cache = cache if cache is not None else _STRICTEST
     if pinch_config.payback.enabled:
         return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now)
-    cold = _cold(slot.load(messages) if slot is not None else None, cache, now)
+    known = slot.load(messages) if slot is not None else None
+    cold = _cold(known, cache, now)
     # The budget prune keeps no decisions; the ledger only carries the clock.
     ledger = Ledger(length=len(messages), at=now)
     recorded = slot.save(ledger) if slot is not None else ledger.as_json()
@@ -217,7 +224,7 @@ def pinch_messages(
         cold=cold,
         ledger=recorded,
     )
-    return _recallable(messages, pruned, outcome, pinch_config)
+    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
 
 
 def _cold(ledger: Ledger | None, cache: CacheModel, now: float) -> bool | None:
@@ -266,9 +273,9 @@ def _stable_prefix(messages, pinch_config: PinchConfig, tokens: int, outcome: Pi
 
 
 def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
-    cold = None
+    cold = known = None
     try:
-        ledger = slot.load(messages) if slot is not None else None
+        ledger = known = slot.load(messages) if slot is not None else None
         cold = _cold(ledger, cache, now)
         pruned, ledger, stats = plan(
             messages,
@@ -278,6 +285,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             extra_fixed_tokens,
             memo=_memo,
             cold=bool(cold),
+            recalled=_recalled(slot, pinch_config),
         )
         ledger = replace(ledger, at=now)
         recorded = slot.save(ledger) if slot is not None else ledger.as_json()
@@ -289,19 +297,52 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
     outcome = PinchOutcome.from_stats(
         stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
     )
-    return _recallable(messages, pruned, outcome, pinch_config)
+    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
 
 
-def _recallable(messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig):
-    """Each changed result named by its recall handle, when recall is on (pinch/recall.py)."""
+def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig) -> frozenset[int]:
+    """What recalls taught pinch about this conversation: the results to send whole."""
+    if slot is None or slot.recalled is None or not pinch_config.recall.enabled:
+        return frozenset()
+    return slot.recalled(slot.key)
+
+
+def _recallable(
+    messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int, known
+):
+    """Each changed result named by its recall handle, when recall is on (pinch/recall.py).
+
+    ``known``: the conversation's ledger before this request (None: the router
+    has not served it before, so nothing of it is stored yet)."""
     if not pinch_config.recall.enabled:
         return pruned, outcome
     pruned, recallable, added = with_handles(
         messages, pruned, sorted([*outcome.compressed, *outcome.capped]), RECALL_TOOL
     )
-    return pruned, replace(
-        outcome, recallable=recallable, final_tokens=outcome.final_tokens + added
-    )
+    outcome = replace(outcome, recallable=recallable, final_tokens=outcome.final_tokens + added)
+    if known is None:
+        # The first request the router serves of it (a conversation begun elsewhere,
+        # or before recall was on): every original, once.
+        return pruned, replace(outcome, to_store=recallable)
+    return pruned, replace(outcome, to_store=_to_store(messages, outcome, pinch_config, extra))
+
+
+def _to_store(messages, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int) -> dict:
+    """The originals new in this request: those past the last turn's stable prefix.
+
+    Before it the payload is what the request before sent (pinch never
+    revisits a decision, and caps a result from the request it arrives in),
+    so its originals went to the store then: the write grows with what this
+    request changed, not with the conversation.
+    """
+    if not outcome.recallable:
+        return {}
+    _, before = stable_prefixes(messages, pinch_config, outcome, extra)
+    return {
+        handle: text
+        for handle, text in outcome.recallable.items()
+        if (index_of(handle) or 0) >= before
+    }
 
 
 # Without a model to price by, the prices that make a step hardest to pay back.

@@ -41,6 +41,8 @@ class Outcome:
     # request and the tokens they gave back; None when the tool was not offered.
     recalls: int | None = None
     recalled_tokens: int | None = None
+    # The handles those recalls found, marked on the store with the row.
+    recalled_handles: set = field(default_factory=set)
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).

@@ -1,6 +1,7 @@
 """What the router stores, one module per record: its keys, its decision log, its
 conversations, the summary tables the surfaces read, the admin's config
-changes, stored Responses answers, the limits' refusal counters and budget ledgers.
+changes, stored Responses answers, the limits' refusal counters and budget ledgers,
+and the recall store's originals.
 
 Everything is importable from ``routing.models``, which is also where Django
 looks for the app's models.
@@ -32,6 +33,7 @@ from routing.models.keys import (
     ApiKeyQuerySet,
     hash_key,
 )
+from routing.models.recall import RecallOriginal, RecallUsage
 from routing.models.refusals import LimitRefusal
 from routing.models.responses import StoredResponse
 from routing.models.summaries import (
@@ -66,6 +68,8 @@ __all__ = [
     "DecisionSummary",
     "KeySpend",
     "LimitRefusal",
+    "RecallOriginal",
+    "RecallUsage",
     "RegisteredModel",
     "RouteDecision",
     "RouteDecisionQuerySet",

@@ -1,19 +1,16 @@
 """Answering the recall calls of one request: the text the model gets back, and the tally.
 
-A recall never breaks a request: a handle the store does not hold, or a
-store that cannot be read, is answered with a plain sentence the model can
-act on, and the request goes on. The tally (calls answered, their tokens)
+A recall never breaks a request: a handle the store does not hold (never
+stored, pushed out by a bound, expired), or a store that cannot be read, is
+answered with the store's plain sentence saying which (routing.recall.store),
+and the request goes on. The tally (calls answered, their tokens)
 goes on the request's outcome, hence the decision row.
 """
 
-import logging
-
 from pinch import estimate_tokens
 from routing.recall.excerpt import excerpt
-from routing.recall.store import original
+from routing.recall.store import lookup
 from routing.recall.tool import read_arguments
-
-log = logging.getLogger(__name__)
 
 
 class Recalls:
@@ -42,16 +39,13 @@ class Recalls:
         arguments = read_arguments(raw_arguments)
         if arguments is None:
             return 'router_recall needs the id named in a shortened result, e.g. {"id": "r12"}.'
-        try:
-            text = original(self.conversation, arguments.handle, self.pending)
-        except Exception as error:  # noqa: BLE001 - a recall never fails the request
-            log.warning("recall_unavailable handle=%s reason=%s", arguments.handle, error)
-            text = None
-        if text is None:
-            return (
-                f"The result {arguments.handle!r} can no longer be recalled; "
-                "go on with what the shortened result shows."
-            )
+        recall = lookup(self.conversation, arguments.handle, self.pending)
+        if recall.text is None:
+            return recall.answer
+        # A result the model asked for mattered: its row is marked, and pinch learns
+        # from it (docs/pinch.md, "What a recall teaches pinch").
+        self.outcome.recalled_handles.add(recall.handle)
+        text = recall.text
         part = excerpt(text, arguments.from_line, arguments.to_line, arguments.pattern)
         self.outcome.recalled_tokens = (self.outcome.recalled_tokens or 0) + estimate_tokens(part)
         return part

@@ -32,6 +32,8 @@ from routing.db_writes import request_write
 from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
+from routing.recall.keeping import decision_fields as recall_fields
+from routing.recall.keeping import note_recalled
 from routing.recording import health, journal, room, spool, stored
 from routing.recording import ids as decision_ids
 from routing.recording.inserts import insert_decisions
@@ -97,6 +99,8 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
         "arm": plan.arm.name,
         **(plan.signals.as_fields() if plan.signals is not None else {}),
         **forecast_fields(plan),
+        # This request's new originals for the recall store, on the row's durable path.
+        **recall_fields(pinch.to_store if pinch else {}),
     }
     if hold is not None:
         fields[ledger.HOLD_KEY] = hold.as_field()
@@ -133,6 +137,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         recalls=outcome.recalls,
         recalled_tokens=outcome.recalled_tokens,
     )
+    note_recalled(fields, outcome.recalled_handles)
     fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:

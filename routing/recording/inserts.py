@@ -2,14 +2,15 @@
 
 Each row goes in with its conversation (routing.conversations.record), its
 figures in the summary tables (routing.summaries.writes.add_to_summaries),
-its budget reservation settled (routing.limits.ledger.settle) and its stored
-response written (routing.recording.stored.write), in one transaction: a row
-the database already holds (a drain run again after its commit, a journal
-entry whose request finished) is skipped, and so are its conversation's
-update, its figures, its settlement and its stored response, so a row written
-exactly once counts exactly once. The ids are the router's
-(routing/recording/ids.py), so which rows are already there is one look-up by
-primary key.
+its budget reservation settled (routing.limits.ledger.settle), its stored
+response written (routing.recording.stored.write) and the originals its
+request's pinch took out kept for the recall tool (routing.recall.keeping), in
+one transaction: a row the database already holds (a drain run again after its
+commit, a journal entry whose request finished) is skipped, and so are its
+conversation's update, its figures, its settlement, its stored response and its
+originals, so a row written exactly once counts exactly once. The ids are the
+router's (routing/recording/ids.py), so which rows are already there is one
+look-up by primary key.
 """
 
 from django.db import transaction
@@ -17,13 +18,14 @@ from django.db import transaction
 from routing import conversations
 from routing.limits.ledger import HOLD_KEY, settle
 from routing.models import RouteDecision
+from routing.recall import keeping
 from routing.recording import stored
 from routing.recording.values import fit
 from routing.summaries.writes import add_to_summaries
 
 # What a row carries to its insert besides its columns: its budget reservation, its
-# stored response.
-RIDERS = (HOLD_KEY, stored.STORED_KEY)
+# stored response, the originals for the recall tool.
+RIDERS = (HOLD_KEY, stored.STORED_KEY, *keeping.FIELDS)
 
 
 def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
@@ -54,4 +56,6 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
         # and its stored response written with it (routing/recording/stored.py).
         settle(new)
         stored.write(new)
+        # And the originals pinch took out, for the recall tool (routing/recall/keeping.py).
+        keeping.keep(new)
     return new
