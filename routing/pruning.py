@@ -32,7 +32,6 @@ from routing.config import PinchConfig
 from routing.conversation_state import read_back
 from routing.embedding_tier import shared_embedding_tier
 from routing.models import tokens_saved
-from routing.recall import TOOL_NAME as RECALL_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -317,7 +316,7 @@ def _recallable(
     if not pinch_config.recall.enabled:
         return pruned, outcome
     pruned, recallable, added = with_handles(
-        messages, pruned, sorted([*outcome.compressed, *outcome.capped]), RECALL_TOOL
+        messages, pruned, sorted([*outcome.compressed, *outcome.capped])
     )
     outcome = replace(outcome, recallable=recallable, final_tokens=outcome.final_tokens + added)
     if known is None:

@@ -15,7 +15,7 @@ from routing.recall import TOOL_NAME
 
 DESCRIPTION = (
     "Get back a tool result the router shortened to save context. A shortened result "
-    f"ends with a line '[recall id <id>: call {TOOL_NAME} ...]'; pass that id. Give "
+    "ends with a line '[recall <id>]'; pass that id. Give "
     "from_line and to_line (1-based, inclusive) or a pattern (a regular expression; "
     "the lines it finds) to get only the part you need; neither: the whole result."
 )

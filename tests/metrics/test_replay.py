@@ -13,7 +13,6 @@ from metrics.replay import REPLAY_KEYS, cli_overrides, render_table, replay_conf
 from pinch.lines import mentioned_tokens
 from pinch.recall import NOTE
 from routing.models import RouteDecision
-from routing.recall import TOOL_NAME as RECALL_TOOL
 from routing.replay.corpus import Session, load_sessions
 from routing.replay.quality import replay_quality
 from routing.replay.sessions import PRICE_MODELS, CachePrices, ReplayResult, TurnRecord, replay
@@ -332,7 +331,7 @@ def _call(call_id, name="cat"):
 
 
 def recall_note(index: int) -> str:
-    return NOTE.format(handle=f"r{index}", tool=RECALL_TOOL)
+    return NOTE.format(handle=f"r{index}")
 
 
 def _hand_session(*messages):

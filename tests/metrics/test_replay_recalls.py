@@ -9,7 +9,6 @@ from django.core.management import call_command
 from metrics.recall_quality import RecallSums, recall_figures
 from metrics.replay import PAYLOAD_KEYS, cli_overrides, replay_config
 from pinch.recall import NOTE
-from routing.recall import TOOL_NAME as RECALL_TOOL
 from routing.replay.corpus import Session, load_sessions
 from routing.replay.quality import replay_quality
 from routing.replay.recalls import CALL_TOKENS
@@ -135,7 +134,7 @@ def test_payloads_holds_every_request_as_pinch_sends_it_once_per_price_model(
             assert sent == MESSAGES[:2]
         else:
             # The old result as pinch sends it: a placeholder and its recall handle.
-            note = NOTE.format(handle="r3", tool=RECALL_TOOL)
+            note = NOTE.format(handle="r3")
             assert sent[3]["content"] == f"[cat: result omitted]\n{note}"
             assert sent[:3] + sent[4:] == MESSAGES[:3] + MESSAGES[4:5]
 

@@ -9,7 +9,6 @@ import requests
 from pinch import message_tokens
 from pinch.recall import NOTE
 from routing.models import RouteDecision
-from routing.recall import TOOL_NAME as RECALL_TOOL
 from routing.selection import measure_prompt_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -187,7 +186,7 @@ def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_conf
     # The placeholder, and the handle the model can recall the whole result by.
     assert sent[2]["content"].splitlines() == [
         "[tool_0: result omitted]",
-        NOTE.format(handle="r2", tool=RECALL_TOOL),
+        NOTE.format(handle="r2"),
     ]
     assert sent[4]["content"] == "y" * 30
     decision = RouteDecision.objects.get()

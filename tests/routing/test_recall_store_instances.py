@@ -16,7 +16,7 @@ from tests.support.config import base_config
 from tests.support.postgres import scratch_database
 from tests.support.served import gunicorn_router, prepare, router_env
 
-NAMED = re.compile(r"\[recall id (r\d+): call router_recall")
+NAMED = re.compile(r"\[recall (r\d+)\]")
 
 
 @pytest.mark.parametrize("name", ["013.json", "024.json", "102.json"])

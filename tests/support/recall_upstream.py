@@ -1,7 +1,7 @@
 """How the test upstreams play a model that recalls what pinch trimmed (``recall-*`` models).
 
 A model that reads its conversation as a real one would: it sees a tool
-result pinch shortened (the ``[recall id ...]`` note), calls the router's
+result pinch shortened (the ``[recall r...]`` note), calls the router's
 ``router_recall`` tool for the lines it is after (those naming ``VAULT``),
 and once the recalled text is in its conversation answers with the line
 only the original held. ``recallmixed`` models call an agent tool in the
@@ -18,7 +18,7 @@ RECALL_TOOL = "router_recall"
 # The line a test puts in the middle of a long tool result; pinch's head and tail elision drops it.
 VAULT_LINE = "VAULT code of the day: 7319-ALPHA-2264"
 PATTERN = "VAULT"
-NOTE = re.compile(r"\[recall id (r\d+):")
+NOTE = re.compile(r"\[recall (r\d+)\]")
 
 
 def long_result(lines: int = 1200) -> str:
