@@ -28,7 +28,11 @@ pinch prunes before it goes upstream.
 test client, same temp DB and config) under pyinstrument and prints where a
 request's time goes.
 
-Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--litellm] [--profile]``
+``--stages`` adds, in the same run, bench/bench_stages.py's table: where the
+router's own time goes, stage by stage, for each protocol.
+
+Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--litellm] [--stages]
+[--profile]``
 Needs ``wrk`` (Debian: ``apt-get install wrk``). Everything listens on
 127.0.0.1 and is stopped on exit.
 """
@@ -407,6 +411,14 @@ def run_bench(args) -> None:
 
     names = [t.name for t in targets]
     report(bodies, names, results, ttfb, args.samples)
+    if args.stages:
+        from bench import bench_stages  # it serves the router with this module's helpers
+
+        print()
+        print("Where the router's time goes, per stage (bench/bench_stages.py, in process)")
+        bench_stages.report(
+            bench_stages.run(argparse.Namespace(samples=args.samples, protocol=None))
+        )
 
 
 def added(results, body, connections, name, field="p50_ms") -> float:
@@ -611,6 +623,9 @@ def main() -> None:
         "--litellm",
         action="store_true",
         help=f"also measure the LiteLLM proxy {LITELLM_VERSION} (installed on first use)",
+    )
+    parser.add_argument(
+        "--stages", action="store_true", help="also print bench_stages.py's per-stage table"
     )
     parser.add_argument("--profile", action="store_true", help="profile the router instead")
     parser.add_argument("--profile-child", action="store_true", help=argparse.SUPPRESS)

@@ -35,6 +35,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -174,13 +176,14 @@ def child(args) -> None:
     )
     clock = Clock()
     stages = list(dict.fromkeys(install(clock)))
+
     client = Client(HTTP_AUTHORIZATION=f"Bearer {os.environ['BENCH_KEY']}", HTTP_HOST="127.0.0.1")
     results = {}
     for protocol in args.protocol or PROTOCOLS:
         for label, (earlier, measured) in bodies(protocol).items():
 
-            def call(data):
-                response = client.post(PATHS[protocol], data=data, content_type="application/json")
+            def call(data, path=PATHS[protocol]):
+                response = client.post(path, data=data, content_type="application/json")
                 assert response.status_code == 200, response.content[:300]
 
             for data in earlier:
@@ -220,11 +223,19 @@ def run(args) -> dict:
         try:
             wait_for(upstream_port, upstream, "fast_upstream")
             router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
+            # Claude Code's and Codex's bodies declare tools: every model takes them.
+            config = tmp / "router.yaml"
+            data = yaml.safe_load(config.read_text())
+            for model in data["models"]:
+                model["capabilities"] = ["tools", "vision", "json_mode"]
+            config.write_text(yaml.safe_dump(data))
             env = {**router.env, "BENCH_KEY": router.key}
             command = [PYTHON, __file__, "--child", "--samples", str(args.samples)]
             for protocol in args.protocol or ():
                 command += ["--protocol", protocol]
-            out = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True)
+            out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True)
+            if out.returncode:
+                sys.exit(out.stderr.decode()[-3000:])
         finally:
             stop(upstream)
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
