@@ -53,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -551,24 +552,33 @@ def report(bodies, names, results, ttfb, samples) -> None:
 # --- Profile ---
 
 
-def run_profile(args) -> None:
-    """Serve nothing: run the WSGI app in a child process under pyinstrument."""
-    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp_name:
+@contextmanager
+def router_beside_upstream(prefix: str):
+    """(temp dir, a prepared Router) with bench/fast_upstream.py serving; stopped at exit.
+
+    The router is prepared (migrated, a key made), not served: the caller runs it.
+    """
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp_name:
         tmp = Path(tmp_name)
         upstream_port = free_port()
         upstream = start([PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)])
         try:
             wait_for(upstream_port, upstream, "fast_upstream")
-            router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
-            env = {**router.env, "BENCH_KEY": router.key}
-            subprocess.run(
-                [PYTHON, __file__, "--profile-child", "--samples", str(args.samples)],
-                env=env,
-                cwd=ROOT,
-                check=True,
-            )
+            yield tmp, prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
         finally:
             stop(upstream)
+
+
+def run_profile(args) -> None:
+    """Serve nothing: run the WSGI app in a child process under pyinstrument."""
+    with router_beside_upstream("bench-proxy-") as (_, router):
+        env = {**router.env, "BENCH_KEY": router.key}
+        subprocess.run(
+            [PYTHON, __file__, "--profile-child", "--samples", str(args.samples)],
+            env=env,
+            cwd=ROOT,
+            check=True,
+        )
 
 
 def profile_child(args) -> None:

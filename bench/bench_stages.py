@@ -30,7 +30,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -40,7 +39,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_proxy import free_port, prepare_router, start, stop, wait_for  # noqa: E402
+from bench.bench_proxy import router_beside_upstream  # noqa: E402
 
 PYTHON = sys.executable
 PROTOCOLS = ("chat", "messages", "responses")
@@ -216,28 +215,20 @@ def child(args) -> None:
 
 
 def run(args) -> dict:
-    with tempfile.TemporaryDirectory(prefix="bench-stages-") as tmp_name:
-        tmp = Path(tmp_name)
-        upstream_port = free_port()
-        upstream = start([PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)])
-        try:
-            wait_for(upstream_port, upstream, "fast_upstream")
-            router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
-            # Claude Code's and Codex's bodies declare tools: every model takes them.
-            config = tmp / "router.yaml"
-            data = yaml.safe_load(config.read_text())
-            for model in data["models"]:
-                model["capabilities"] = ["tools", "vision", "json_mode"]
-            config.write_text(yaml.safe_dump(data))
-            env = {**router.env, "BENCH_KEY": router.key}
-            command = [PYTHON, __file__, "--child", "--samples", str(args.samples)]
-            for protocol in args.protocol or ():
-                command += ["--protocol", protocol]
-            out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True)
-            if out.returncode:
-                sys.exit(out.stderr.decode()[-3000:])
-        finally:
-            stop(upstream)
+    with router_beside_upstream("bench-stages-") as (tmp, router):
+        # Claude Code's and Codex's bodies declare tools: every model takes them.
+        config = tmp / "router.yaml"
+        data = yaml.safe_load(config.read_text())
+        for model in data["models"]:
+            model["capabilities"] = ["tools", "vision", "json_mode"]
+        config.write_text(yaml.safe_dump(data))
+        env = {**router.env, "BENCH_KEY": router.key}
+        command = [PYTHON, __file__, "--child", "--samples", str(args.samples)]
+        for protocol in args.protocol or ():
+            command += ["--protocol", protocol]
+        out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True)
+    if out.returncode:
+        sys.exit(out.stderr.decode()[-3000:])
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
 
