@@ -1,6 +1,6 @@
 """The request pipeline up to the upstream call: classify, prune, measure, choose.
 
-``plan_request`` is the single code path shared by the API view, the dry run
+``plan_request`` is the single code path shared by the completion service, the dry run
 (``X-Router-Dry-Run``) and ``manage.py pinch_replay``, so what the replay and
 the dry run report is what the router does. Its order is a contract:
 
