@@ -15,7 +15,7 @@ times, as the router runs them:
 * inbound (a Claude Code request on /v1/messages, the same conversation as a
   Messages body): reading it into the chat-completions request the pipeline
   plans on (``request.messages_to_chat``), and mapping pinch's changes
-  back onto the client's body for a Claude upstream (``inbound.native_request``).
+  back onto the client's body for a Claude upstream (``native.native_request``).
 
 Figures are medians over the requests of ms per 100k prompt tokens (the
 unit of bench_prune.py), and the ratio to the pinch stage.
@@ -46,7 +46,7 @@ from bench.corpus import bench_conversations, corpus_arguments
 from bench.machine import describe_machine
 from routing.config import DEFAULT_CONFIG_PATH, apply_overrides, validate_config
 from routing.config.source import read_config_file
-from routing.protocols.messages.inbound import native_request
+from routing.protocols.messages.native import native_request
 from routing.protocols.messages.request import messages_to_chat
 from routing.providers.anthropic.cache import place_breakpoints
 from routing.providers.anthropic.request import to_messages_request

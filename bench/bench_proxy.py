@@ -28,7 +28,11 @@ pinch prunes before it goes upstream.
 test client, same temp DB and config) under pyinstrument and prints where a
 request's time goes.
 
-Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--litellm] [--profile]``
+``--stages`` adds, in the same run, bench/bench_stages.py's table: where the
+router's own time goes, stage by stage, for each protocol.
+
+Run: ``.venv/bin/python bench/bench_proxy.py [--duration S] [--rounds N] [--litellm] [--stages]
+[--profile]``
 Needs ``wrk`` (Debian: ``apt-get install wrk``). Everything listens on
 127.0.0.1 and is stopped on exit.
 """
@@ -49,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -407,6 +412,14 @@ def run_bench(args) -> None:
 
     names = [t.name for t in targets]
     report(bodies, names, results, ttfb, args.samples)
+    if args.stages:
+        from bench import bench_stages  # it serves the router with this module's helpers
+
+        print()
+        print("Where the router's time goes, per stage (bench/bench_stages.py, in process)")
+        bench_stages.report(
+            bench_stages.run(argparse.Namespace(samples=args.samples, protocol=None))
+        )
 
 
 def added(results, body, connections, name, field="p50_ms") -> float:
@@ -539,24 +552,33 @@ def report(bodies, names, results, ttfb, samples) -> None:
 # --- Profile ---
 
 
-def run_profile(args) -> None:
-    """Serve nothing: run the WSGI app in a child process under pyinstrument."""
-    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp_name:
+@contextmanager
+def router_beside_upstream(prefix: str):
+    """(temp dir, a prepared Router) with bench/fast_upstream.py serving; stopped at exit.
+
+    The router is prepared (migrated, a key made), not served: the caller runs it.
+    """
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp_name:
         tmp = Path(tmp_name)
         upstream_port = free_port()
         upstream = start([PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)])
         try:
             wait_for(upstream_port, upstream, "fast_upstream")
-            router = prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
-            env = {**router.env, "BENCH_KEY": router.key}
-            subprocess.run(
-                [PYTHON, __file__, "--profile-child", "--samples", str(args.samples)],
-                env=env,
-                cwd=ROOT,
-                check=True,
-            )
+            yield tmp, prepare_router(tmp, f"http://127.0.0.1:{upstream_port}/v1")
         finally:
             stop(upstream)
+
+
+def run_profile(args) -> None:
+    """Serve nothing: run the WSGI app in a child process under pyinstrument."""
+    with router_beside_upstream("bench-proxy-") as (_, router):
+        env = {**router.env, "BENCH_KEY": router.key}
+        subprocess.run(
+            [PYTHON, __file__, "--profile-child", "--samples", str(args.samples)],
+            env=env,
+            cwd=ROOT,
+            check=True,
+        )
 
 
 def profile_child(args) -> None:
@@ -611,6 +633,9 @@ def main() -> None:
         "--litellm",
         action="store_true",
         help=f"also measure the LiteLLM proxy {LITELLM_VERSION} (installed on first use)",
+    )
+    parser.add_argument(
+        "--stages", action="store_true", help="also print bench_stages.py's per-stage table"
     )
     parser.add_argument("--profile", action="store_true", help="profile the router instead")
     parser.add_argument("--profile-child", action="store_true", help=argparse.SUPPRESS)

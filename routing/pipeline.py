@@ -1,6 +1,6 @@
 """The request pipeline up to the upstream call: classify, prune, measure, choose.
 
-``plan_request`` is the single code path shared by the API view, the dry run
+``plan_request`` is the single code path shared by the completion service, the dry run
 (``X-Router-Dry-Run``) and ``manage.py pinch_replay``, so what the replay and
 the dry run report is what the router does. Its order is a contract:
 
@@ -12,9 +12,13 @@ the dry run report is what the router does. Its order is a contract:
 * images for a model without vision are described first when
   ``local_vision`` is on (routing.local_vision), so pinch prunes that request;
 * passthrough (a model id): prune once -> measure; the capability check
-  follows in ``open_decision``, before the decision exists, so a request it
-  rejects leaves no row. The row itself is written once, complete, when the
-  answer ends (routing/recording/decisions.py).
+  follows in the completion service (routing.completion), before the
+  decision exists, so a request it rejects leaves no row. The row itself is
+  written once, complete, when the answer ends (routing/recording/decisions.py).
+
+What it returns is the frozen plan (routing.plan): the models in order with
+their providers, the chat body for a chat upstream, the stable prefixes a
+provider places cache breakpoints at; nothing downstream changes it.
 
 Before all of it the conversation's arm is decided (routing/experiments.py:
 the holdout runs with pinch off, an experiment with its own settings) and the
@@ -27,7 +31,6 @@ the name the client asked for.
 """
 
 import logging
-from dataclasses import dataclass, field
 
 from django.conf import settings
 
@@ -35,16 +38,15 @@ from pinch import estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.conversation_state import RecordedState
-from routing.errors import RouterError
-from routing.experiments import Arm, arm_config, assign_arm
-from routing.limits.ledger import held as budget_held
+from routing.experiments import arm_config, assign_arm
 from routing.local_vision import with_local_vision
 from routing.model_list import unknown_model_error
 from routing.models import RouteDecision
+from routing.plan import Plan
 from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
-from routing.pricing import blended_prompt_price, prompt_cost_usd
+from routing.pricing import blended_prompt_price
 from routing.protocols.canonical import ChatRequest
-from routing.providers import CallContext, model_provider
+from routing.providers import providers_for
 from routing.pruning import (
     LedgerSlot,
     PinchOutcome,
@@ -55,8 +57,6 @@ from routing.pruning import (
 )
 from routing.quality import RequestSignals, request_signals
 from routing.recall.store import recalled_indexes
-from routing.recording.decisions import OpenDecision, new_decision
-from routing.recording.health import require_recording
 from routing.selection import (
     baseline_model,
     candidates_for,
@@ -66,96 +66,6 @@ from routing.selection import (
 from routing.session_routing import route_request, shifted
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Plan:
-    request: ChatRequest
-    config: RouterConfig
-    path: str
-    tier: str
-    classifier: str
-    candidates: list[ModelConfig]
-    send_messages: list
-    pinch: PinchOutcome | None
-    measured_tokens: int
-    prefix: tuple[int, int, int] | None
-    prefix_fallback: bool = False  # see routing.prefix_probe
-    payload_fingerprints: str = ""  # the probe's, shortened (pinch.prefix.packed)
-    conversation: str | None = None
-    # The unpruned request's (cached, written) token split, estimated, when
-    # pinch changed the payload; None when it went whole.
-    unpruned_split: tuple[int, int] | None = None
-    # Set by the view before the decision opens: the agent session (routing.sessions)
-    # and the built-in tools the wire leaves out for the chosen model.
-    session: object = None
-    omitted_tools: tuple = ()
-    # Why a routed request went where it did, and what background work it is
-    # (routing.session_routing); the model routing's savings are counted against.
-    route_reason: str = ""
-    background: str = ""
-    route_state: str = ""  # the conversation's state after it (RouteState.as_json), or blank
-    baseline: ModelConfig | None = None
-    # The conversation's arm (routing.experiments); ``config`` is already the arm's.
-    arm: Arm = field(default_factory=Arm)
-    # What the request says the agent did (routing.quality); None if it could not be read.
-    signals: RequestSignals | None = None
-    _stable_prefixes: tuple[int, int] | None = field(default=None, init=False, repr=False)
-
-    @property
-    def model(self) -> ModelConfig:
-        return self.candidates[0]
-
-    @property
-    def needed_window(self) -> int:
-        """The prompt as measured plus the answer asked for: what must fit the window."""
-        return self.measured_tokens + self.request.max_tokens
-
-    @property
-    def over_window(self) -> bool:
-        """A pinned model asked for a prompt its window cannot hold: sent anyway, as asked.
-
-        Routing never picks such a model; a pinned id is passed through (the
-        caller may know better, e.g. a window larger than the config says), and
-        the answer's header and the row say so.
-        """
-        return self.path == RouteDecision.PATH_PASSTHROUGH and (
-            self.needed_window > self.model.context_window
-        )
-
-    @property
-    def estimated_cost_usd(self) -> float:
-        return self.cost_on(self.model)
-
-    def cost_on(self, model: ModelConfig) -> float:
-        return prompt_cost_usd(
-            model, self.measured_tokens, self.config.objective.assumed_cache_rate
-        )
-
-    def upstream_body(self, model: ModelConfig) -> dict:
-        """The caller's body with the model and (maybe pruned) messages swapped in."""
-        body = dict(self.request.body)
-        body["model"] = model.send_as
-        body["messages"] = self.send_messages
-        if self.request.stream:
-            # Ask for usage so the decision records real token counts; the extra
-            # usage chunk is only relayed if the caller asked for it too.
-            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-        return body
-
-    def call_context(self, model: ModelConfig) -> CallContext:
-        return CallContext(model=model, stable_prefixes=self.stable_prefixes)
-
-    def stable_prefixes(self) -> tuple[int, int]:
-        """This turn's and the last turn's stable prefix (routing.pruning.stable_prefixes)."""
-        if self._stable_prefixes is None:
-            self._stable_prefixes = stable_prefixes(
-                self.request.messages,
-                self.config.pinch,
-                self.pinch,
-                tools_overhead_tokens(self.request.tools),
-            )
-        return self._stable_prefixes
 
 
 def plan_request(
@@ -190,6 +100,9 @@ def plan_request(
     # store and has no decision rows.
     reader = RecordedState().reader if probe is None else lambda column: None
     recalled = recalled_indexes if probe is None else None
+    # The request as sent, measured once: routing reads it, and it is the payload's
+    # figure too when pinch and local vision leave the messages as they are.
+    unpruned = measure_prompt_tokens(request.messages, request.tools)
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -205,6 +118,7 @@ def plan_request(
             lambda m: blended_prompt_price(m, config.objective.assumed_cache_rate),
             remember=measure_prefix,
             recorded=reader("route_state"),
+            measured=unpruned,
         )
         tier, classifier_name, hold = route.tier, route.classifier, route.hold
         if cheaper_tier:
@@ -220,6 +134,7 @@ def plan_request(
     if not config.pinch.enabled:
         store = None  # the ledger and the probe are pinch's
     # Images for a model without vision, described by a local model when configured.
+    sent_as = request.messages
     request = with_local_vision(request, config, price_model)
     send_messages, pinch = pinch_messages(
         request.messages,
@@ -231,7 +146,10 @@ def plan_request(
         else LedgerSlot(store, key, reader("pinch_ledger"), recalled=recalled),
         now=now,
     )
-    measured = measure_prompt_tokens(send_messages, request.tools)
+    if send_messages is sent_as:
+        measured = unpruned
+    else:
+        measured = measure_prompt_tokens(send_messages, request.tools)
     if request.source is not None:
         measured += request.source.left_out_tokens  # thinking, documents: sent natively
 
@@ -239,23 +157,28 @@ def plan_request(
         candidates = candidates_for(
             config, tier, measured, request.max_tokens, request.needed_capabilities
         )
+        providers = providers_for(config, candidates)
         source = request.source
         if source is not None and source.needs_native:
             # Server tools, documents, built-in tools...: only a model that takes the
             # client's protocol as sent can serve them (Claude Code's WebSearch, a
             # Responses request with file_search, are such requests).
             native = [
-                m
-                for m in candidates
-                if source.served_natively(model_provider(config, m).capabilities)
+                i
+                for i, provider in enumerate(providers)
+                if getattr(provider.capabilities, source.native_capability)
             ]
-            candidates = native or candidates
+            if native:
+                candidates = [candidates[i] for i in native]
+                providers = tuple(providers[i] for i in native)
         # The conversation's model stays first while it fits (routing.session_routing).
-        held = [m for m in candidates if m.id == hold]
-        candidates = held + [m for m in candidates if m.id != hold]
+        order = sorted(range(len(candidates)), key=lambda i: candidates[i].id != hold)
+        candidates = [candidates[i] for i in order]
+        providers = tuple(providers[i] for i in order)
         route_state = remember_route(candidates[0]).as_json()
     else:
         candidates = [pinned]
+        providers = providers_for(config, candidates)
 
     prefix, prefix_fallback, fingerprints = None, False, ""
     if measure_prefix and store is not None and config.pinch.prefix_probe:
@@ -270,8 +193,10 @@ def plan_request(
         path=path,
         tier=tier,
         classifier=classifier_name,
-        candidates=candidates,
+        candidates=tuple(candidates),
+        providers=providers,
         send_messages=send_messages,
+        upstream_body=_upstream_body(request, send_messages),
         pinch=pinch,
         measured_tokens=measured,
         prefix=prefix,
@@ -279,6 +204,9 @@ def plan_request(
         payload_fingerprints=fingerprints,
         conversation=key,
         unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        stable_prefixes=stable_prefixes(request.messages, config.pinch, pinch, extra_tokens)
+        if any(p.capabilities.cache_breakpoints for p in providers)
+        else None,
         route_reason=route.reason if route is not None else "",
         background=route.background if route is not None else "",
         route_state=route_state,
@@ -286,6 +214,17 @@ def plan_request(
         arm=arm,
         signals=_signals(request.messages, pinch),
     )
+
+
+def _upstream_body(request: ChatRequest, send_messages: list) -> dict:
+    """The caller's body with the (maybe pruned) messages swapped in, for a chat upstream."""
+    body = dict(request.body)
+    body["messages"] = send_messages
+    if request.stream:
+        # Ask for usage so the decision records real token counts; the extra
+        # usage chunk is only relayed if the caller asked for it too.
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+    return body
 
 
 def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
@@ -330,30 +269,3 @@ def _cheapest_of_tier(config: RouterConfig, tier: str) -> ModelConfig | None:
     rate = config.objective.assumed_cache_rate
     models = [m for m in config.models if m.routable and m.tier == tier] or list(config.models)
     return min(models, key=lambda m: blended_prompt_price(m, rate), default=None)
-
-
-def check_capabilities(model: ModelConfig, request: ChatRequest) -> None:
-    """422 for a pinned model that cannot possibly serve the request."""
-    if request.has_images and not model.has("vision"):
-        raise RouterError(
-            422, f"The model {model.id!r} does not accept images.", "unsupported_capability"
-        )
-    if request.wants_json and not model.has("json_mode"):
-        raise RouterError(
-            422, f"The model {model.id!r} does not support JSON mode.", "unsupported_capability"
-        )
-
-
-def open_decision(plan: Plan, api_key=None) -> OpenDecision:
-    """Accept the plan: on passthrough, check capabilities; then open its decision.
-
-    A request the check rejects has no decision, so it leaves no row; a pruned
-    passthrough that passes carries its real pinch tokens on the row.
-    """
-    if plan.path == RouteDecision.PATH_PASSTHROUGH:
-        check_capabilities(plan.model, plan.request)
-    # No upstream call that could not be recorded, unless the operator allows it.
-    require_recording(plan.config.routing.serve_unrecorded)
-    # The key's budget: the request's worst case reserved, given back if the decision fails to open.
-    with budget_held(plan, api_key) as hold:
-        return new_decision(plan, api_key, hold)

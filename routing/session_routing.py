@@ -245,9 +245,20 @@ def load_state(store, key: str, turns: int, recorded=None) -> RouteState | None:
 
 
 def route_request(
-    request, config: RouterConfig, store, key: str, classify, rank, remember: bool, recorded=None
+    request,
+    config: RouterConfig,
+    store,
+    key: str,
+    classify,
+    rank,
+    remember: bool,
+    recorded=None,
+    measured: int | None = None,
 ):
     """``choose`` with the conversation's state (``load_state``); returns (choice, save).
+
+    ``measured``: the request's prompt as measured (routing.selection), when the
+    caller has it already.
 
     ``save(model)`` returns the state after the request once its model is
     known, for the conversation's row, and keeps it in ``store`` (not when
@@ -256,7 +267,8 @@ def route_request(
     now = time.time()
     turns = assistant_turns(request.messages)
     state = load_state(store, key, turns, recorded)
-    measured = measure_prompt_tokens(request.messages, request.tools)
+    if measured is None:
+        measured = measure_prompt_tokens(request.messages, request.tools)
     choice = choose(
         request.model, request.messages, request.tools, measured, config, state, now, classify, rank
     )

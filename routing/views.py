@@ -2,12 +2,13 @@
 (+ GET and DELETE /v1/responses/{id}, GET .../input_items), GET /v1/models[/{id}].
 
 Views are thin: authenticate, parse the body with the one schema of its
-protocol, call the pipeline, render. The three completion endpoints are one
-view, ``CompletionView``, parametrised by its client protocol
-(routing.protocols.base.ClientProtocol: the parser, the dispatcher's wire,
-the error shape). Every view authenticates through one policy, ``ApiView``:
-the router key is checked before the handler runs, and any RouterError
-leaves in the view's protocol's error shape. The views are plain Django
+protocol, call one service (routing.completion for a completion), render.
+The three completion endpoints are one view, ``CompletionView``,
+parametrised by its client protocol (routing.protocols.base.ClientProtocol:
+the parser, the dispatcher's wire, the error shape). Every view
+authenticates through one policy, ``ApiView``: the router key is checked
+before the handler runs, and any RouterError leaves in the view's
+protocol's error shape. The views are plain Django
 views: they read the raw body themselves, so DRF's request wrapping, content
 negotiation and parsers would be work for nothing on the hot path, and any
 ``Accept`` is served (Codex CLI asks for ``text/event-stream``).
@@ -22,27 +23,21 @@ from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
 from routing.auth import KeyCheckUnavailable, key_for_request
+from routing.completion import complete
 from routing.config.store import api_config
-from routing.dispatch import relay
 from routing.errors import (
     RouterError,
     body_too_large_error,
     database_unavailable_error,
     invalid_key_error,
 )
-from routing.limits.admission import admit
 from routing.model_list import model_entry, model_list
-from routing.pipeline import open_decision, plan_request
+from routing.pipeline import plan_request
 from routing.protocols.base import ClientProtocol
 from routing.protocols.chat.wire import CHAT
 from routing.protocols.messages.request import parse_messages_body
-from routing.protocols.messages.wire import MESSAGES, count_tokens, forwarded_headers
+from routing.protocols.messages.wire import MESSAGES, count_tokens
 from routing.protocols.responses.store import delete_response, input_items_page, stored_response
-from routing.providers import model_provider
-from routing.request_ids import decision_request_id
-from routing.sessions import session_tag
-
-DRY_RUN_HEADER = "HTTP_X_ROUTER_DRY_RUN"
 
 
 def authenticated_key(request):
@@ -102,104 +97,15 @@ def _read_body(request) -> bytes:
     return raw
 
 
-def explain_headers(plan, decision=None) -> dict:
-    """What the router did, on every answer (see docs/explain.md)."""
-    headers = {
-        "X-Router-Path": plan.path,
-        "X-Router-Model": plan.model.id,
-        "X-Router-Tier": plan.tier,
-        "X-Router-Measured-Tokens": str(plan.measured_tokens),
-        "X-Router-Relevance": "used" if plan.pinch and plan.pinch.relevance_used else "no",
-    }
-    if plan.route_reason:
-        headers["X-Router-Route"] = plan.route_reason
-    if plan.background:
-        headers["X-Router-Background"] = plan.background
-    if plan.pinch is not None:
-        headers["X-Router-Pinch-Original-Tokens"] = str(plan.pinch.original_tokens)
-        headers["X-Router-Pinch-Final-Tokens"] = str(plan.pinch.final_tokens)
-        headers["X-Router-Pinch-Compressed"] = str(len(plan.pinch.compressed))
-        headers["X-Router-Pinch-Capped"] = str(len(plan.pinch.capped))
-    else:
-        headers["X-Router-Pinch"] = "disabled"
-    if plan.session is not None:
-        headers["X-Router-Session"] = plan.session.session
-    if plan.omitted_tools:
-        headers["X-Router-Omitted-Tools"] = ",".join(plan.omitted_tools)
-    if plan.over_window:
-        headers["X-Router-Window-Exceeded"] = (
-            f"{plan.needed_window} tokens (prompt + max_tokens) sent to {plan.model.id}, "
-            f"whose context window is {plan.model.context_window}"
-        )
-    if decision is not None and decision.id is not None:
-        headers["X-Router-Decision-Id"] = str(decision.id)
-        # The SDKs read x-request-id into ``request_id``: quoting it finds the row.
-        headers["X-Request-Id"] = decision_request_id(decision.id, decision.fields["created_at"])
-    return headers
-
-
-def dry_run_body(plan) -> dict:
-    pinch = plan.pinch
-    return {
-        "dry_run": True,
-        "path": plan.path,
-        "requested_model": plan.request.model,
-        "chosen_model": plan.model.id,
-        "provider": plan.model.provider,
-        "upstream_model": plan.model.send_as,
-        "fallbacks": [m.id for m in plan.candidates[1:]],
-        "tier": plan.tier,
-        "classifier": plan.classifier,
-        "route_reason": plan.route_reason,
-        "background": plan.background,
-        "measured_tokens": plan.measured_tokens,
-        "estimated_cost_usd": round(plan.estimated_cost_usd, 8),
-        "pinch": None
-        if pinch is None
-        else {
-            "original_tokens": pinch.original_tokens,
-            "final_tokens": pinch.final_tokens,
-            "tokens_saved": pinch.tokens_saved,
-            "summarized": pinch.summarized,
-            "compressed": pinch.compressed,
-            "capped": pinch.capped,
-            "relevance_used": pinch.relevance_used,
-        },
-        "messages": plan.send_messages,
-    }
-
-
 class CompletionView(ApiView):
-    """A completion endpoint: parse, plan, check, record, dispatch; one path for every protocol."""
+    """A completion endpoint, one for every protocol: parse, then the completion service."""
 
     http_method_names = ["post"]
 
     def post(self, request):
         started = time.monotonic()
-        key = request.api_key
-        planned = self.protocol.parse(_read_body(request), request, key)
-        config = api_config()
-        dry_run = request.META.get(DRY_RUN_HEADER, "") in ("1", "true", "yes")
-        admission = admit(key, config, dry_run)
-        plan = plan_request(
-            planned,
-            config,
-            api_key_id=key.pk,
-            measure_prefix=not dry_run,
-            cheaper_tier=admission.cheaper_tier,
-        )
-        if dry_run:
-            return JsonResponse(dry_run_body(plan), headers=explain_headers(plan))
-        plan.session = session_tag(request.META, planned, key.pk, plan.conversation)
-        wire = self.protocol.wire(request, planned, key, config)
-        wire.check(plan, model_provider(config, plan.model))
-        admission.take(plan.measured_tokens)
-        decision = open_decision(plan, key)
-        headers = explain_headers(plan, decision) | admission.headers()
-        headers["X-Router-Overhead-Ms"] = f"{(time.monotonic() - started) * 1000:.2f}"
-        if planned.stream:
-            return relay.stream(plan, decision, headers, wire)
-        return relay.complete(plan, decision, headers, wire)
+        planned = self.protocol.parse(_read_body(request), request.META, request.api_key.pk)
+        return complete(self.protocol, planned, request.META, request.api_key, started)
 
 
 class CountTokensView(ApiView):
@@ -209,11 +115,10 @@ class CountTokensView(ApiView):
     http_method_names = ["post"]
 
     def post(self, request):
-        planned = parse_messages_body(_read_body(request), count_only=True)
-        config = api_config()
-        plan = plan_request(planned, config, api_key_id=request.api_key.pk, measure_prefix=False)
-        provider = model_provider(config, plan.model)
-        return JsonResponse(count_tokens(plan, provider, forwarded_headers(request)))
+        raw = _read_body(request)
+        planned = parse_messages_body(raw, count_only=True, meta=request.META)
+        plan = plan_request(planned, api_config(), request.api_key.pk, measure_prefix=False)
+        return JsonResponse(count_tokens(plan, plan.providers[0]))
 
 
 class ResponseView(ApiView):

@@ -18,7 +18,7 @@ import time
 from routing.dispatch.failures import tried
 from routing.dispatch.outcome import Outcome
 from routing.errors import ProviderError
-from routing.providers import monotonic_ms, provider_for
+from routing.providers import CallContext, monotonic_ms
 from routing.providers.deadlines import request_deadline, request_seconds_left
 from routing.recall.serving import recalling
 
@@ -59,11 +59,10 @@ def call_with_fallback(plan, outcome: Outcome, send):
 
 def _down_the_chain(plan, outcome: Outcome, send):
     last_error = None
-    for model in plan.candidates:
-        provider = provider_for(model.provider, plan.config.providers[model.provider])
+    for model, provider in zip(plan.candidates, plan.providers, strict=True):
         # The router's own tool is answered below the wire, in the upstream's shape.
         provider = recalling(provider, plan, outcome)
-        context = plan.call_context(model)
+        context = CallContext(model, plan.stable_prefixes)
         for attempt in range(TRIES_PER_MODEL):
             if request_seconds_left() <= 0:
                 raise UpstreamFailed(_past_deadline(plan, outcome))
@@ -85,7 +84,7 @@ def _down_the_chain(plan, outcome: Outcome, send):
                 if error.kind not in NOTHING_RAN:
                     # The answer and the row name the model whose failure is relayed.
                     outcome.model = model
-                    outcome.cost_usd = plan.cost_on(model)
+                    outcome.cost_usd = plan.costs[model.id]
                 if not error.next_model_may_help:
                     raise UpstreamFailed(error) from None
                 if not error.retryable:
@@ -104,7 +103,7 @@ def _down_the_chain(plan, outcome: Outcome, send):
             if len(outcome.attempts) > 1:
                 log.info("upstream_recovered model=%s after: %s", model.id, tried(outcome.attempts))
             outcome.model = model
-            outcome.cost_usd = plan.cost_on(model)
+            outcome.cost_usd = plan.costs[model.id]
             outcome.unpruned_split = plan.unpruned_split
             return model, result, started
     raise UpstreamFailed(last_error)

@@ -49,7 +49,7 @@ def complete(plan, decision, headers: dict, wire):
     """Non-streamed answer."""
     outcome = Outcome()
     try:
-        model, data, started = call_with_fallback(
+        model, answer, started = call_with_fallback(
             plan,
             outcome,
             lambda provider, model, context: wire.answer(plan, provider, model, context),
@@ -58,13 +58,13 @@ def complete(plan, decision, headers: dict, wire):
         return _fail(decision, outcome, failure, headers, wire)
     outcome.latency_ms = round(monotonic_ms() - started, 2)
     outcome.status = 200
-    outcome.take_usage(wire.usage(data))
-    outcome.answer_tool_calls = wire.asks_tools(data)
-    outcome.stored_response = wire.to_keep(data)
+    outcome.take_usage(answer.usage)
+    outcome.answer_tool_calls = answer.tool_calls
+    outcome.stored_response = answer.stored_response
     if outcome.prompt_tokens is None:
-        _estimate_usage(outcome, plan, wire.answer_chars(data))
+        _estimate_usage(outcome, plan, answer.answer_chars)
     finish_decision(decision, outcome)
-    response = HttpResponse(wire.render(data), content_type=wire.content_type)
+    response = HttpResponse(answer.content, content_type=wire.content_type)
     _set_headers(response, headers, model)
     return response
 
@@ -102,7 +102,7 @@ def stream(plan, decision, headers: dict, wire):
 
 
 def _relay(plan, decision, outcome: Outcome, reply, first, started, wire):
-    watcher = wire.watcher(plan, outcome)
+    watcher = wire.watcher(plan, outcome, reply)
     finished = False
 
     def finish():
@@ -135,7 +135,7 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started, wire):
         if not watcher.completed and not outcome.error:
             raise ProviderError("connect", "the upstream stream ended before it was finished")
     except ProviderError as error:
-        yield wire.stream_error_event(*_stream_failed(outcome, error))
+        yield watcher.error_event(*_stream_failed(outcome, error))
     except GeneratorExit:
         outcome.status = CLIENT_CLOSED_STATUS
         outcome.error = "client disconnected"
@@ -146,7 +146,7 @@ def _relay(plan, decision, outcome: Outcome, reply, first, started, wire):
         log.exception("stream_relay_failed decision=%s", decision.id)
         outcome.status = 500
         outcome.error = f"router error mid-stream: {type(error).__name__}"
-        yield wire.stream_error_event(500, "The router failed while relaying this stream.")
+        yield watcher.error_event(500, "The router failed while relaying this stream.")
     finally:
         finish()
 

@@ -5,7 +5,10 @@ a ``ClientProtocol``: it parses a body into the request the pipeline plans on
 (routing.protocols.canonical), gives the dispatcher a ``Wire`` for it (how
 the upstream is called, how the answer and its stream read, the error
 shape), and renders a refusal in its error shape. The endpoint view
-(routing.views) is the same for all three.
+(routing.views) and the completion service (routing.completion) are the
+same for all three. A wire holds nothing of a request and the plan it is
+handed is frozen: what a wire reads of an answer it hands the relay at once
+(``Answer``), so nothing calls back into the protocol's package.
 
 Also here: the one reader of the request body's JSON; ``Event``, what a
 stream carries from the provider to the client (its JSON decoded once, by the
@@ -15,6 +18,7 @@ that came in); the SSE writers; and ``TranslationError``, which a protocol's
 inbound raises for a body it cannot express.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pydantic_core
@@ -147,67 +151,76 @@ def named_sse(event: dict) -> bytes:
 
 @dataclass
 class StreamReply:
-    """An open upstream stream; ``events`` yields its ``Event``s, each parsed once."""
+    """An open upstream stream; ``events`` yields its ``Event``s, each parsed once.
+
+    ``translator``: the object turning a chat stream into the client's events,
+    when the wire translates (its watcher ends a broken stream in its terms).
+    """
 
     response: object  # the HTTP response, closed with the reply
     events: object
+    translator: object = None
 
     def close(self):
         self.response.close()
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A plain answer as the client gets it, read once by the wire that made it.
+
+    What the relay needs (the bytes, the usage in chat-completions terms, the
+    answer's size for an estimate, whether it asks for tool calls) is read
+    here, so the relay reads fields instead of calling back into the wire.
+    """
+
+    content: bytes
+    usage: dict | None
+    answer_chars: int
+    tool_calls: bool
+    # What to keep with the decision (a stored response: routing.recording.stored), or None.
+    stored_response: dict | None = None
+
+
 class Wire:
-    """What the dispatcher needs of a client protocol to call a provider and relay its answer."""
+    """What the dispatcher needs of a client protocol to call a provider and relay its answer.
+
+    One object per protocol, holding nothing of a request: what a call needs
+    comes as arguments (the frozen plan, the provider, the model, its
+    ``CallContext``), the client's own request in ``plan.request.source``.
+    """
 
     content_type = "application/json"
 
-    def check(self, plan, provider) -> None:
-        """Raise RouterError for a request the planned model cannot be sent, before any row."""
-
-    def answer(self, plan, provider, model, context) -> dict:
+    def answer(self, plan, provider, model, context) -> Answer:
         raise NotImplementedError
 
     def open_stream(self, plan, provider, model, context) -> StreamReply:
         raise NotImplementedError
 
-    def usage(self, data: dict):
-        """The answer's usage in chat-completions terms (what Outcome records)."""
-        raise NotImplementedError
-
-    def answer_chars(self, data: dict) -> int:
-        raise NotImplementedError
-
-    def asks_tools(self, data: dict) -> bool:
-        """Whether the answer asks for tool calls (the watcher says it for a stream)."""
-        raise NotImplementedError
-
-    def render(self, data: dict) -> bytes:
-        return jsonio.dumps(data)
-
-    def to_keep(self, data: dict) -> dict | None:
-        """What of the answer to keep with its decision (routing.recording.stored), or None."""
-        return None
-
-    def watcher(self, plan, outcome):
-        """An object whose ``see(event)`` reads each relayed event (see ChatWatcher)."""
-        raise NotImplementedError
-
-    def stream_error_event(self, status: int, message: str) -> bytes:
+    def watcher(self, plan, outcome, reply: StreamReply):
+        """A reader of the relayed events: ``see(event)`` each, ``error_event(status, message)``
+        for a stream that broke after it started (see ChatWatcher)."""
         raise NotImplementedError
 
     def failure_response(self, failure: Failure):
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
 class ClientProtocol:
-    """One client protocol: its body's parse, its wire, its error shape."""
+    """One client protocol, as the completion service (routing.completion) is given it.
 
-    def parse(self, raw: bytes, request, key):
-        """Raw body bytes -> the planned request (routing.protocols.canonical), or RouterError."""
-        raise NotImplementedError
+    ``parse(raw, meta, api_key_id)``: the body's bytes (and the request's META,
+    for headers that go on with it) as the planned request
+    (routing.protocols.canonical), or RouterError; ``wire``: how the
+    dispatcher reaches a provider for it; ``render_error``: a RouterError in
+    its shape; ``refusal(plan)``: a RouterError for a request the chosen model
+    cannot be sent, raised before any row, or None (only the Responses API
+    refuses so; the others fail at the attempt, on the row).
+    """
 
-    def wire(self, request, planned, key, config) -> Wire:
-        raise NotImplementedError
-
-    def render_error(self, error: RouterError):
-        raise NotImplementedError
+    parse: Callable
+    wire: Wire
+    render_error: Callable
+    refusal: Callable | None = None

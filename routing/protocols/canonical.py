@@ -9,22 +9,23 @@ mapped back onto it.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 
 class Source(Protocol):
-    """The client's own request, kept beside the chat-completions form (see canonical.py)."""
+    """The client's own request, kept beside the chat-completions form (see canonical.py).
+
+    Plain fields, read by the plan and the wire without calling back into the
+    protocol's package.
+    """
 
     body: dict
     untranslatable: tuple
     left_out_tokens: int  # the prompt in parts the chat messages leave out
-
-    @property
-    def needs_native(self) -> bool: ...
-
-    def served_natively(self, capabilities) -> bool:
-        """Whether a provider with these capabilities takes this request as sent."""
-        ...
+    needs_native: bool  # only an upstream that speaks the client's protocol can serve it
+    native_capability: str  # which Capabilities flag says a provider does (routing.providers)
+    builtin_tools: tuple  # built-in tools left out for an upstream that cannot run them
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class ChatRequest:
     # prompt_cache_key), when it gives one: the prefix probe's key then.
     conversation: str | None = None
 
-    @property
+    # Cached: planning, the model's choice and the capability check all ask (one walk).
+    @cached_property
     def has_images(self) -> bool:
         for message in self.messages:
             content = message.get("content")
@@ -62,7 +64,7 @@ class ChatRequest:
             "json_schema",
         )
 
-    @property
+    @cached_property
     def needed_capabilities(self) -> set[str]:
         needed = set()
         if self.has_images:
@@ -72,3 +74,22 @@ class ChatRequest:
         if self.tools:
             needed.add("tools")
         return needed
+
+
+def from_translation(chat: dict) -> ChatRequest:
+    """A chat body the router wrote from a Messages or Responses body, as the request.
+
+    That body was checked by its own protocol's schema, and the translator
+    writes every field read here (model, messages, stream, max_tokens, tools),
+    so nothing is checked a second time.
+    """
+    options = chat.get("stream_options")
+    return ChatRequest(
+        body=chat,
+        model=chat["model"],
+        messages=chat["messages"],
+        stream=chat.get("stream") is True,
+        include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+        max_tokens=chat.get("max_tokens") or 0,
+        tools=chat.get("tools") or None,
+    )

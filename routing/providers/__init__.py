@@ -21,6 +21,7 @@ __all__ = [
     "model_provider",
     "monotonic_ms",
     "provider_for",
+    "providers_for",
 ]
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
@@ -33,6 +34,11 @@ PROVIDER_CLASSES: dict[str, type[Provider]] = {
 def model_provider(config: RouterConfig, model: ModelConfig) -> Provider:
     """The provider that serves ``model`` under ``config``."""
     return provider_for(model.provider, config.providers[model.provider])
+
+
+def providers_for(config: RouterConfig, models) -> tuple[Provider, ...]:
+    """The provider of each of ``models``, in order: resolved once, when the plan is made."""
+    return tuple(provider_for(m.provider, config.providers[m.provider]) for m in models)
 
 
 _lock = threading.Lock()

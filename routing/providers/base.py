@@ -14,7 +14,6 @@ which says whether trying again may help.
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.config import ModelConfig, ProviderConfig
@@ -30,27 +29,29 @@ from routing.providers.redact import Redactor
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a provider takes as the client sent it, untranslated."""
+    """What a provider takes as the client sent it, untranslated, and what it needs of a plan."""
 
     # The Messages API (``messages``, ``messages_stream``, ``count_tokens``).
     messages: bool = False
     # The Responses API (``responses``, ``responses_stream``).
     responses: bool = False
+    # Its prompt cache reads only at breakpoints it is told: the plan computes the
+    # stable prefixes for it (routing.pruning.stable_prefixes), and only for it.
+    cache_breakpoints: bool = False
 
 
 @dataclass(frozen=True)
 class CallContext:
     """What a provider may need beside the body: the model's config, pinch's stable prefixes.
 
-    ``stable_prefixes()``: (how many leading messages of the body the next
+    ``stable_prefixes``: (how many leading messages of the body the next
     turn's pruning will send unchanged, the same figure for the previous
-    turn), all of them when pinch is off. A provider whose cache needs
-    explicit breakpoints puts them there (routing.pruning.stable_prefixes).
-    A call, computed once a request and only for a provider that asks.
+    turn), from the plan, which computes them only when a candidate's provider
+    has ``cache_breakpoints``; None otherwise (then: all of them).
     """
 
     model: ModelConfig
-    stable_prefixes: Callable[[], tuple[int, int]]
+    stable_prefixes: tuple[int, int] | None = None
 
 
 class Provider:

@@ -18,9 +18,10 @@ from routing.providers.http import HttpProvider
 
 
 class OpenAICompatibleProvider(HttpProvider):
-    @property
-    def capabilities(self) -> Capabilities:
-        return Capabilities(responses=self.config.responses_api)
+    def __init__(self, name, config):
+        super().__init__(name, config)
+        # An attribute, not a property: the plan reads it without calling into the provider.
+        self.capabilities = Capabilities(responses=config.responses_api)
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}

@@ -107,7 +107,7 @@ def test_a_crash_under_v1_answers_json_not_djangos_html_page(
     def crash(raw):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("routing.protocols.chat.wire.parse_chat_body", crash)
+    monkeypatch.setattr("routing.protocols.chat.request.parse_chat_body", crash)
     client.raise_request_exception = False
     response = client.post(
         "/v1/chat/completions",

@@ -136,7 +136,7 @@ def test_an_unexpected_failure_answers_json_500_and_logs_the_traceback(post, mon
     def broken(*args, **kwargs):
         raise RuntimeError("boom in the pipeline")
 
-    monkeypatch.setattr("routing.views.plan_request", broken)
+    monkeypatch.setattr("routing.completion.plan_request", broken)
     with caplog.at_level(logging.ERROR, logger="routing.errors"):
         response = post()
     assert response.status_code == 500

@@ -8,7 +8,7 @@ second is refused 429 and the planner ran once.
 import pytest
 import requests
 
-from routing import views
+from routing import completion
 from routing.auth import create_api_key
 from routing.models import RouteDecision
 
@@ -23,13 +23,13 @@ def test_a_request_over_rpm_is_refused_before_any_planning(
     live_server, router_config, upstream, monkeypatch
 ):
     planned = []
-    plan_request = views.plan_request
+    plan_request = completion.plan_request
 
     def counted(*args, **kwargs):
         planned.append(1)
         return plan_request(*args, **kwargs)
 
-    monkeypatch.setattr(views, "plan_request", counted)
+    monkeypatch.setattr(completion, "plan_request", counted)
     _, raw = create_api_key("one-a-minute", limits={"rpm_limit": 1})
 
     answers = [

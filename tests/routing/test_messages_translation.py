@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from pinch import prune_context
 from routing.protocols.base import TranslationError
-from routing.protocols.messages.inbound import native_request
+from routing.protocols.messages.native import native_request
 from routing.protocols.messages.reply import MessageEvents, to_message
 from routing.protocols.messages.request import messages_to_chat
 

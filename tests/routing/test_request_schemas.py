@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from routing.errors import RouterError
 from routing.protocols.base import TranslationError
-from routing.protocols.chat.request import MAX_MESSAGES, MAX_PARTS
 from routing.protocols.messages.request import messages_to_chat, parse_messages_body
 from routing.protocols.messages.wire import MESSAGES
 from routing.protocols.responses.request import parse_responses_body, responses_to_chat
 from routing.protocols.responses.wire import RESPONSES
+from routing.protocols.schema import MAX_MESSAGES, MAX_PARTS
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from routing.protocols import schema
 from routing.protocols.chat import request as chat_request
 from routing.protocols.messages import request as messages_request
 from routing.protocols.messages.request import parse_messages_body
@@ -75,7 +76,7 @@ def test_a_translated_body_is_checked_by_its_own_schema_only(
 
 
 def test_a_translation_past_the_message_bound_is_refused(monkeypatch):
-    monkeypatch.setattr(chat_request, "MAX_MESSAGES", 2)
-    with pytest.raises(chat_request.RouterError) as refused:
+    monkeypatch.setattr(schema, "MAX_MESSAGES", 2)
+    with pytest.raises(schema.RouterError) as refused:
         parse_messages_body(json.dumps(MESSAGES).encode())
     assert refused.value.status == 400 and "limit is 2" in refused.value.message

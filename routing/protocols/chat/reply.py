@@ -5,6 +5,9 @@ is how long it was (for an estimate when no usage came), whether a chunk
 finished the answer, and the usage chunk it asked for on the caller's behalf.
 """
 
+from routing import jsonio
+from routing.protocols.base import Answer
+
 
 def finished(choices) -> bool:
     return any(isinstance(c, dict) and c.get("finish_reason") for c in choices or ())
@@ -33,3 +36,14 @@ def answer_chars(choices) -> int:
                 if isinstance(call, dict):
                     total += len(str((call.get("function") or {}).get("arguments") or ""))
     return total
+
+
+def read_answer(data: dict) -> Answer:
+    """A completion as the client gets it, read once: its bytes, usage, size, tool calls."""
+    choices = data.get("choices")
+    return Answer(
+        jsonio.dumps(data),
+        data.get("usage"),
+        answer_chars(choices),
+        asks_tools(choices, "message"),
+    )

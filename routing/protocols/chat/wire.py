@@ -6,9 +6,9 @@ its chunks as they came; only a usage chunk the router asked for on the
 caller's behalf is held back.
 """
 
-from routing.protocols.base import ClientProtocol, Event, Wire
+from routing.protocols.base import Answer, ClientProtocol, Event, Wire
 from routing.protocols.chat import errors, reply
-from routing.protocols.chat.request import parse_chat_body
+from routing.protocols.chat.request import parse_body
 
 
 class ChatWatcher:
@@ -45,47 +45,29 @@ class ChatWatcher:
         )
         return send, False
 
+    def error_event(self, status: int, message: str) -> bytes:
+        return errors.stream_error_event(status, message)
+
+
+def upstream_body(plan, model) -> dict:
+    """The plan's chat body with ``model``'s upstream name: a copy, the plan's stays as it is."""
+    return {**plan.upstream_body, "model": model.send_as}
+
 
 class ChatWire(Wire):
     """Chat completions to the client, from whatever protocol the provider speaks."""
 
-    def answer(self, plan, provider, model, context) -> dict:
-        return provider.chat(plan.upstream_body(model), context=context)
+    def answer(self, plan, provider, model, context) -> Answer:
+        return reply.read_answer(provider.chat(upstream_body(plan, model), context=context))
 
     def open_stream(self, plan, provider, model, context):
-        return provider.chat_stream(plan.upstream_body(model), context=context)
+        return provider.chat_stream(upstream_body(plan, model), context=context)
 
-    def usage(self, data: dict):
-        return data.get("usage")
-
-    def answer_chars(self, data: dict) -> int:
-        return reply.answer_chars(data.get("choices"))
-
-    def asks_tools(self, data: dict) -> bool:
-        return reply.asks_tools(data.get("choices"), "message")
-
-    def watcher(self, plan, outcome):
+    def watcher(self, plan, outcome, reply):
         return ChatWatcher(plan, outcome)
-
-    def stream_error_event(self, status: int, message: str) -> bytes:
-        return errors.stream_error_event(status, message)
 
     def failure_response(self, failure):
         return errors.failure_response(failure)
 
 
-CHAT_WIRE = ChatWire()
-
-
-class ChatProtocol(ClientProtocol):
-    def parse(self, raw: bytes, request, key):
-        return parse_chat_body(raw)
-
-    def wire(self, request, planned, key, config):
-        return CHAT_WIRE
-
-    def render_error(self, error):
-        return errors.router_error_response(error)
-
-
-CHAT = ChatProtocol()
+CHAT = ClientProtocol(parse_body, ChatWire(), errors.router_error_response)

@@ -8,8 +8,9 @@ window and its tool names exactly as on a chat request. The chat body is also
 what an OpenAI-compatible upstream is sent.
 
 For an Anthropic upstream the client's own body goes out instead
-(``native_request``): every block is the client's, copied key for key, except
-the ``tool_result`` blocks pinch rewrote, whose text is replaced in place
+(``routing.protocols.messages.native.native_request``, built where it is
+sent): every block is the client's, copied key for key, except the
+``tool_result`` blocks pinch rewrote, whose text is replaced in place
 (``cache_control``, ``is_error``, images kept). Thinking and
 ``redacted_thinking`` blocks with their signatures, ``tool_use`` blocks,
 images, documents, ``system`` blocks and the client's ``cache_control``
@@ -27,9 +28,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pinch import value_tokens
-from routing.protocols.messages.shapes import THINKING_BLOCKS, MessagesRequest
+from routing.protocols.messages.shapes import THINKING_BLOCKS, blocks_of
 
 # Blocks the chat messages carry (every other block is measured apart: left_out_tokens).
 _MAPPED_BLOCKS = frozenset({"text", "tool_use", "tool_result", "image"})
@@ -52,13 +54,13 @@ class MessagesSource:
     # the prompt in blocks the chat messages leave out (thinking, documents): still
     # prompt to a native upstream, and to the key's limits (pinch.value_tokens)
     left_out_tokens: int = 0
-
-    @property
-    def needs_native(self) -> bool:
-        return bool(self.untranslatable)
-
-    def served_natively(self, capabilities) -> bool:
-        return capabilities.messages
+    # Only an upstream that speaks Messages serves it (it holds what chat cannot say).
+    needs_native: bool = False
+    # The client's anthropic-beta and anthropic-version (routing.protocols.messages.request).
+    client_headers: dict = field(default_factory=dict)
+    builtin_tools: tuple = ()  # the Responses API's; a Messages request leaves none out
+    # The provider capability that serves this request as sent (routing.providers.base).
+    native_capability: ClassVar[str] = "messages"
 
 
 def _is_custom_tool(tool: dict) -> bool:
@@ -66,12 +68,9 @@ def _is_custom_tool(tool: dict) -> bool:
     return tool.get("type") in (None, "custom") and "input_schema" in tool
 
 
-def _blocks(content) -> list:
-    # A string content is one text block, as the API documents it.
-    return [{"type": "text", "text": content}] if isinstance(content, str) else content
-
-
-def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, MessagesSource]:
+def from_messages_request(
+    body: dict, count_only: bool = False, client_headers: dict | None = None
+) -> tuple[dict, MessagesSource]:
     """(chat body, MessagesSource) for a body checked by routing.protocols.messages.request."""
     chat_messages: list = []
     block_of: list = []
@@ -86,7 +85,7 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
 
     tool_names: dict = {}
     for t, turn in enumerate(body["messages"]):
-        blocks = _blocks(turn["content"])
+        blocks = blocks_of(turn["content"])
         if turn["role"] == "system":
             # In place, as a chat system message: chat servers take them anywhere.
             chat_messages.append({"role": "system", "content": _joined_text(blocks)})
@@ -145,7 +144,7 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
     left_out = sum(
         value_tokens(block)
         for turn in body["messages"]
-        for block in _blocks(turn["content"])
+        for block in blocks_of(turn["content"])
         if block.get("type") not in _MAPPED_BLOCKS
     )
     source = MessagesSource(
@@ -154,6 +153,8 @@ def from_messages_request(body: dict, count_only: bool = False) -> tuple[dict, M
         block_of=block_of,
         untranslatable=tuple(untranslatable),
         left_out_tokens=left_out,
+        needs_native=bool(untranslatable),
+        client_headers=client_headers or {},
     )
     return chat, source
 
@@ -261,38 +262,3 @@ def _chat_tool_choice(choice):
     if choice.get("type") == "tool":
         return {"type": "function", "function": {"name": choice.get("name")}}
     return _TOOL_CHOICES.get(choice.get("type"))
-
-
-def native_request(
-    source: MessagesSource, original: list, sent: list, model_name: str
-) -> MessagesRequest:
-    """The client's Messages body for an Anthropic upstream, with pinch's changes applied.
-
-    ``original`` and ``sent``: the chat messages before and after pinch (the
-    same objects where pinch changed nothing). Every block is a fresh shallow
-    copy with the client's keys in the client's order, so breakpoints placed
-    on the result never touch the request kept for a retry.
-    """
-    body = dict(source.body)
-    body["model"] = model_name
-    if body.get("system"):
-        body["system"] = [dict(block) for block in _blocks(body["system"])]
-    turns = [
-        {**turn, "content": [dict(block) for block in _blocks(turn["content"])]}
-        for turn in body["messages"]
-    ]
-    for index, (t, j) in source.results.items():
-        if sent[index] is original[index]:
-            continue
-        block = turns[t]["content"][j]
-        block["content"] = _replaced_content(block.get("content"), sent[index]["content"])
-    body["messages"] = turns
-    return MessagesRequest(body=body, block_of=list(source.block_of))
-
-
-def _replaced_content(content, text: str):
-    """The result's content with its text replaced by pinch's; images and documents kept."""
-    if not isinstance(content, list):
-        return text
-    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
-    return [{"type": "text", "text": text}, *kept]

@@ -2,38 +2,62 @@
 
 The client's own Messages body goes out, with pinch's changes mapped back
 onto its ``tool_result`` blocks and every other block as sent
-(``inbound.native_request``), the client's ``anthropic-beta`` and
+(``native_request``), the client's ``anthropic-beta`` and
 ``anthropic-version`` forwarded; the answer and its events are relayed as
 they come, only ``model`` set back to the name the client asked for. This
 module and what it imports hold no reply translator (a layout test keeps it
 so): the translated path (``translated``) is the wire's other branch.
 
-Reading an answer (usage, size, tool calls, the watcher of a stream) and the
-error shape are the same on both paths, since both hand the client Messages:
-they are here, on ``NativeMessagesWire``, which the wire extends.
+Reading an answer (``message_answer``: usage, size, tool calls; the watcher of
+a stream) and the error shape are the same on both paths, since both hand
+the client Messages: they are here, on ``NativeMessagesWire``, which the
+wire extends.
 """
 
 import json
 
+from routing import jsonio
 from routing.errors import ProviderError
 from routing.forwarding import allowed_body, allowed_headers
-from routing.protocols.base import Event, StreamReply, Wire
+from routing.protocols.base import Answer, Event, StreamReply, Wire
 from routing.protocols.messages import errors
-from routing.protocols.messages.inbound import native_request
-from routing.protocols.messages.shapes import MessagesRequest, chat_usage
-
-# Headers of the client's request that go on to an Anthropic upstream.
-FORWARDED_HEADERS = {
-    "anthropic-beta": "HTTP_ANTHROPIC_BETA",
-    "anthropic-version": "HTTP_ANTHROPIC_VERSION",
-}
+from routing.protocols.messages.inbound import MessagesSource
+from routing.protocols.messages.shapes import MessagesRequest, blocks_of, chat_usage
 
 
-def forwarded_headers(request) -> dict:
-    """The client's Anthropic headers from a Django request's META."""
-    return {
-        name: request.META[key] for name, key in FORWARDED_HEADERS.items() if key in request.META
-    }
+def native_request(
+    source: MessagesSource, original: list, sent: list, model_name: str
+) -> MessagesRequest:
+    """The client's Messages body for an Anthropic upstream, with pinch's changes applied.
+
+    ``original`` and ``sent``: the chat messages before and after pinch (the
+    same objects where pinch changed nothing). Every block is a fresh shallow
+    copy with the client's keys in the client's order, so breakpoints placed
+    on the result never touch the request kept for a retry.
+    """
+    body = dict(source.body)
+    body["model"] = model_name
+    if body.get("system"):
+        body["system"] = [dict(block) for block in blocks_of(body["system"])]
+    turns = [
+        {**turn, "content": [dict(block) for block in blocks_of(turn["content"])]}
+        for turn in body["messages"]
+    ]
+    for index, (t, j) in source.results.items():
+        if sent[index] is original[index]:
+            continue
+        block = turns[t]["content"][j]
+        block["content"] = _replaced_content(block.get("content"), sent[index]["content"])
+    body["messages"] = turns
+    return MessagesRequest(body=body, block_of=list(source.block_of))
+
+
+def _replaced_content(content, text: str):
+    """The result's content with its text replaced by pinch's; images and documents kept."""
+    if not isinstance(content, list):
+        return text
+    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
+    return [{"type": "text", "text": text}, *kept]
 
 
 def upstream_request(plan, model) -> MessagesRequest:
@@ -45,57 +69,55 @@ def upstream_request(plan, model) -> MessagesRequest:
     return request
 
 
+def message_answer(message: dict, model_name: str) -> Answer:
+    """A Message for the client, named as it asked, read once (both paths hand one over)."""
+    message = {**message, "model": model_name}
+    content = message.get("content") or ()
+    return Answer(
+        jsonio.dumps(message),
+        reported_usage(message.get("usage"), message.get("diagnostics")),
+        sum(_block_chars(block) for block in content),
+        any(_is_tool_use(block) for block in content),
+    )
+
+
 class NativeMessagesWire(Wire):
     """A Messages exchange with an upstream that speaks it; the answer read as Messages."""
 
-    def __init__(self, client_headers: dict, model_name: str):
-        self.client_headers = client_headers
-        self.model_name = model_name  # what the client asked for, and is answered as
-
-    def _headers(self, plan) -> dict:
-        return allowed_headers(self.client_headers, plan.config.forwarding)
-
-    def answer(self, plan, provider, model, context) -> dict:
+    def answer(self, plan, provider, model, context) -> Answer:
         request = upstream_request(plan, model)
-        message = provider.messages(request, context, self._headers(plan))
-        return {**message, "model": self.model_name}
+        message = provider.messages(request, context, _headers(plan))
+        return message_answer(message, plan.request.model)
 
     def open_stream(self, plan, provider, model, context):
         request = upstream_request(plan, model)
-        reply = provider.messages_stream(request, context, self._headers(plan))
-        return StreamReply(reply.response, self._native_events(reply.events, provider))
+        reply = provider.messages_stream(request, context, _headers(plan))
+        events = _native_events(reply.events, provider, plan.request.model)
+        return StreamReply(reply.response, events)
 
-    def _native_events(self, events, provider):
-        """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
-        for event in events:
-            data = event.data
-            kind = data.get("type") if data else None
-            if kind == "message_start" and isinstance(data.get("message"), dict):
-                data["message"]["model"] = self.model_name
-                event.changed()
-            yield event
-            if kind in ("message_stop", "error"):
-                return
-        raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
-
-    def usage(self, data: dict):
-        usage = data.get("usage")
-        return reported_usage(usage, data.get("diagnostics"))
-
-    def answer_chars(self, data: dict) -> int:
-        return sum(_block_chars(block) for block in data.get("content") or ())
-
-    def asks_tools(self, data: dict) -> bool:
-        return any(_is_tool_use(block) for block in data.get("content") or ())
-
-    def watcher(self, plan, outcome):
+    def watcher(self, plan, outcome, reply):
         return MessagesWatcher(outcome)
-
-    def stream_error_event(self, status: int, message: str) -> bytes:
-        return errors.stream_error_event(status, message)
 
     def failure_response(self, failure):
         return errors.failure_response(failure)
+
+
+def _headers(plan) -> dict:
+    return allowed_headers(plan.request.source.client_headers, plan.config.forwarding)
+
+
+def _native_events(events, provider, model_name: str):
+    """The upstream's events, ``model`` set to the client's name; a stream cut short raises."""
+    for event in events:
+        data = event.data
+        kind = data.get("type") if data else None
+        if kind == "message_start" and isinstance(data.get("message"), dict):
+            data["message"]["model"] = model_name
+            event.changed()
+        yield event
+        if kind in ("message_stop", "error"):
+            return
+    raise ProviderError("connect", f"provider {provider.name!r} stream ended mid-answer")
 
 
 def reported_usage(usage, diagnostics=None) -> dict | None:
@@ -160,3 +182,6 @@ class MessagesWatcher:
             message = f"{error.get('type')}: {error.get('message')}"
             self.outcome.upstream_error(message)
         return sent, kind in ("message_stop", "error")
+
+    def error_event(self, status: int, message: str) -> bytes:
+        return errors.stream_error_event(status, message)

@@ -14,9 +14,10 @@ the model and passes as sent, and a block of a type the router does not
 read (``thinking``, ``document``, server-tool blocks, the next new one) is
 only required to be an object with a type: Claude Code and the SDKs send
 many such, and the dict, not the model, goes on. The body is then
-translated (routing.protocols.messages.inbound), and the chat-completions
-body that comes out goes through the chat schema, the client's original
-riding along as the request's ``source``.
+translated (routing.protocols.messages.inbound) into the planned request
+without a second check (routing.protocols.schema.translated_request), the
+client's original riding along as the request's ``source``, with the
+Anthropic headers the client sent.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 from routing.errors import RouterError
 from routing.protocols.base import TranslationError, json_body
 from routing.protocols.canonical import ChatRequest
-from routing.protocols.chat.request import (
+from routing.protocols.messages.inbound import from_messages_request
+from routing.protocols.schema import (
     MAX_MESSAGES,
     STRICT,
     Open,
@@ -45,7 +47,12 @@ from routing.protocols.chat.request import (
     schema_error,
     translated_request,
 )
-from routing.protocols.messages.inbound import from_messages_request
+
+# Headers of the client's request that go on to an Anthropic upstream.
+FORWARDED_HEADERS = {
+    "anthropic-beta": "HTTP_ANTHROPIC_BETA",
+    "anthropic-version": "HTTP_ANTHROPIC_VERSION",
+}
 
 # A block, a turn or a tool is a TypedDict, not a model: the same strict checks, a third
 # of the time (a model instance per block cost 0.58 ms on session 026's 368 KB
@@ -161,22 +168,35 @@ def check_messages_body(body, count_only: bool = False) -> None:
         raise TranslationError(*schema_error(error, body)) from None
 
 
-def messages_to_chat(body, count_only: bool = False):
+def messages_to_chat(body, count_only: bool = False, client_headers: dict | None = None):
     """(chat body, MessagesSource) for a body; TranslationError naming the first problem."""
     check_messages_body(body, count_only)
-    return from_messages_request(body, count_only)
+    return from_messages_request(body, count_only, client_headers)
 
 
-def parse_messages_request(body, count_only: bool = False) -> ChatRequest:
+def forwarded_headers(meta) -> dict:
+    """The client's Anthropic headers, from a Django request's META."""
+    return {name: meta[key] for name, key in FORWARDED_HEADERS.items() if key in meta}
+
+
+def parse_messages_request(
+    body, count_only: bool = False, client_headers: dict | None = None
+) -> ChatRequest:
     """Raise RouterError(400) naming the first problem; ``count_only``: no max_tokens needed."""
     check_part_count(body.get("messages") if isinstance(body, dict) else None)
     try:
-        chat, source = messages_to_chat(body, count_only)
+        chat, source = messages_to_chat(body, count_only, client_headers)
     except TranslationError as error:
         raise RouterError(400, error.message, "invalid_request", error.param) from None
     return replace(translated_request(chat), source=source)
 
 
-def parse_messages_body(raw: bytes, count_only: bool = False) -> ChatRequest:
-    """Raw /v1/messages bytes -> ChatRequest, or RouterError(400)."""
-    return parse_messages_request(json_body(raw), count_only)
+def parse_messages_body(raw: bytes, count_only: bool = False, meta=None) -> ChatRequest:
+    """Raw /v1/messages bytes -> ChatRequest, or RouterError(400); ``meta``: the request's
+    META, whose Anthropic headers go on with the request."""
+    return parse_messages_request(json_body(raw), count_only, forwarded_headers(meta or {}))
+
+
+def parse_body(raw: bytes, meta, api_key_id) -> ChatRequest:
+    """The protocol's parse (routing.protocols.base.ClientProtocol)."""
+    return parse_messages_body(raw, meta=meta)

@@ -90,3 +90,9 @@ THINKING_BLOCKS = {
 def thinking_block(block: dict) -> dict:
     """A thinking block as the API wants it back: its own keys, nothing else."""
     return {key: block.get(key) or "" for key in THINKING_BLOCKS[block["type"]]}
+
+
+def blocks_of(content) -> list:
+    """A turn's or a system prompt's content as blocks: a string is one text block, as the
+    API documents it."""
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content

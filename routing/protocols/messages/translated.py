@@ -27,18 +27,19 @@ def untranslatable_error(plan, provider, model) -> ProviderError:
 def _chat_body(plan, provider, model) -> dict:
     if plan.request.source.untranslatable:
         raise untranslatable_error(plan, provider, model)
-    return plan.upstream_body(model)
+    return {**plan.upstream_body, "model": model.send_as}
 
 
-def answer(plan, provider, model, context, model_name: str) -> dict:
-    """The chat upstream's completion as a Message named ``model_name``."""
+def answer(plan, provider, model, context) -> dict:
+    """The chat upstream's completion as a Message named as the client asked."""
     completion = provider.chat(_chat_body(plan, provider, model), context=context)
-    return to_message(completion, model_name)
+    return to_message(completion, plan.request.model)
 
 
-def open_stream(plan, provider, model, context, model_name: str) -> StreamReply:
+def open_stream(plan, provider, model, context) -> StreamReply:
     """The chat upstream's chunk stream as Messages events."""
     reply = provider.chat_stream(_chat_body(plan, provider, model), context=context)
     # Anthropic sends a ping after message_start; clients expect to ignore some.
-    events = translate(reply.events, MessageEvents(model_name), provider.name, ({"type": "ping"},))
+    events = MessageEvents(plan.request.model)
+    events = translate(reply.events, events, provider.name, ({"type": "ping"},))
     return StreamReply(reply.response, events)

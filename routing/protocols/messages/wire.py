@@ -19,14 +19,14 @@ import logging
 
 from routing.errors import ProviderError
 from routing.forwarding import allowed_headers
-from routing.protocols.base import ClientProtocol
+from routing.protocols.base import Answer, ClientProtocol
 from routing.protocols.messages import errors, translated
 from routing.protocols.messages.native import (
     NativeMessagesWire,
-    forwarded_headers,
+    message_answer,
     upstream_request,
 )
-from routing.protocols.messages.request import parse_messages_body
+from routing.protocols.messages.request import parse_body
 
 log = logging.getLogger(__name__)
 
@@ -34,22 +34,23 @@ log = logging.getLogger(__name__)
 class MessagesWire(NativeMessagesWire):
     """Native where the provider speaks Messages; translated (``translated``) elsewhere."""
 
-    def answer(self, plan, provider, model, context) -> dict:
+    def answer(self, plan, provider, model, context) -> Answer:
         if provider.capabilities.messages:
             return super().answer(plan, provider, model, context)
-        return translated.answer(plan, provider, model, context, self.model_name)
+        message = translated.answer(plan, provider, model, context)
+        return message_answer(message, plan.request.model)
 
     def open_stream(self, plan, provider, model, context):
         if provider.capabilities.messages:
             return super().open_stream(plan, provider, model, context)
-        return translated.open_stream(plan, provider, model, context, self.model_name)
+        return translated.open_stream(plan, provider, model, context)
 
 
 # Generation settings the count_tokens endpoint refuses.
 _NOT_COUNTED = ("max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences")
 
 
-def count_tokens(plan, provider, client_headers: dict) -> dict:
+def count_tokens(plan, provider) -> dict:
     """``{"input_tokens": n}`` for the (pruned) prompt the plan would send.
 
     A Claude model asks its upstream, which counts with the real tokenizer;
@@ -62,7 +63,7 @@ def count_tokens(plan, provider, client_headers: dict) -> dict:
         body = {k: v for k, v in body.items() if k not in _NOT_COUNTED}
         try:
             answer = provider.count_tokens(
-                body, allowed_headers(client_headers, plan.config.forwarding)
+                body, allowed_headers(plan.request.source.client_headers, plan.config.forwarding)
             )
             if isinstance(answer.get("input_tokens"), int):
                 return {"input_tokens": answer["input_tokens"]}
@@ -71,17 +72,5 @@ def count_tokens(plan, provider, client_headers: dict) -> dict:
     return {"input_tokens": plan.measured_tokens}
 
 
-class MessagesProtocol(ClientProtocol):
-    """The Anthropic Messages API, for Claude Code (ANTHROPIC_BASE_URL at the router)."""
-
-    def parse(self, raw: bytes, request, key):
-        return parse_messages_body(raw)
-
-    def wire(self, request, planned, key, config):
-        return MessagesWire(forwarded_headers(request), planned.model)
-
-    def render_error(self, error):
-        return errors.router_error_response(error)
-
-
-MESSAGES = MessagesProtocol()
+# The Anthropic Messages API, for Claude Code (ANTHROPIC_BASE_URL at the router).
+MESSAGES = ClientProtocol(parse_body, MessagesWire(), errors.router_error_response)

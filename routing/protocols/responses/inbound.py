@@ -11,7 +11,7 @@ OpenAI-compatible (or, through the Anthropic provider, a Claude) upstream is
 sent.
 
 For an upstream that serves the Responses API itself the client's items go
-out instead (``native_body``): each one as sent, except the
+out instead (``routing.protocols.responses.native.native_body``): each one as sent, except the
 ``function_call_output`` items pinch rewrote. ``reasoning`` items with their
 ``encrypted_content`` therefore reach it untouched; a chat upstream cannot
 read them, so they are left out of the chat messages (the wire logs it).
@@ -34,8 +34,10 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from routing.protocols.base import TranslationError
+from routing.protocols.responses.shapes import TEXT_PARTS, input_items, new_id
 
 # A reasoning item the router made from Claude's thinking blocks carries them,
 # signatures included, in its encrypted_content: the client sends it back and
@@ -46,7 +48,6 @@ NAMESPACE_SEPARATOR = "__"
 _ROLES = ("user", "system", "developer", "assistant")
 # Many chat-completions servers (vLLM, llama.cpp, Ollama) know no "developer" role.
 _CHAT_ROLES = {"developer": "system"}
-_TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 # Items a chat model has no use for: the model's own earlier reasoning.
 _DROPPED_FOR_CHAT = ("reasoning",)
 _TOOL_CHOICES = ("auto", "none", "required")
@@ -79,43 +80,28 @@ class ResponsesSource:
     optional_tools: frozenset = frozenset()
     left_out_tokens: int = 0  # (see MessagesSource): the items map to chat messages
 
-    @property
-    def refused_tools(self) -> list:
-        """Built-in tools a chat upstream would have to run: not marked optional by the client."""
-        if "*" in self.optional_tools:
-            return []
-        return [t for t in self.builtin_tools if t not in self.optional_tools]
-
-    @property
-    def needs_native(self) -> bool:
-        return bool(self.refused_tools or self.untranslatable)
+    # What the wire needs of the client, read once here: the built-in tools a chat upstream
+    # would have to run (not marked optional), whether only a Responses upstream serves
+    # the request, the model name it is answered as and the router's id for the response.
+    refused_tools: tuple = ()
+    needs_native: bool = False
+    model: str = ""
+    response_id: str = ""
+    api_key_id: object = None  # the key whose stored responses it reads and adds to
+    # The provider capability that serves this request as sent (routing.providers.base).
+    native_capability: ClassVar[str] = "responses"
 
     @property
     def stores_response(self) -> bool:  # kept for previous_response_id unless store: false
         return self.body.get("store") is not False
-
-    def served_natively(self, capabilities) -> bool:
-        return capabilities.responses
-
-    @property
-    def model(self) -> str:
-        return self.body["model"]
 
 
 def _bad(message: str, param: str | None = None) -> TranslationError:
     return TranslationError(message, param)
 
 
-def input_items(body) -> list:
-    """The request's ``input`` as a list of items (a string is one user message)."""
-    value = body.get("input")
-    if isinstance(value, str):
-        return [{"type": "message", "role": "user", "content": value}]
-    return list(value or [])
-
-
 def from_responses_request(
-    body: dict, history: list = (), optional_tools: frozenset = frozenset()
+    body: dict, history: list = (), optional_tools: frozenset = frozenset(), api_key_id=None
 ) -> tuple[dict, ResponsesSource]:
     """(chat body, ResponsesSource) for a checked body after ``history``; raises if malformed.
 
@@ -157,6 +143,7 @@ def from_responses_request(
         choice = _chat_tool_choice(body.get("tool_choice"), tool_names)
         if choice is not None:
             chat["tool_choice"] = choice
+    refused = () if "*" in optional_tools else tuple(t for t in builtin if t not in optional_tools)
     source = ResponsesSource(
         body=body,
         items=items,
@@ -166,6 +153,11 @@ def from_responses_request(
         untranslatable=tuple(builder.untranslatable),
         dropped_reasoning=builder.dropped_reasoning,
         optional_tools=frozenset(optional_tools),
+        refused_tools=refused,
+        needs_native=bool(refused or builder.untranslatable),
+        model=body["model"],
+        response_id=new_id("resp"),
+        api_key_id=api_key_id,
     )
     return chat, source
 
@@ -239,7 +231,7 @@ class _ChatMessages:
         if not isinstance(part, dict):
             raise _bad(f"{where} must be an object", where)
         kind = part.get("type")
-        if kind in _TEXT_PARTS:
+        if kind in TEXT_PARTS:
             text = part.get("text") if kind != "refusal" else part.get("refusal")
             return {"type": "text", "text": text if isinstance(text, str) else ""}
         if kind == "input_image" and isinstance(part.get("image_url"), str):
@@ -422,29 +414,3 @@ def _response_format(text_format):
         }
         return {"type": "json_schema", "json_schema": schema}
     return None
-
-
-def native_body(source: ResponsesSource, original: list, sent: list, model_name: str) -> dict:
-    """The client's body for a Responses upstream: its items, with pinch's changes applied.
-
-    ``original`` and ``sent``: the chat messages before and after pinch (the
-    same objects where pinch changed nothing). History from a stored
-    response is sent as items, so the upstream needs no state of its own.
-    """
-    body = {k: v for k, v in source.body.items() if k != "previous_response_id"}
-    body["model"] = model_name
-    items = list(source.items)
-    for index, i in source.results.items():
-        if sent[index] is original[index]:
-            continue
-        items[i] = {**items[i], "output": _replaced_output(items[i].get("output"), sent[index])}
-    body["input"] = items
-    return body
-
-
-def _replaced_output(output, message: dict):
-    """The output with its text replaced by pinch's; images kept."""
-    if not isinstance(output, list):
-        return message["content"]
-    kept = [p for p in output if not (isinstance(p, dict) and p.get("type") in _TEXT_PARTS)]
-    return [{"type": "input_text", "text": message["content"]}, *kept]

@@ -10,8 +10,9 @@ conversation a ``previous_response_id`` names is read, and the body
 translated (routing.protocols.responses.inbound), which reads each item and
 refuses a malformed one by name (``input[3].role``), a stored item as much
 as a sent one. The chat-completions body that comes
-out goes through the same schema as a /v1/chat/completions body, and the
-client's items ride along as the request's ``source``. ``prompt_cache_key``,
+out is the planned request without a second check
+(routing.protocols.schema.translated_request), and the client's items ride
+along as the request's ``source``. ``prompt_cache_key``,
 when the client sends one, is the conversation's key for the prefix probe.
 """
 
@@ -22,18 +23,15 @@ from dataclasses import replace
 from pydantic import Field, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
+from routing.config.store import api_config
 from routing.errors import RouterError
 from routing.protocols.base import TranslationError, json_body
 from routing.protocols.canonical import ChatRequest
-from routing.protocols.chat.request import (
-    STRICT,
-    Open,
-    by_type,
-    schema_error,
-    translated_request,
-)
 from routing.protocols.responses.inbound import from_responses_request
 from routing.protocols.responses.store import conversation_items
+from routing.protocols.schema import STRICT, Open, by_type, schema_error, translated_request
+
+OPTIONAL_TOOLS_HEADER = "HTTP_X_ROUTER_OPTIONAL_TOOLS"
 
 # Tools and items are TypedDicts, not models: the same strict checks, a third of the
 # time (see routing.protocols.messages.request).
@@ -118,7 +116,7 @@ def parse_responses_request(body, api_key_id, optional_tools=frozenset()) -> Cha
     if body.get("previous_response_id"):
         history = conversation_items(api_key_id, body["previous_response_id"])
     try:
-        chat, source = from_responses_request(body, history, optional_tools)
+        chat, source = from_responses_request(body, history, optional_tools, api_key_id)
     except TranslationError as error:
         raise _invalid(error) from None
     key = body.get("prompt_cache_key")
@@ -135,6 +133,22 @@ def parse_responses_body(raw: bytes, api_key_id, optional_tools=frozenset()) -> 
     ``optional_tools``: the built-in tools the client lets the router leave out.
     """
     return parse_responses_request(json_body(raw), api_key_id, optional_tools)
+
+
+def optional_tools(meta, config) -> frozenset:
+    """Built-in tool types the router may leave out (``*``: all of them).
+
+    All, under ``responses.hosted_tools: omit``; else those the client lists.
+    """
+    if config.responses.hosted_tools == "omit":
+        return frozenset({"*"})
+    value = meta.get(OPTIONAL_TOOLS_HEADER, "")
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+def parse_body(raw: bytes, meta, api_key_id) -> ChatRequest:
+    """The protocol's parse (routing.protocols.base.ClientProtocol)."""
+    return parse_responses_body(raw, api_key_id, optional_tools(meta, api_config()))
 
 
 def responses_to_chat(body, history: list = (), optional_tools=frozenset()):

@@ -1,9 +1,11 @@
-"""The Responses API's shapes both directions share: the ids it names things by, its usage.
+"""The Responses API's shapes both directions share: the ids it names things by, its usage,
+its input items.
 
 The native path (``native``: usage read off an upstream's own response) and
 the translated one (``reply``: a chat completion's usage written as a
 response's) both convert usage, and both name responses by the router's own
-ids; they read them here, so the native path imports no translator.
+ids; the parse (``inbound``) and the native body read a request's items the
+same way. They read them here, so the native path imports no translator.
 """
 
 import uuid
@@ -53,3 +55,15 @@ def chat_usage(usage) -> dict | None:
         "completion_tokens": usage.get("output_tokens"),
         "prompt_tokens_details": {"cached_tokens": cached},
     }
+
+
+# The parts of an item's content that carry its text.
+TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
+
+
+def input_items(body) -> list:
+    """The request's ``input`` as a list of items (a string is one user message)."""
+    value = body.get("input")
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    return list(value or [])

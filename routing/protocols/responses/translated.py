@@ -15,18 +15,18 @@ from routing.protocols.chunks import translate
 from routing.protocols.responses.reply import ResponseEvents, to_response
 
 
-def answer(wire, provider, body: dict, context) -> dict:
-    """The chat upstream's completion as the ``response`` ``wire`` names."""
+def answer(source, provider, body: dict, context) -> dict:
+    """The chat upstream's completion as the ``response`` the client's ``source`` is answered by."""
     completion = provider.chat(body, context=context)
-    return to_response(completion, wire.source, wire.response_id, wire.model_name)
+    return to_response(completion, source, source.response_id, source.model)
 
 
-def open_stream(wire, provider, body: dict, context) -> tuple[StreamReply, ResponseEvents]:
-    """The chat upstream's chunk stream as Responses events, and their translator.
+def open_stream(source, provider, body: dict, context) -> StreamReply:
+    """The chat upstream's chunk stream as Responses events, their translator on the reply.
 
     The translator ends a stream that broke after it started
     (``ResponseEvents.failed``), numbering on from the events it made.
     """
     reply = provider.chat_stream(body, context=context)
-    events = ResponseEvents(wire.source, wire.response_id, wire.model_name)
-    return StreamReply(reply.response, translate(reply.events, events, provider.name)), events
+    events = ResponseEvents(source, source.response_id, source.model)
+    return StreamReply(reply.response, translate(reply.events, events, provider.name), events)

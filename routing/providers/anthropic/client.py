@@ -32,7 +32,7 @@ DEFAULT_MIN_CACHE_TOKENS = 1024
 
 
 class AnthropicProvider(HttpProvider):
-    capabilities = Capabilities(messages=True)
+    capabilities = Capabilities(messages=True, cache_breakpoints=True)
 
     def _headers(self) -> dict:
         headers = {
@@ -69,7 +69,7 @@ class AnthropicProvider(HttpProvider):
     def _with_breakpoints(self, request, context: CallContext | None, messages: int) -> dict:
         model = context.model if context else None
         cache = model.cache if model else None
-        stable, previous = context.stable_prefixes() if context else (messages, messages)
+        stable, previous = (context and context.stable_prefixes) or (messages, messages)
         place_breakpoints(
             request,
             stable,

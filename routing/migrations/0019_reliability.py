@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0017_decision_recalls'),
+        ('routing', '0018_recall_store'),
     ]
 
     operations = [
