@@ -4,9 +4,12 @@ spool line, never one without the other.
 A stored response is an answer paid for, like its decision. Written on its
 own by the protocol layer, a full disk lost 11 of 39 (issue 43) and left rows
 and responses that disagreed. So the Responses wire only says what to keep
-(``to_keep``, on the request's Outcome), ``finish_decision`` puts it on the
-decision's fields (``STORED_KEY``, not a column), and the one insert of
-decisions (routing/recording/inserts.py) writes it in the row's transaction,
+(routing.protocols.responses.native ``to_keep``, on the request's Outcome: a
+plain dict of ``response_id``, ``api_key_id``, ``input_items``, ``response``,
+``previous_response_id`` and ``ttl_hours``, which a spool line can hold),
+``finish_decision`` puts it on the decision's fields (``STORED_KEY``, not a
+column), and the one insert of decisions (routing/recording/inserts.py)
+writes it in the row's transaction,
 live or when the spool drains: a stored response exists exactly when its
 decision row does. Here its row is finished inside that transaction: the
 chain it continues (its root and the chain's bytes, read from the previous
@@ -26,25 +29,6 @@ from routing.recording.values import json_safe
 
 # The decision field that carries a stored response to the insert.
 STORED_KEY = "_stored_response"
-
-
-def to_keep(
-    response_id: str,
-    api_key_id,
-    input_items: list,
-    response: dict,
-    previous_id: str,
-    ttl_hours: float,
-) -> dict:
-    """What the wire hands over to be kept with the decision (plain JSON: it may be spooled)."""
-    return {
-        "response_id": response_id,
-        "api_key_id": api_key_id,
-        "input_items": input_items,
-        "response": response,
-        "previous_response_id": previous_id or "",
-        "ttl_hours": ttl_hours,
-    }
 
 
 def write(rows: list[dict]) -> None:

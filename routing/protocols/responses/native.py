@@ -21,7 +21,6 @@ from routing.protocols.base import Answer, Event, StreamReply, Wire, named_sse
 from routing.protocols.chat import errors as chat_errors
 from routing.protocols.responses import errors
 from routing.protocols.responses.shapes import TEXT_PARTS, chat_usage, input_items
-from routing.recording import stored
 
 # Events that end a Responses stream.
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "error")
@@ -118,14 +117,15 @@ def to_keep(plan, response: dict) -> dict | None:
     if not source.stores_response or response.get("status") not in ("completed", "incomplete"):
         return None
     body = source.body
-    return stored.to_keep(
-        source.response_id,
-        source.api_key_id,
-        input_items(body),
-        response,
-        body.get("previous_response_id") or "",
-        plan.config.responses.store_ttl_hours,
-    )
+    # Plain JSON (it may be spooled); routing.recording.stored writes it with the row.
+    return {
+        "response_id": source.response_id,
+        "api_key_id": source.api_key_id,
+        "input_items": input_items(body),
+        "response": response,
+        "previous_response_id": body.get("previous_response_id") or "",
+        "ttl_hours": plan.config.responses.store_ttl_hours,
+    }
 
 
 def _is_call(item) -> bool:
