@@ -51,8 +51,9 @@ ENCODES = 2
 # check (once: cached on the request), the probe's fingerprints, the quality
 # signals, the session's user turn, the cache forecast.
 WALKS = 11
-# The one write: the row, its conversation, the three summary upserts.
-STATEMENTS = 5
+# The key's budget reserved before the call (routing/limits/ledger.py); then the one
+# write: the row, its conversation, the three summary upserts, the reservation settled.
+STATEMENTS = 7
 
 
 class Counted(list):

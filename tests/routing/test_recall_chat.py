@@ -186,7 +186,7 @@ def test_a_recall_of_a_result_not_kept_is_answered_plainly_and_the_request_goes_
     answer = _always_recalling(sdk, recall_config, write_config, upstream, "r99")
 
     told = upstream.bodies()[1]["messages"][-1]
-    assert told["role"] == "tool" and "can no longer be recalled" in told["content"]
+    assert told["role"] == "tool" and "No original is kept under r99" in told["content"]
     assert answer.choices[0].finish_reason == "stop"
     assert only_decision().status_code == 200
 

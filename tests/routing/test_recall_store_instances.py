@@ -58,7 +58,12 @@ def two_instances(request, tmp_path, upstream):
         if request.param == "postgres":
             database["DATABASE_URL"] = stack.enter_context(scratch_database())
         config = base_config(upstream.base_url)
-        config["pinch"].update(budget_tokens=3000, keep_last_tool_results=2, keep_last_turns=1)
+        config["pinch"].update(
+            budget_tokens=3000,
+            keep_last_tool_results=2,
+            keep_last_turns=1,
+            recall={"enabled": True},
+        )
         env = router_env(tmp_path, config, REDIS_URL="", **database)
         key = prepare(env)
         first = stack.enter_context(gunicorn_router(env, key))

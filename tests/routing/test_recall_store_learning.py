@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_result_recalled_twice_is_sent_whole_from_then_on(
     live_server, api_key, router_config, write_config, upstream, corpus_dir
 ):
-    router_config["pinch"].update(payback={"enabled": True}, budget_tokens=8000)
+    router_config["pinch"].update(
+        payback={"enabled": True}, budget_tokens=8000, recall={"enabled": True}
+    )
     write_config(router_config)
     sdk = openai.OpenAI(base_url=live_server.url + "/v1", api_key=api_key, max_retries=0)
     last = session_requests(corpus_dir)[-1]

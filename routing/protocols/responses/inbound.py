@@ -88,12 +88,9 @@ class ResponsesSource:
     model: str = ""
     response_id: str = ""
     api_key_id: object = None  # the key whose stored responses it reads and adds to
+    stores_response: bool = True  # kept for previous_response_id unless store: false
     # The provider capability that serves this request as sent (routing.providers.base).
     native_capability: ClassVar[str] = "responses"
-
-    @property
-    def stores_response(self) -> bool:  # kept for previous_response_id unless store: false
-        return self.body.get("store") is not False
 
 
 def _bad(message: str, param: str | None = None) -> TranslationError:
@@ -157,6 +154,7 @@ def from_responses_request(
         needs_native=bool(refused or builder.untranslatable),
         model=body["model"],
         response_id=new_id("resp"),
+        stores_response=body.get("store") is not False,
         api_key_id=api_key_id,
     )
     return chat, source
