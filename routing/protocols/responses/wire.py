@@ -27,7 +27,6 @@ import logging
 from routing.config.store import api_config
 from routing.errors import RouterError
 from routing.protocols.base import ClientProtocol, named_sse
-from routing.protocols.chat import errors as chat_errors
 from routing.protocols.responses import errors, translated
 from routing.protocols.responses.native import NativeResponsesWire
 from routing.protocols.responses.request import parse_responses_body
@@ -138,7 +137,7 @@ class ResponsesProtocol(ClientProtocol):
         return ResponsesWire(planned, key.pk, config.responses.store_ttl_hours)
 
     def render_error(self, error):
-        return chat_errors.router_error_response(error)
+        return errors.router_error_response(error)
 
 
 RESPONSES = ResponsesProtocol()
