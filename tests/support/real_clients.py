@@ -13,9 +13,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
 import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def installed(variable: str, default: Path, install: str) -> str:
