@@ -203,14 +203,22 @@ class MinuteSpender(threading.Thread):
         self.answered = self.refused = 0
         self.done = threading.Event()
 
-    def run(self):
+    def spend(self) -> None:
         body = {"model": SPENDER_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+        status = post_for_status(self.router, body)
+        self.refused += status == 429
+        self.answered += status == 200
+
+    def start(self):
+        """The minute spent now, then kept spent (what refills: a request every 2 s)."""
+        while not self.refused:
+            self.spend()
+        super().start()
+
+    def run(self):
         while not self.done.is_set() and rpm_refusals(self.database) <= self.refused:
-            status = post_for_status(self.router, body)
-            self.refused += status == 429
-            self.answered += status == 200
-            if self.refused:  # spent: now only what refills (one request every 2 s)
-                time.sleep(0.3)
+            self.spend()
+            time.sleep(0.3)
 
 
 def refusals(log: str) -> list[tuple[float, str]]:
