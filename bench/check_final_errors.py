@@ -21,8 +21,9 @@ once per scenario:
   agent's README config.
 
 It prints a table, agent x scenario: exit code, seconds from the agent's start
-to its exit, seconds from the router's first refusal to the exit (the time
-to show the router's message), the requests the router answered and refused,
+to its exit, seconds from the refused request to the agent showing the
+router's message (its line on stdout or stderr; Claude Code's JSON result at
+its exit), the requests the router answered and refused,
 the model names asked for, pass or fail. A final error passes when the agent
 exits within ``FINAL_SECONDS`` of the request, having sent it no more often
 than it always does (``REQUESTS``), printing the router's message (or, for a
@@ -231,6 +232,13 @@ def refusals(log: str) -> list[tuple[float, str]]:
     return found
 
 
+def to_message(shown: float | None, refused: list) -> float | None:
+    """Seconds from the refused request whose message the agent showed (the last refused
+    before it was shown: opencode's title request, refused seconds earlier, shows nothing)."""
+    before = [at for at, _ in refused if shown is not None and at <= shown]
+    return round(shown - before[-1], 1) if before else None
+
+
 def decisions(database: Path) -> list[str]:
     with sqlite3.connect(database) as db:
         rows = db.execute("SELECT requested_model FROM routing_routedecision ORDER BY id")
@@ -277,9 +285,11 @@ def run(agent: str, name: str, binary: Path) -> dict:
         return {
             "exit": ran.exit,
             "seconds": round(ran.seconds, 1),
-            "to_message": round(shown - refused[0][0], 1) if shown and refused else None,
+            "to_message": to_message(shown, refused),
             "answered": len(asked),
             "refused": [status for _, status in refused],
+            # Seconds from the first refusal to each (a second request sent late shows here).
+            "refused_after": [round(at - refused[0][0], 1) for at, _ in refused],
             "asked_for": sorted(set(asked)),
             "upstream_requests": len(upstream.received) - drained,
             "printed": " ".join(ran.printed.split())[-400:],
