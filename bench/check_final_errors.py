@@ -14,7 +14,7 @@ once per scenario:
 * ``provider-key-unset``: ``keyless-model``, whose provider's key variable is unset;
 * ``broken-config``: the config file broken after the router started;
 * ``budget``: a key whose budget is spent (``--budget-usd 0``: it resets next month);
-* ``rpm``: a key at its rate limit (``--rpm 30``, its minute spent before the
+* ``rpm``: a key at its rate limit (``--rpm 20``, its minute spent before the
   agent starts): retryable, the agent must wait as Retry-After says and finish;
 * ``shipped-default``: the shipped config and the agent's own default model name;
 * ``readme-config``: the router config the README gives a user first, and the
@@ -66,7 +66,7 @@ FINAL_SECONDS = 5.0
 UNSET_KEY = "ROUTER_BENCH_UNSET_KEY"
 # Time for gunicorn's other workers to boot after the first one answered.
 BOOT_SECONDS = 3.0
-RPM = 30  # a request every 2 s once the minute is spent: the agent waits about that long
+RPM = 20  # a request every 3 s once the minute is spent: the agent waits about that long
 SPENDER_MODEL = "agent-small"  # what spends the minute asks for: no agent names it
 README = "readme"  # the model as the agent's README config names it
 DEFAULT = "default"  # the name the agent asks for when none is set
@@ -211,15 +211,16 @@ class MinuteSpender(threading.Thread):
         self.answered += status == 200
 
     def start(self):
-        """The minute spent now, then kept spent (what refills: a request every 2 s)."""
+        """The minute spent now, then kept spent (what refills: a request every 3 s)."""
         while not self.refused:
             self.spend()
         super().start()
 
     def run(self):
+        # Often: what refills is taken within ~0.1 s, so the agent's request is refused.
         while not self.done.is_set() and rpm_refusals(self.database) <= self.refused:
             self.spend()
-            time.sleep(0.3)
+            time.sleep(0.05)
 
 
 def refusals(log: str) -> list[tuple[float, str]]:
