@@ -52,6 +52,28 @@ def is_final(status: int, can_wait: bool) -> bool:
     return 400 <= status < 500 and status not in CLIENT_RETRIED_STATUSES
 
 
+# The final statuses each client protocol's agents retry all the same, reading no
+# x-should-retry; there a final refusal is answered OPERATOR_FIX_STATUS instead (its
+# code, type and message kept). Measured with the real agents
+# (bench/check_final_errors.py) and read in their source:
+# * chat completions: opencode's AI SDK retries every 429 (APICallError.isRetryable:
+#   408, 409, 429, 5xx) and opencode without end (1.18.33: 8 requests in 45 s for a
+#   spent budget), so a 429 no wait lifts (a spent budget) is a 400;
+# * the Responses API: Codex CLI 0.171 takes as final only a 400, a 404 coded
+#   model_not_found and a 429 coded insufficient_quota (codex-rs CodexErr::is_retryable:
+#   any other status is UnexpectedStatus, retried five times, ~7 s), so a final 401 (a
+#   wrong router key), 403, 413 or 422 is a 400;
+# * Messages: Claude Code obeys x-should-retry, whatever the status.
+AGENT_RETRIED_FINALS = {"chat": (429,), "responses": (401, 403, 413, 422), "messages": ()}
+
+
+def answered_status(status: int, can_wait: bool, protocol: str) -> int:
+    """The status a refusal is answered with to ``protocol``'s agents (AGENT_RETRIED_FINALS)."""
+    if is_final(status, can_wait) and status in AGENT_RETRIED_FINALS[protocol]:
+        return OPERATOR_FIX_STATUS
+    return status
+
+
 def final_headers(status: int, headers: dict, can_wait: bool | None = None) -> dict:
     """``headers`` for an error answer, with ``x-should-retry: false`` when it is final.
 

@@ -30,7 +30,7 @@ from routing.replay.corpus import load_session, load_sessions
 from tests.support.compaction import SUMMARY_MARKER, is_compaction
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder
-from tests.support.real_clients import git_repo, installed
+from tests.support.real_clients import git_repo, installed, readme_block
 from tests.support.responses_upstream import ENCRYPTED
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,13 +70,9 @@ def scripted(upstream, write_config, monkeypatch):
     return upstream
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
 def readme_config(router_url: str, model: str) -> str:
     """The README's ``config.toml`` for Codex, as written there, pointed at ``router_url``."""
-    section = README.read_text().split("## Use it with Codex CLI", 1)[1]
-    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    block = readme_block("Use it with Codex CLI", "toml")
     block = block.replace("http://127.0.0.1:8000/v1", f"{router_url}/v1")
     return block.replace('model = "auto"', f'model = "{model}"', 1)
 

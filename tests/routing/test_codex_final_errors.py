@@ -3,12 +3,12 @@
 Codex retries a 429 or a 5xx by itself (4 request retries, 5 stream retries
 by default) and reads no ``x-should-retry``: before issue 41 a broken config
 file (then a 500) made it send 30 requests in 25 s and show "We're currently
-experiencing high demand" instead of the router's message. Measured with
-0.171, it takes a 400 or a 404 as final but retries a 401 or a 424 five
-times (about 7 s); so every final error the router can word is a 400 or a 404
-(routing.errors.OPERATOR_FIX_STATUS), and Codex must stop after one request,
-showing the router's words. (A wrong router key stays a 401, which Codex
-retries five times before showing the router's message: about 7 s.)
+experiencing high demand" instead of the router's message. Codex 0.171 takes
+as final only a 400, a 404 coded ``model_not_found`` and a 429 coded
+``insufficient_quota``, and retries any other status five times (about 7 s);
+so on the Responses API every final error is answered so
+(routing.errors.AGENT_RETRIED_FINALS: a wrong router key is a 400 there), and
+Codex must stop after one request, showing the router's words.
 
 Codex's own default model name (no ``model`` line in its config) must answer
 through the shipped ``gpt-*`` alias.
@@ -46,7 +46,10 @@ def home_for(tmp_path, live_server, model: str | None):
     return home
 
 
-@pytest.mark.parametrize("case, model, shown", REAL_CLIENT_CASES)
+@pytest.mark.parametrize(
+    "case, model, shown",
+    [("wrong router key", "script-agent", "Missing or invalid API key"), *REAL_CLIENT_CASES],
+)
 def test_codex_stops_at_a_final_error_after_one_request_showing_the_routers_message(
     case,
     model,
@@ -67,7 +70,8 @@ def test_codex_stops_at_a_final_error_after_one_request_showing_the_routers_mess
 
     with caplog.at_level(logging.WARNING, logger="router.requests"):
         started = time.monotonic()
-        done, _ = run_codex(codex_bin, scratch_repo, home, api_key)
+        key = "rk-wrong" if case == "wrong router key" else api_key
+        done, _ = run_codex(codex_bin, scratch_repo, home, key)
         seconds = time.monotonic() - started
 
     report = (

@@ -4,9 +4,11 @@ Each refusal must look like the real provider's to the SDK that gets it
 (routing/limits/refusals.py cites what OpenAI and Anthropic send), reach no
 upstream and leave no decision row; and the SDKs must then do what they do
 against the real providers: the openai SDK waits out a rate limit as
-Retry-After says, and stops at a spent budget (its 429 carries
-``x-should-retry: false``); the anthropic SDK stops at a spent budget (400)
-and waits out a rate limit.
+Retry-After says, and stops at a spent budget (on chat completions a 400,
+which opencode's AI SDK takes as final, where it retries a 429 without end;
+on the Responses API OpenAI's 429 ``insufficient_quota``, Codex's "Quota
+exceeded"; both with ``x-should-retry: false``: routing.errors.AGENT_RETRIED_FINALS);
+the anthropic SDK stops at a spent budget (400) and waits out a rate limit.
 """
 
 import anthropic
@@ -49,15 +51,16 @@ def anthropic_sdk(live_server, raw, retries=0):
     )
 
 
-def test_a_spent_budget_is_openais_insufficient_quota_on_chat_and_reaches_no_upstream(
+def test_a_spent_budget_is_a_final_insufficient_quota_on_chat_and_reaches_no_upstream(
     live_server, router_config, upstream
 ):
     key, raw = limited_key(budget_usd=1.0, budget_period="day")
     spend(key, 1.25)
-    with pytest.raises(openai.RateLimitError) as caught:
+    with pytest.raises(openai.BadRequestError) as caught:
         openai_sdk(live_server, raw).chat.completions.create(model="auto", messages=HELLO)
     error = caught.value
-    assert error.status_code == 429
+    # A 400, not OpenAI's 429: opencode's AI SDK retries every 429 without end.
+    assert error.status_code == 400
     assert error.body["type"] == "insufficient_quota"
     assert error.body["code"] == "insufficient_quota"
     assert "'team-a' has reached its daily budget of $1.00 (spent $1.25)" in error.message
@@ -71,11 +74,11 @@ def test_a_spent_budget_is_openais_insufficient_quota_on_chat_and_reaches_no_ups
 def test_the_openai_sdk_does_not_retry_a_spent_budget(live_server, router_config, upstream):
     key, raw = limited_key(budget_usd=0.5)
     spend(key, 0.5)
-    with pytest.raises(openai.RateLimitError) as caught:
+    with pytest.raises(openai.BadRequestError) as caught:
         openai_sdk(live_server, raw, retries=2).chat.completions.create(
             model="auto", messages=HELLO
         )
-    # No wait lifts it: the 429 says so (routing.errors.is_final), so the SDK stops.
+    # No wait lifts it: the answer says so (routing.errors.is_final), so the SDK stops.
     assert caught.value.response.headers["x-should-retry"] == "false"
     assert refusals(key, "budget") == 1
     assert upstream.received == []
@@ -127,7 +130,7 @@ def test_a_budget_counts_billed_cost_net_of_the_cache_and_completion_tokens(
             completion_tokens=175_000,
         )
     )
-    with pytest.raises(openai.RateLimitError) as caught:
+    with pytest.raises(openai.BadRequestError) as caught:
         openai_sdk(live_server, raw).chat.completions.create(model="auto", messages=HELLO)
     assert "(spent $1.00)" in caught.value.message
 
@@ -225,7 +228,8 @@ def test_prompt_tokens_per_minute_count_what_pinch_sends(live_server, router_con
     key, raw = limited_key(tpm_limit=1000)
     sdk = openai_sdk(live_server, raw)
     big = [{"role": "user", "content": "word " * 1000}]  # ~1,670 tokens: over the minute
-    with pytest.raises(openai.RateLimitError) as caught:
+    # Larger than the whole minute: final, a 400 on chat (routing.errors.AGENT_RETRIED_FINALS).
+    with pytest.raises(openai.BadRequestError) as caught:
         sdk.chat.completions.create(model="echo-medium", messages=big)
     assert caught.value.body["type"] == "tokens"
     assert "Request too large" in caught.value.message

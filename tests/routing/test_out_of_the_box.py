@@ -16,10 +16,11 @@ import openai
 import pytest
 import yaml
 
-from routing.config import DEFAULT_CONFIG_PATH
+from routing.config import DEFAULT_CONFIG_PATH, RouterConfig
 from routing.config.keys import unset_key_warnings
 from routing.config.source import ConfigSource
 from routing.models import RouteDecision
+from tests.support.real_clients import readme_block
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -172,3 +173,11 @@ def test_a_config_file_changed_while_running_warns_about_an_unset_provider_key(
         "provider 'added': the environment variable ROUTER_TEST_UNSET_KEY is not set, so "
         "its models (added-model) are skipped"
     ) in caplog.text
+
+
+def test_the_readmes_first_config_sends_every_agents_default_name_to_auto():
+    # The config a user copies from the README: its aliases keep the agents' own names.
+    config = RouterConfig.model_validate(yaml.safe_load(readme_block("Configure it", "yaml")))
+
+    for name in [*CLAUDE_CODE_NAMES, *CODEX_NAMES]:
+        assert config.resolve_model_name(name) == "auto", name

@@ -8,7 +8,7 @@ not the Messages API's.
 from django.http import HttpResponse, JsonResponse
 
 from routing import jsonio
-from routing.errors import Failure, RouterError, final_headers
+from routing.errors import Failure, RouterError, answered_status, final_headers
 
 # status -> the OpenAI error type clients expect for it
 _TYPES = {
@@ -49,9 +49,14 @@ def error_response(
     return response
 
 
-def router_error_response(error: RouterError):
+def router_error_response(error: RouterError, protocol: str = "chat"):
+    """A refusal, at a status ``protocol``'s agents take as final when it is (its type kept)."""
     status, error_type = error.as_openai()
-    return error_response(status, error.message, error.code, error.param, error.headers, error_type)
+    answered = answered_status(status, "Retry-After" in error.headers, protocol)
+    error_type = error_type or _TYPES.get(status)
+    return error_response(
+        answered, error.message, error.code, error.param, error.headers, error_type
+    )
 
 
 def failure_response(failure: Failure):

@@ -7,9 +7,16 @@ translator makes it) and a native one with an ``error`` event numbered after
 the last event relayed.
 """
 
-from routing.errors import ProviderError
+from routing.errors import ProviderError, RouterError
 from routing.protocols.base import named_sse
+from routing.protocols.chat import errors as chat_errors
 from routing.protocols.chat.errors import error_body
+
+
+def router_error_response(error: RouterError):
+    """A refusal before the stream, at a status Codex CLI takes as final when it is (a wrong
+    router key: 400, not the 401 it retries; routing.errors.AGENT_RETRIED_FINALS)."""
+    return chat_errors.router_error_response(error, "responses")
 
 
 def stream_code(status: int) -> str:

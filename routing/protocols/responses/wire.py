@@ -30,7 +30,6 @@ import logging
 
 from routing.errors import RouterError
 from routing.protocols.base import Answer, ClientProtocol, StreamReply
-from routing.protocols.chat import errors as chat_errors
 from routing.protocols.responses import errors, translated
 from routing.protocols.responses.native import NativeResponsesWire, response_answer
 from routing.protocols.responses.request import parse_body
@@ -101,4 +100,4 @@ class ResponsesWire(NativeResponsesWire):
 
 
 # The OpenAI Responses API, for Codex CLI and the openai-agents SDK.
-RESPONSES = ClientProtocol(parse_body, ResponsesWire(), chat_errors.router_error_response, refusal)
+RESPONSES = ClientProtocol(parse_body, ResponsesWire(), errors.router_error_response, refusal)
