@@ -284,12 +284,15 @@ def build_from_log(decision_model, conversation_model, last_row: dict = LAST_ROW
     conversation_model.objects.bulk_create(batch)
 
 
-def last_answers(start: datetime, end: datetime) -> list[tuple]:
-    """(arm, last decision time, whether its last answer asked for tools) of each
-    conversation last active between ``start`` and ``end``: one query, by its last_at index."""
-    return list(
-        Conversation.objects.filter(last_at__gte=start, last_at__lte=end)
-        .values_list("arm", "last_at", "last_answer_tool_calls")
+def stopped_mid_loop(start: datetime, end: datetime, idle: timedelta) -> dict[str, int]:
+    """{arm: conversations last active from ``start`` whose last answer asked for tools and
+    that stayed quiet ``idle`` until ``end``}: one count by arm, by the last_at index."""
+    return dict(
+        Conversation.objects.filter(
+            last_at__gte=start, last_at__lte=end - idle, last_answer_tool_calls=True
+        )
+        .values_list("arm")
+        .annotate(n=Count("id"))
         .order_by()
     )
 

@@ -16,7 +16,8 @@ from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from metrics.cache_forecast import forecast_from_rows
-from metrics.quality import quality_from_rows
+from metrics.intervals import Moments
+from metrics.quality import IDLE, ArmSample, quality_from_samples
 from metrics.savings import causes_from_rows
 from metrics.summary import DOLLAR_DIGITS, Window, summary_from_rows
 from routing.cache_forecast import HIT, MISS, SURPRISES
@@ -110,40 +111,69 @@ def pinch_summary(config, window: Window) -> dict:
 
 
 def quality_summary(config, window: Window) -> dict:
-    """The quality block from the log grouped by (arm, conversation, task, model)."""
+    """The quality block from the log: each arm's conversations and tasks as lists of values,
+    made into the same samples (``Moments.of``) the database adds up."""
     after_prune = Q(quality_seen_compressed__gt=0)
+    counts = {
+        "repeats_compressed": Sum("quality_repeats_compressed"),
+        "repeats_whole": Sum("quality_repeats_whole"),
+        "seen_compressed": Sum("quality_seen_compressed"),
+        "seen_whole": Sum("quality_seen_whole"),
+        "results_after_prune": Sum("quality_results", filter=after_prune),
+        "errors_after_prune": Sum("quality_errors", filter=after_prune),
+        "results": Sum("quality_results"),
+        "errors": Sum("quality_errors"),
+    }
     rows = (
         window.decisions()
-        .values_list("arm", "conversation", "quality_task", "chosen_model")
+        .values_list("arm", "conversation", "chosen_model")
         .annotate(
-            rows=Count("id"),
             billed=Sum("billed_prompt_cost_usd"),
             billed_rows=Count("billed_prompt_cost_usd"),
             completion=Sum("completion_tokens"),
-            prompt=Sum(Coalesce("prompt_tokens", "measured_tokens")),
-            repeats_compressed=Sum("quality_repeats_compressed"),
-            repeats_whole=Sum("quality_repeats_whole"),
-            seen_compressed=Sum("quality_seen_compressed"),
-            seen_whole=Sum("quality_seen_whole"),
-            results_after=Sum("quality_results", filter=after_prune),
-            errors_after=Sum("quality_errors", filter=after_prune),
-            results=Sum("quality_results"),
-            errors=Sum("quality_errors"),
+            **counts,
         )
         .order_by()
     )
-    return quality_from_rows(
-        list(rows), list(last_answers_from_the_log(window)), config, window.end
-    )
+    conversations = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))  # arm: conv: [rows, $]
+    arm_counts = defaultdict(Counter)
+    for arm, conversation, model_id, billed, billed_rows, completion, *figures in rows:
+        model = config.model(model_id)
+        price = model.completion_price if model is not None else 0.0
+        unit = conversations[arm][conversation]
+        unit[0] += billed_rows
+        unit[1] += (billed or 0.0) + (completion or 0) * price / PER_TOKENS
+        arm_counts[arm].update(dict(zip(counts, (f or 0 for f in figures), strict=True)))
+    tasks = defaultdict(list)
+    for arm, turns, tokens in (
+        window.decisions()
+        .filter(quality_task__isnull=False)
+        .values_list("arm", "conversation", "quality_task")
+        .annotate(turns=Count("id"), tokens=Sum(Coalesce("prompt_tokens", "measured_tokens")))
+        .values_list("arm", "turns", "tokens")
+        .order_by()
+    ):
+        tasks[arm].append((turns, tokens))
+    samples = {
+        arm: ArmSample(
+            conversations=len(units),
+            cost=Moments.of(cost for billed_rows, cost in units.values() if billed_rows),
+            turns=Moments.of(turns for turns, _ in tasks[arm]),
+            task_tokens=Moments.of(tokens for _, tokens in tasks[arm]),
+            counts=+arm_counts[arm],
+        )
+        for arm, units in conversations.items()
+    }
+    return quality_from_samples(samples, stopped_from_the_log(window), config)
 
 
-def last_answers_from_the_log(window: Window):
-    """(arm, last decision time, whether its answer asked for tools) per conversation
-    active in the window, from the log itself (what the conversations' rows keep)."""
+def stopped_from_the_log(window: Window) -> dict:
+    """{arm: conversations active in the window whose last answer asked for tools an hour or
+    more before its end}, from the log itself (what the conversations' rows keep)."""
     latest = RouteDecision.objects.filter(conversation=OuterRef("conversation")).order_by(
         "-created_at", "-id"
     )
-    return (
+    last = (
         window.decisions()
         .exclude(conversation="")
         .values("conversation")
@@ -154,6 +184,9 @@ def last_answers_from_the_log(window: Window):
         )
         .values_list("last_arm", "last_at", "asked")
         .order_by()
+    )
+    return dict(
+        Counter(arm for arm, last_at, asked in last if asked and window.end - last_at >= IDLE)
     )
 
 
