@@ -90,16 +90,21 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
             first = max(first, min(timezone.localdate(first_hour), last - timedelta(MIN_DAYS - 1)))
         buckets = [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
+        zone = timezone.get_current_timezone()
+
         def bucket(hour):
-            return timezone.localdate(hour)
+            # The zone looked up once: timezone.localdate looks it up per call, and a month of
+            # hours by model is thousands of rows.
+            return hour.astimezone(zone).date()
 
     tokens = defaultdict(int)
     dollars = defaultdict(float)
     net = defaultdict(float)
     for hour, hour_tokens, hour_dollars, hour_net in saved:
-        tokens[bucket(hour)] += hour_tokens
-        dollars[bucket(hour)] += hour_dollars
-        net[bucket(hour)] += hour_net
+        key = bucket(hour)
+        tokens[key] += hour_tokens
+        dollars[key] += hour_dollars
+        net[key] += hour_net
     return [DayPoint(b, tokens[b], dollars[b], net[b]) for b in buckets]
 
 

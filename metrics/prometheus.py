@@ -217,8 +217,14 @@ class RouterCollector:
         )
         yield GaugeMetricFamily(
             "router_pinch_share_pruned_30d",
-            "Share of the window's requests that pinch pruned (0 to 1).",
+            "Share of the window's answered requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
+        )
+        yield GaugeMetricFamily(
+            "router_pinch_failed_calls_30d",
+            "Requests in the window that failed (an error status, or no answer): apart from "
+            "the share pruned.",
+            value=summary["failed_calls_30d"],
         )
         # Counts and the provider's reasons: no tenant's data in them.
         yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))

@@ -30,6 +30,7 @@ from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, Conversation, tokens_saved
+from routing.summaries.contributions import failed
 
 # The conversation's state, on a decision's fields as the recording path holds them (and
 # the spool keeps them) but not on the decision row: what the next request reads back.
@@ -59,8 +60,7 @@ FAILED = Q(status_code__isnull=True) | Q(status_code__gte=400)
 
 
 def _failed(row: dict) -> bool:
-    status = row.get("status_code")
-    return status is None or status >= 400
+    return failed(row.get("status_code"))
 
 
 def _billed(row: dict) -> bool:

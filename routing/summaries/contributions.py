@@ -11,7 +11,9 @@ definition. The definitions are those the surfaces used on the raw rows:
 - the cache forecast compares a row whose predicted and billed cache reads are
   both known and whose usage the provider reported;
 - a key's spend: the prompt as billed, else as estimated, and the completion
-  tokens (priced when read, at the model's price then).
+  tokens (priced when read, at the model's price then);
+- failed: answered with an error or never answered (``failed``); the median's
+  histogram holds only the calls that were answered.
 
 Medians cannot be summed, so tokens saved also go into a histogram
 (``saved_bucket``): each saving rounded down to ``SIGNIFICANT_DIGITS``
@@ -77,6 +79,12 @@ READS = (
     "quality_errors",
 )
 NO_TASK = -1  # quality_task NULL: the request was no tool round of a task
+
+
+def failed(status: int | None) -> bool:
+    """A call that failed: answered with an error, or never answered (no status recorded).
+    Counted apart from the calls pinch's share is of (metrics.summary)."""
+    return status is None or status >= 400
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -173,7 +181,8 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
             "completion_tokens": _n(fields.get("completion_tokens")),
         },
     )
-    if pruned:
+    # The median tokens saved is of the pruned calls that were answered, like the share.
+    if pruned and not failed(status):
         yield SavedTokens, (day_of(hour), saved_bucket(saved)), {"decisions": 1}
     yield ConversationHour, _conversation_key(hour, fields), _conversation_figures(fields, figures)
     tools = fields.get("pinch_tools")

@@ -21,6 +21,7 @@ from metrics.quality import IDLE, ArmSample, quality_from_samples
 from metrics.savings import causes_from_rows
 from metrics.summary import DOLLAR_DIGITS, Window, summary_from_rows
 from routing.cache_forecast import HIT, MISS, SURPRISES
+from routing.conversations import FAILED
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, RouteDecision
 from routing.pricing import PER_TOKENS
 from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS, READS, saved_bucket
@@ -75,7 +76,8 @@ def recomputed_summaries(since) -> dict:
 
 
 def pinch_summary(config, window: Window) -> dict:
-    pruned = window.decisions().pruned().with_tokens_saved()
+    answered = ~FAILED
+    pruned = window.decisions().filter(answered).pruned().with_tokens_saved()
     histogram = Counter(
         saved_bucket(saved) for saved in pruned.values_list("tokens_saved", flat=True)
     )
@@ -83,11 +85,12 @@ def pinch_summary(config, window: Window) -> dict:
         window.decisions()
         .values_list("chosen_model")
         .annotate(
-            n=Count("id"),
-            pruned=Count("id", filter=PRUNED),
-            saved=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED), 0),
+            n=Count("id", filter=answered),
+            pruned=Count("id", filter=PRUNED & answered),
+            saved=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED & answered), 0),
             net=Coalesce(Sum(NET_SAVED), 0.0),
             billed=Count(NET_SAVED),
+            failed=Count("id", filter=FAILED),
         )
         .order_by("chosen_model")
     )
@@ -191,9 +194,14 @@ def stopped_from_the_log(window: Window) -> dict:
 
 
 def exact_median_saved(window: Window) -> float:
-    """The median tokens saved over the window's pruned rows, exactly (the old figure)."""
+    """The median tokens saved over the window's answered pruned rows, exactly (the old
+    figure)."""
     values = sorted(
-        window.decisions().pruned().with_tokens_saved().values_list("tokens_saved", flat=True)
+        window.decisions()
+        .exclude(FAILED)
+        .pruned()
+        .with_tokens_saved()
+        .values_list("tokens_saved", flat=True)
     )
     if not values:
         return 0.0
