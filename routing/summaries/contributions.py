@@ -7,7 +7,8 @@ Recording and recomputing both call it, so the two cannot disagree on a
 definition. The definitions are those the surfaces used on the raw rows:
 
 - pruned: pinch sent fewer tokens than it was given (both counts measured);
-- billed: both the billed and the unpruned prompt cost are known;
+- billed: both the billed and the unpruned prompt cost are known; uncached:
+  billed with no cache read or written (an upstream that reports none);
 - the cache forecast compares a row whose predicted and billed cache reads are
   both known and whose usage the provider reported;
 - a key's spend: the prompt as billed, else as estimated, and the completion
@@ -63,6 +64,7 @@ READS = (
     "unpruned_cost_usd",
     "usage_estimated",
     "cache_read_tokens",
+    "cache_write_tokens",
     "predicted_cache_read_tokens",
     "predicted_cache_write_tokens",
     "predicted_uncached_tokens",
@@ -139,6 +141,14 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
             billed_prompt_usd=billed_usd,
             unpruned_usd=unpruned_usd,
         )
+        if not fields.get("cache_read_tokens") and not fields.get("cache_write_tokens"):
+            # The bill had no cache, so neither had its unpruned estimate: every token at the
+            # full price. The savings by cause credit the cache nothing for it (issue 41).
+            figures.update(
+                uncached_prompt_tokens=_n(fields.get("prompt_tokens")),
+                uncached_removed_tokens=saved,
+                uncached_unpruned_usd=unpruned_usd,
+            )
     if latency is not None:
         figures["latency_count"] = 1
         figures["latency_sum_ms"] = latency

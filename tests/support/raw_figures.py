@@ -27,6 +27,10 @@ from routing.pricing import PER_TOKENS
 from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS, READS, saved_bucket
 from routing.summaries.writes import DIMENSIONS, TABLES, summed
 
+# Billed with no cache read or written.
+NO_CACHE = (Q(cache_read_tokens__isnull=True) | Q(cache_read_tokens=0)) & (
+    Q(cache_write_tokens__isnull=True) | Q(cache_write_tokens=0)
+)
 COMPARED = Q(
     predicted_cache_read_tokens__isnull=False,
     cache_read_tokens__isnull=False,
@@ -221,6 +225,9 @@ def savings_by_cause(config, window: Window) -> dict:
             completion=Coalesce(Sum("completion_tokens"), 0),
             billed=Sum("billed_prompt_cost_usd"),
             unpruned=Sum("unpruned_cost_usd"),
+            uncached_prompt=Coalesce(Sum("prompt_tokens", filter=NO_CACHE), 0),
+            uncached_removed=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED & NO_CACHE), 0),
+            uncached_unpruned=Coalesce(Sum("unpruned_cost_usd", filter=NO_CACHE), 0.0),
         )
         .order_by("chosen_model", "baseline_model")
     )
