@@ -10,7 +10,7 @@ The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (``metrics.summary``), the savings per day and
 chosen model (one grouped query on the summary tables, below), the newest
 decisions (one query, with their API key joined in) and the agent sessions
-(two queries, ``routing.agent_sessions``).
+(three queries, ``routing.agent_sessions``).
 
 Savings per day cover the same window as the card (``summary_window``) and are
 priced the same way: each day's saved tokens at the blended prompt rate of the

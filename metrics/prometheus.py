@@ -14,7 +14,7 @@ whatever the traffic:
 4. the window's tool results compressed, by tool (skipped when pinch is off);
 5. the limited keys with their refusal counts, and their spend (one query per
    budget period in use; metrics.key_budgets).
-6. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
+6. the quality block (``metrics.quality``: three queries), as ``router_quality_*`` and
    ``router_arm_*`` gauges (``metrics.quality_families``);
 7. the savings by cause and the bill (``metrics.savings``).
 
