@@ -35,7 +35,7 @@ from metrics.charts import DayPoint, savings_chart
 from metrics.key_budgets import cells, key_budget_rows
 from metrics.quality_card import quality_context
 from metrics.savings import savings_context
-from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
+from metrics.summary import DEFAULT_DAYS, FAILED, Window, pinch_summary, summary_window
 from routing.agent_sessions import SESSIONS_SHOWN, agent_sessions
 from routing.config import RouterConfig
 from routing.formatting import format_days, money_tone, pinch_card
@@ -62,6 +62,7 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
     rows = (
         window.summaries()
         .filter(pruned__gt=0)
+        .exclude(FAILED)  # as on the card: the answered calls
         .values("hour", "chosen_model")
         .annotate(saved=Sum("tokens_saved"), net=Sum("pruned_net_usd"))
         .order_by("hour", "chosen_model")

@@ -315,9 +315,11 @@ def tools_compressed(window: Window) -> Counter:
 
 
 def hourly_savings(window: Window) -> dict:
-    """{(hour, model): (tokens saved, net USD)} over the pruned rows: what the chart sums."""
+    """{(hour, model): (tokens saved, net USD)} over the answered pruned rows: what the chart
+    sums."""
     rows = (
         window.decisions()
+        .exclude(FAILED)
         .pruned()
         .annotate(hour=TruncHour("created_at"))
         .values_list("hour", "chosen_model")
