@@ -10,7 +10,7 @@ The page reads a fixed number of queries whatever the traffic (a test holds it
 to that): the pinch summary (``metrics.summary``), the savings per day and
 chosen model (one grouped query on the summary tables, below), the newest
 decisions (one query, with their API key joined in) and the agent sessions
-(two queries, ``routing.agent_sessions``).
+(three queries, ``routing.agent_sessions``).
 
 Savings per day cover the same window as the card (``summary_window``) and are
 priced the same way: each day's saved tokens at the blended prompt rate of the
@@ -35,7 +35,7 @@ from metrics.charts import DayPoint, savings_chart
 from metrics.key_budgets import cells, key_budget_rows
 from metrics.quality_card import quality_context
 from metrics.savings import savings_context
-from metrics.summary import DEFAULT_DAYS, Window, pinch_summary, summary_window
+from metrics.summary import DEFAULT_DAYS, FAILED, Window, pinch_summary, summary_window
 from routing.agent_sessions import SESSIONS_SHOWN, agent_sessions
 from routing.config import RouterConfig
 from routing.formatting import format_days, money_tone, pinch_card
@@ -62,6 +62,7 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
     rows = (
         window.summaries()
         .filter(pruned__gt=0)
+        .exclude(FAILED)  # as on the card: the answered calls
         .values("hour", "chosen_model")
         .annotate(saved=Sum("tokens_saved"), net=Sum("pruned_net_usd"))
         .order_by("hour", "chosen_model")
@@ -90,16 +91,21 @@ def daily_savings(window: Window, config: RouterConfig) -> list[DayPoint]:
             first = max(first, min(timezone.localdate(first_hour), last - timedelta(MIN_DAYS - 1)))
         buckets = [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
+        zone = timezone.get_current_timezone()
+
         def bucket(hour):
-            return timezone.localdate(hour)
+            # The zone looked up once: timezone.localdate looks it up per call, and a month of
+            # hours by model is thousands of rows.
+            return hour.astimezone(zone).date()
 
     tokens = defaultdict(int)
     dollars = defaultdict(float)
     net = defaultdict(float)
     for hour, hour_tokens, hour_dollars, hour_net in saved:
-        tokens[bucket(hour)] += hour_tokens
-        dollars[bucket(hour)] += hour_dollars
-        net[bucket(hour)] += hour_net
+        key = bucket(hour)
+        tokens[key] += hour_tokens
+        dollars[key] += hour_dollars
+        net[key] += hour_net
     return [DayPoint(b, tokens[b], dollars[b], net[b]) for b in buckets]
 
 

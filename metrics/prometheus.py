@@ -14,7 +14,7 @@ whatever the traffic:
 4. the window's tool results compressed, by tool (skipped when pinch is off);
 5. the limited keys with their refusal counts, and their spend (one query per
    budget period in use; metrics.key_budgets).
-6. the quality block (``metrics.quality``: two queries), as ``router_quality_*`` and
+6. the quality block (``metrics.quality``: three queries), as ``router_quality_*`` and
    ``router_arm_*`` gauges (``metrics.quality_families``);
 7. the savings by cause and the bill (``metrics.savings``).
 
@@ -217,8 +217,14 @@ class RouterCollector:
         )
         yield GaugeMetricFamily(
             "router_pinch_share_pruned_30d",
-            "Share of the window's requests that pinch pruned (0 to 1).",
+            "Share of the window's answered requests that pinch pruned (0 to 1).",
             value=summary["share_pruned"],
+        )
+        yield GaugeMetricFamily(
+            "router_pinch_failed_calls_30d",
+            "Requests in the window that failed (an error status, or no answer): apart from "
+            "the share pruned.",
+            value=summary["failed_calls_30d"],
         )
         # Counts and the provider's reasons: no tenant's data in them.
         yield from _forecast_families(cache_forecast(summary_window(self.config, self.now)))

@@ -1,7 +1,8 @@
 """The JSON body of ``GET /metrics``: pinch, quality, request totals, savings by cause.
 
 All cover the same window as ``pinch_summary`` (see ``metrics.summary``), so
-``requests.total`` and ``pinch.calls_30d`` count the same decisions.
+``requests.total`` counts the decisions ``pinch.calls_30d`` (answered) and
+``pinch.failed_calls_30d`` count between them.
 """
 
 from __future__ import annotations

@@ -16,9 +16,20 @@ Completion tokens are priced on the baseline model in 0 and on the chosen one
 after. ``routing_usd_30d`` is 0 - 1, ``cache_usd_30d`` 1 - 2, ``pinch_usd_30d``
 2 - 3 (pinch net of the cache, the figure ``pinch_summary`` calls
 ``net_dollars_saved_usd_30d``) and ``bill_usd_30d`` is 3, so
-``baseline_usd_30d`` = bill + routing + cache + pinch. The unpruned prompt is
+``baseline_usd_30d`` = bill + routing + cache + pinch, to the micro-dollar as
+shown (the total is the sum of the rounded parts). The unpruned prompt is
 the billed prompt tokens plus what pinch removed. A row whose model is no
 longer configured cannot be priced: ``unpriced_calls_30d`` counts them.
+
+Against the cache the bill had (issue 41): a row the provider billed no cache
+read or write for (an upstream that reports no cached tokens) had its
+unpruned estimate priced without a cache too, every token at the full price
+(``routing.dispatch.Outcome.unpruned_cost_usd``). For such rows step 1 *is*
+step 2: their unpruned cost stands for the full price on the chosen model,
+so the cache is credited exactly nothing, and routing prices the same cost
+on the baseline at the ratio of the two prompt prices. Otherwise the
+estimate's token count (characters / 3) and the provider's count would
+differ, and the difference would read as a cache saving nobody had.
 
 One grouped query over the window of ``pinch_summary`` (``summary_window``), on
 the summary tables (routing/summaries/); the arithmetic is Python's on the sums,
@@ -41,7 +52,8 @@ CAUSES = ("routing_usd_30d", "pinch_usd_30d", "cache_usd_30d")
 
 
 def cause_rows(window: Window):
-    """``(chosen, baseline, rows, prompt, removed, completion tokens, billed, unpruned USD)``."""
+    """``(chosen, baseline, rows, prompt, removed, completion tokens, billed, unpruned USD,
+    uncached prompt, uncached removed tokens, uncached unpruned USD)``."""
     return (
         window.summaries()
         .filter(billed__gt=0)
@@ -53,6 +65,9 @@ def cause_rows(window: Window):
             completion=Sum("billed_completion_tokens"),
             billed_usd=Sum("billed_prompt_usd"),
             unpruned=Sum("unpruned_usd"),
+            uncached_prompt=Sum("uncached_prompt_tokens"),
+            uncached_removed=Sum("uncached_removed_tokens"),
+            uncached_unpruned=Sum("uncached_unpruned_usd"),
         )
         .order_by("chosen_model", "baseline_model")
     )
@@ -62,24 +77,45 @@ def causes_from_rows(rows: Iterable[tuple], config: RouterConfig) -> dict:
     """The savings by cause from ``cause_rows``' tuples. Pure: no database."""
     routing = cache = pinch = bill = 0.0
     billed_calls = unpriced = 0
-    for chosen_id, baseline_id, count, prompt, removed, completion, billed, unpruned in rows:
+    for (
+        chosen_id,
+        baseline_id,
+        count,
+        prompt,
+        removed,
+        completion,
+        billed,
+        unpruned,
+        uncached_prompt,
+        uncached_removed,
+        uncached_unpruned,
+    ) in rows:
         billed_calls += count
         chosen = config.model(chosen_id)
         if chosen is None:
             unpriced += count
             continue
         baseline = config.model(baseline_id) or chosen
-        unpruned_tokens = prompt + removed
+        unpruned, uncached_unpruned = unpruned or 0.0, uncached_unpruned or 0.0
+        # The rows with a cache: their unpruned tokens at the full price. The rows without:
+        # their unpruned cost, which is already at the full price.
+        cached_tokens = prompt + removed - uncached_prompt - uncached_removed
+        uncached_on_baseline = (
+            uncached_unpruned * baseline.prompt_price / chosen.prompt_price
+            if chosen.prompt_price
+            else 0.0
+        )
         full_on_baseline = (
-            unpruned_tokens * baseline.prompt_price + completion * baseline.completion_price
-        ) / PER_TOKENS
+            cached_tokens * baseline.prompt_price + completion * baseline.completion_price
+        ) / PER_TOKENS + uncached_on_baseline
         completion_cost = completion * chosen.completion_price / PER_TOKENS
-        full_on_chosen = unpruned_tokens * chosen.prompt_price / PER_TOKENS + completion_cost
-        cached_unpruned = (unpruned or 0.0) + completion_cost
+        cached_full = cached_tokens * chosen.prompt_price / PER_TOKENS
+        full_on_chosen = cached_full + uncached_unpruned + completion_cost
         as_billed = (billed or 0.0) + completion_cost
         routing += full_on_baseline - full_on_chosen
-        cache += full_on_chosen - cached_unpruned
-        pinch += cached_unpruned - as_billed
+        # Step 1 - step 2 over the rows with a cache alone: the rows without add 0 exactly.
+        cache += cached_full - (unpruned - uncached_unpruned)
+        pinch += unpruned - (billed or 0.0)
         bill += as_billed
     figures = {
         "routing_usd_30d": round(routing, DOLLAR_DIGITS),

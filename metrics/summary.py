@@ -8,11 +8,16 @@ window is: they are the contract the dashboard and the TUI read.
 
 Counting, per the contract:
 
-- ``calls_30d`` counts every decision in the window, including those pinch did
-  not measure (pinch columns NULL: it was off for that request), so
-  ``share_pruned`` is the share of all traffic pinch shrank.
+- ``calls_30d`` counts every answered decision in the window, including
+  those pinch did not measure (pinch columns NULL: it was off for that
+  request), so ``share_pruned`` is the share of the answered traffic pinch
+  shrank. A failed call (answered with an error status, or never answered:
+  ``routing.summaries.contributions.failed``) is counted apart, in
+  ``failed_calls_30d``: an agent retries a failing call again and again, and
+  a burst of 429s would otherwise read as pinch pruning less (issue 41).
 - A decision is pruned when ``pinch_original_tokens > pinch_final_tokens``;
-  only pruned rows enter the median and the dollars.
+  only answered pruned rows enter ``pruned_calls_30d``, the tokens saved,
+  the median and the dollars.
 - Dollars price each pruned row's saved tokens at the blended prompt rate of
   the model that row went to (``routing.pricing``, the formula routing ranks
   candidates by). A row whose model is no longer configured cannot be priced:
@@ -45,18 +50,21 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from django.db.models import Count, Q, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from routing.config import RouterConfig
 from routing.models import ConversationHour, DecisionSummary, RouteDecision, SavedTokens
 from routing.periods import billing_period
 from routing.pricing import prompt_cost_usd
-from routing.summaries.contributions import day_of, hour_of
+from routing.summaries.contributions import NO_STATUS, day_of, hour_of
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals
 DOLLAR_DIGITS = 6  # dollars: savings per call are often fractions of a cent
 HALF_A_DIGIT = 0.5 * 10**-DOLLAR_DIGITS  # what rounds to a micro-dollar
+# contributions.failed on a summary row (NO_STATUS: none recorded).
+FAILED = Q(status_code=NO_STATUS) | Q(status_code__gte=400)
 
 
 @dataclass(frozen=True)
@@ -94,16 +102,19 @@ def summary_window(config: RouterConfig, now: datetime | None = None, days: int 
 
 
 def model_rows(window: Window):
-    """``(chosen_model, decisions, pruned, tokens saved, net USD, billed)`` per model."""
+    """``(chosen_model, answered, pruned answered, their tokens saved, net USD, billed,
+    failed)`` per model."""
+    answered = ~FAILED
     return (
         window.summaries()
         .values_list("chosen_model")
         .annotate(
-            n=Sum("decisions"),
-            pruned=Sum("pruned"),
-            saved=Sum("tokens_saved"),
+            n=Coalesce(Sum("decisions", filter=answered), 0),
+            pruned=Coalesce(Sum("pruned", filter=answered), 0),
+            saved=Coalesce(Sum("tokens_saved", filter=answered), 0),
             net=Sum("net_usd"),
             billed=Sum("billed"),
+            failed=Coalesce(Sum("decisions", filter=FAILED), 0),
         )
         .order_by("chosen_model")
     )
@@ -162,11 +173,12 @@ def summary_from_rows(
     by_model: Iterable[tuple], saved_counts: Counter, config: RouterConfig
 ) -> dict:
     """The pinch figures from ``model_rows``' tuples and ``saved_histogram``. Pure: no database."""
-    calls = 0
+    calls = failed = 0
     saved_by_model = Counter()
     pruned_by_model = Counter()
-    for model_id, count, pruned, saved, *_ in by_model:
+    for model_id, count, pruned, saved, _net, _billed, failed_calls in by_model:
         calls += count
+        failed += failed_calls
         if pruned:
             saved_by_model[model_id] += saved
             pruned_by_model[model_id] += pruned
@@ -192,6 +204,7 @@ def summary_from_rows(
         "median_tokens_saved": _median(saved_counts),
         "dollars_saved_usd_30d": round(dollars, DOLLAR_DIGITS),
         "unpriced_calls_30d": unpriced,
+        "failed_calls_30d": failed,
     }
 
 

@@ -11,11 +11,13 @@ net saving of pinch (estimated unpruned cost minus billed, as on the savings
 card), and its first and last request. ``since`` keeps the sessions active
 since then, with the figures of their whole life.
 
-Two queries whatever the number of decisions: one over the conversations
-grouped by session (the newest by the ``conversation_last_idx`` index), one
-for the models of the sessions shown. Here, in the routing app, because
-admin's session list (routing.admin.sessions) shows it as well as the
-metrics surfaces, and routing never imports metrics.
+Three queries whatever the number of decisions (a page more when a page of
+conversations holds fewer sessions than are shown): the newest sessions, read
+newest first on the ``conversation_last_idx`` index; their conversations
+grouped by session; their models. Those pinch made dearer first must group
+every conversation of the window (one query fewer, and it grows with them).
+Here, in the routing app, because admin's session list (routing.admin.sessions)
+shows it as well as the metrics surfaces, and routing never imports metrics.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from routing.formatting import format_count, format_money, money_tone
 from routing.models import Conversation
 
 SESSIONS_SHOWN = 20  # the dashboard's and admin's list: the newest sessions
+NEWEST_PAGE = 200  # conversations read at a time to find the newest sessions
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,25 @@ def _rounded(value):
     return None if value is None else round(value, 6)
 
 
+def _newest(conversations, limit: int) -> set[str]:
+    """The sessions of the ``limit`` newest (key, session) pairs, read newest first by the
+    last_at index until that many are seen: a session's newest conversation is its last
+    request, so no older conversation belongs to a newer session. At a team's 100,000
+    conversations this reads a page of rows where grouping them all took ~100 ms."""
+    seen: set = set()
+    newest_first = conversations.order_by("-last_at").values_list("api_key", "session")
+    start = 0
+    while True:
+        page = list(newest_first[start : start + NEWEST_PAGE])
+        for pair in page:
+            seen.add(pair)
+            if len(seen) == limit:
+                return {session for _, session in seen}
+        if len(page) < NEWEST_PAGE:
+            return {session for _, session in seen}
+        start += NEWEST_PAGE
+
+
 def agent_sessions(
     limit: int = SESSIONS_SHOWN, since: datetime | None = None, dearest_first: bool = False
 ) -> list[SessionRow]:
@@ -93,6 +115,8 @@ def agent_sessions(
     conversations = Conversation.objects.exclude(session="")
     if since is not None:
         conversations = conversations.filter(last_at__gte=since)
+    if not dearest_first:
+        conversations = conversations.filter(session__in=_newest(conversations, limit))
     grouped = conversations.values("api_key", "session").annotate(
         agent=Max("agent"),
         requests=Sum("requests"),

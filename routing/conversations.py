@@ -30,6 +30,7 @@ from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, Conversation, tokens_saved
+from routing.summaries.contributions import failed
 
 # The conversation's state, on a decision's fields as the recording path holds them (and
 # the spool keeps them) but not on the decision row: what the next request reads back.
@@ -59,8 +60,7 @@ FAILED = Q(status_code__isnull=True) | Q(status_code__gte=400)
 
 
 def _failed(row: dict) -> bool:
-    status = row.get("status_code")
-    return status is None or status >= 400
+    return failed(row.get("status_code"))
 
 
 def _billed(row: dict) -> bool:
@@ -284,12 +284,15 @@ def build_from_log(decision_model, conversation_model, last_row: dict = LAST_ROW
     conversation_model.objects.bulk_create(batch)
 
 
-def last_answers(start: datetime, end: datetime) -> list[tuple]:
-    """(arm, last decision time, whether its last answer asked for tools) of each
-    conversation last active between ``start`` and ``end``: one query, by its last_at index."""
-    return list(
-        Conversation.objects.filter(last_at__gte=start, last_at__lte=end)
-        .values_list("arm", "last_at", "last_answer_tool_calls")
+def stopped_mid_loop(start: datetime, end: datetime, idle: timedelta) -> dict[str, int]:
+    """{arm: conversations last active from ``start`` whose last answer asked for tools and
+    that stayed quiet ``idle`` until ``end``}: one count by arm, by the last_at index."""
+    return dict(
+        Conversation.objects.filter(
+            last_at__gte=start, last_at__lte=end - idle, last_answer_tool_calls=True
+        )
+        .values_list("arm")
+        .annotate(n=Count("id"))
         .order_by()
     )
 

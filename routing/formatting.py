@@ -36,6 +36,7 @@ CARD_KEYS = (
     "median_tokens_saved",
     "pruned_calls_30d",
     "calls_30d",
+    "failed_calls_30d",
 )
 # What a person reads beside each figure (the TUI; the card has its own wording).
 CARD_LABELS = {
@@ -47,7 +48,8 @@ CARD_LABELS = {
     "total_tokens_saved": "Tokens saved",
     "median_tokens_saved": "Median saved per pruned call",
     "pruned_calls_30d": "Pruned calls",
-    "calls_30d": "Calls",
+    "calls_30d": "Calls answered",
+    "failed_calls_30d": "Failed calls (apart)",
 }
 
 

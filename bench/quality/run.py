@@ -6,7 +6,7 @@ agent loop (bench/quality/agent.py) through the router, served as a user
 serves it (gunicorn, the shipped defaults, its own temp SQLite and config),
 in front of any OpenAI-compatible server, once with pinch on and once with
 it off, and reports per arm: tasks solved (with a Wilson interval), turns
-per task and cost per task (mean with a bootstrap interval), how many
+per task and cost per task (mean with a t interval), how many
 requests pinch pruned, and pinch on against pinch off with the interval of
 each difference, saying when it is not significant.
 

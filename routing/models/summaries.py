@@ -46,6 +46,11 @@ class DecisionSummary(models.Model):
     billed_completion_tokens = _count("Completion tokens of the billed decisions.")
     billed_prompt_usd = _usd("The prompt as billed, over the billed decisions.")
     unpruned_usd = _usd("The prompt unpruned, with the cache, over the billed decisions.")
+    # The same three of the billed decisions whose bill had no cache read or written: their
+    # unpruned estimate is every token at the full price, so no cache is credited for them.
+    uncached_prompt_tokens = _count("Prompt tokens of the billed decisions without a cache.")
+    uncached_removed_tokens = _count("Tokens pinch removed from those.")
+    uncached_unpruned_usd = _usd("Their prompt unpruned (at the full price).")
     relevance_fallbacks = _count()
     latency_count = _count("Decisions with an upstream latency.")
     latency_sum_ms = _usd()

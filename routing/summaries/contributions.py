@@ -7,11 +7,14 @@ Recording and recomputing both call it, so the two cannot disagree on a
 definition. The definitions are those the surfaces used on the raw rows:
 
 - pruned: pinch sent fewer tokens than it was given (both counts measured);
-- billed: both the billed and the unpruned prompt cost are known;
+- billed: both the billed and the unpruned prompt cost are known; uncached:
+  billed with no cache read or written (an upstream that reports none);
 - the cache forecast compares a row whose predicted and billed cache reads are
   both known and whose usage the provider reported;
 - a key's spend: the prompt as billed, else as estimated, and the completion
-  tokens (priced when read, at the model's price then).
+  tokens (priced when read, at the model's price then);
+- failed: answered with an error or never answered (``failed``); the median's
+  histogram holds only the calls that were answered.
 
 Medians cannot be summed, so tokens saved also go into a histogram
 (``saved_bucket``): each saving rounded down to ``SIGNIFICANT_DIGITS``
@@ -61,6 +64,7 @@ READS = (
     "unpruned_cost_usd",
     "usage_estimated",
     "cache_read_tokens",
+    "cache_write_tokens",
     "predicted_cache_read_tokens",
     "predicted_cache_write_tokens",
     "predicted_uncached_tokens",
@@ -77,6 +81,12 @@ READS = (
     "quality_errors",
 )
 NO_TASK = -1  # quality_task NULL: the request was no tool round of a task
+
+
+def failed(status: int | None) -> bool:
+    """A call that failed: answered with an error, or never answered (no status recorded).
+    Counted apart from the calls pinch's share is of (metrics.summary)."""
+    return status is None or status >= 400
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -131,6 +141,14 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
             billed_prompt_usd=billed_usd,
             unpruned_usd=unpruned_usd,
         )
+        if not fields.get("cache_read_tokens") and not fields.get("cache_write_tokens"):
+            # The bill had no cache, so neither had its unpruned estimate: every token at the
+            # full price. The savings by cause credit the cache nothing for it (issue 41).
+            figures.update(
+                uncached_prompt_tokens=_n(fields.get("prompt_tokens")),
+                uncached_removed_tokens=saved,
+                uncached_unpruned_usd=unpruned_usd,
+            )
     if latency is not None:
         figures["latency_count"] = 1
         figures["latency_sum_ms"] = latency
@@ -173,7 +191,8 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
             "completion_tokens": _n(fields.get("completion_tokens")),
         },
     )
-    if pruned:
+    # The median tokens saved is of the pruned calls that were answered, like the share.
+    if pruned and not failed(status):
         yield SavedTokens, (day_of(hour), saved_bucket(saved)), {"decisions": 1}
     yield ConversationHour, _conversation_key(hour, fields), _conversation_figures(fields, figures)
     tools = fields.get("pinch_tools")

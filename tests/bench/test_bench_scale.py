@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bench import bench_scale
+from metrics.quality import quality_summary
 from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.models import ApiKey, RouteDecision
@@ -36,13 +37,18 @@ def test_a_small_fill_gives_the_figures_of_the_raw_log_and_every_step_answers(
     window = summary_window(default_config, now)
     summary = pinch_summary(default_config, now=now)
     expected = raw.pinch_summary(default_config, window)
-    assert summary["calls_30d"] == expected["calls_30d"] > 0
-    assert summary["pruned_calls_30d"] == expected["pruned_calls_30d"] > 0
-    assert summary["total_tokens_saved"] == expected["total_tokens_saved"]
-    assert summary["dollars_saved_usd_30d"] == pytest.approx(expected["dollars_saved_usd_30d"])
-    causes = savings_by_cause(default_config, now=now)
-    for name, value in raw.savings_by_cause(default_config, window).items():
-        assert causes[name] == pytest.approx(value, abs=2e-6), name
+    assert summary["calls_30d"] > 0 and summary["pruned_calls_30d"] > 0
+    assert summary["failed_calls_30d"] > 0  # the fill's 429s, 502s and unanswered calls
+    raw.assert_same(summary, expected, "pinch")
+    raw.assert_same(
+        savings_by_cause(default_config, now=now),
+        raw.savings_by_cause(default_config, window),
+        "causes",
+    )
+    # The quality block's moments, added up by the database, are those of the raw values.
+    quality = quality_summary(default_config, now=now)
+    assert quality["arms"]["holdout"]["conversations"] > 0
+    raw.assert_same(quality, raw.quality_summary(default_config, window), "quality")
 
     timings = bench_scale.surfaces(repeat=1)
 

@@ -30,12 +30,13 @@ def test_the_card_shows_the_pinch_figures_formatted(staff_client, default_config
 
     assert response.status_code == 200
     body = response.content.decode()
-    assert figure(body, "pinch-share-pruned") == "66.67%"
+    assert figure(body, "pinch-share-pruned") == "80.00%"
     assert figure(body, "pinch-tokens-saved") == "6,050"
     assert figure(body, "pinch-median-saved") == "750"
     assert figure(body, "pinch-dollars-saved") == "$0.0043"
     assert figure(body, "pinch-pruned-calls") == "4"
-    assert figure(body, "pinch-calls") == "6"
+    assert figure(body, "pinch-calls") == "5"
+    assert figure(body, "pinch-failed-calls") == "1"
     assert "1 call(s) to unconfigured models priced at $0" in body
 
 

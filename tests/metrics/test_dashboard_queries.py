@@ -14,10 +14,10 @@ MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 # three (summaries by model, the median's histogram, the conversations' net),
 # savings per day and model, the newest 50 with their key,
 # the limited keys (none here: no spend query follows), the agent sessions
-# (grouped, and their models), the quality card's two (metrics.quality:
-# grouped rows, each conversation's last answer), the savings by cause and the cache
-# forecast's two (summaries, conversations surprised).
-DASHBOARD_QUERIES = 19
+# (the newest, grouped, and their models), the quality card's three (metrics.quality: each arm's
+# conversations, its tasks, its conversations stopped mid loop), the savings by cause and
+# the cache forecast's two (summaries, conversations surprised).
+DASHBOARD_QUERIES = 21
 
 
 @pytest.mark.parametrize("rows", [10, 200])

@@ -33,7 +33,10 @@ def test_it_answers_json_with_the_pinch_block_and_request_totals(client, default
     assert response["Content-Type"] == "application/json"
     body = response.json()
     assert body["pinch"] == pinch_summary(default_config)
-    assert body["pinch"]["calls_30d"] == 4
+    # The 502 and the unanswered call are counted apart from the calls pinch's share is of.
+    assert body["pinch"]["calls_30d"] == 2
+    assert body["pinch"]["failed_calls_30d"] == 2
+    assert body["pinch"]["share_pruned"] == 1.0
     assert body["pinch"]["total_tokens_saved"] == 800
     requests = body["requests"]
     assert requests["total"] == 4

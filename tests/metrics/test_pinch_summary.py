@@ -23,6 +23,7 @@ EMPTY = {
     "median_tokens_saved": 0.0,
     "dollars_saved_usd_30d": 0.0,
     "unpriced_calls_30d": 0,
+    "failed_calls_30d": 0,
     "net_dollars_saved_usd_30d": 0.0,
     "billed_calls_30d": 0,
     "conversations_cheaper_30d": 0,
@@ -82,6 +83,27 @@ SUMMARY_CASES = {
             "median_tokens_saved": 450.0,
             "dollars_saved_usd_30d": 0.0018,
             "unpriced_calls_30d": 0,
+        },
+    ),
+    # An agent resends a failing call again and again: a burst of 429s must not read as pinch
+    # pruning less, nor a failed call's saving as money saved (issue 41).
+    "failed calls are counted apart from the share pruned": (
+        [
+            {"saved": 300},
+            {"saved": 0},
+            {"saved": 500, "status_code": 502},
+            {"saved": 0, "status_code": 429},
+            {"saved": 700, "status_code": None},
+        ],
+        {
+            **EMPTY,
+            "calls_30d": 2,
+            "pruned_calls_30d": 1,
+            "share_pruned": 0.5,
+            "total_tokens_saved": 300,
+            "median_tokens_saved": 300.0,
+            "dollars_saved_usd_30d": 0.0006,
+            "failed_calls_30d": 3,
         },
     ),
     "odd count takes the middle value": (
@@ -215,8 +237,9 @@ def test_every_figure_is_a_number(db, write_default_config):
 
 
 def test_summary_from_rows_weights_each_group_by_its_row_count(default_config):
-    # (model, decisions, pruned, tokens saved): 3 x 100 + 1 x 900 pruned, 4 not.
-    rows = [("gpt-4.1", 8, 4, 1200)]
+    # (model, answered, pruned, tokens saved, net, billed, failed): 3 x 100 + 1 x 900 pruned,
+    # 4 not, and 2 failed calls apart.
+    rows = [("gpt-4.1", 8, 4, 1200, 0.0, 0, 2)]
 
     summary = summary_from_rows(rows, Counter({100: 3, 900: 1}), default_config)
 
@@ -224,6 +247,7 @@ def test_summary_from_rows_weights_each_group_by_its_row_count(default_config):
     assert summary["pruned_calls_30d"] == 4
     assert summary["total_tokens_saved"] == 1200
     assert summary["median_tokens_saved"] == 100.0
+    assert summary["failed_calls_30d"] == 2
 
 
 # --- dollars: the blended rate, not the cached rate (the review-caught error) ---

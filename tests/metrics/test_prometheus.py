@@ -111,10 +111,13 @@ def test_window_gauges_match_pinch_summary(client, default_config, decisions):
     families = scrape(client)
     summary = pinch_summary(default_config)
 
-    # 600 tokens on gpt-4.1 at $2.00/1M + 200 on gpt-4.1-mini at $0.40/1M
-    assert summary["dollars_saved_usd_30d"] == 0.00128
-    assert samples(families["router_pinch_dollars_saved_usd_30d"]) == {(): 0.00128}
+    # 600 tokens on gpt-4.1 at $2.00/1M; the 200 the 502 would have saved on gpt-4.1-mini
+    # were never billed, so they saved nothing.
+    assert summary["dollars_saved_usd_30d"] == 0.0012
+    assert samples(families["router_pinch_dollars_saved_usd_30d"]) == {(): 0.0012}
+    # Of the two answered calls one was pruned; the 502 and the unanswered one are apart.
     assert samples(families["router_pinch_share_pruned_30d"]) == {(): 0.5}
+    assert samples(families["router_pinch_failed_calls_30d"]) == {(): 2.0}
     assert samples(families["router_pinch_enabled"]) == {(): 1.0}
 
 

@@ -49,9 +49,9 @@ def test_pinch_summary_is_three_queries(default_config, db, django_assert_num_qu
 def test_metrics_json(client, default_config, db, django_assert_num_queries, rows):
     seed_varied(rows)
 
-    # config (2) + pinch summary (3) + cache forecast (2) + quality (2) + request totals
+    # config (2) + pinch summary (3) + cache forecast (2) + quality (3) + request totals
     # + savings by cause
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         assert client.get("/metrics").status_code == 200
 
 
@@ -68,8 +68,8 @@ def test_prometheus(
     settings.METRICS_TOKEN = "scrape"  # every family, the tool-name one included
 
     # config (2) + requests + all-time aggregate + pinch summary (3) + pinch tools + limited keys
-    # + quality (2) + cache forecast (2) + savings by cause
-    with django_assert_num_queries(14):
+    # + quality (3) + cache forecast (2) + savings by cause
+    with django_assert_num_queries(15):
         response = client.get(path, HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Bearer scrape")
         assert response.status_code == 200
 

@@ -189,3 +189,33 @@ def test_the_retries_of_a_failed_prompt_are_not_turns(default_config):
 
     (claude,) = agent_sessions()
     assert (claude.requests, claude.turns) == (12, 1)
+
+
+def test_the_newest_sessions_are_listed_whole_however_many_conversations_are_newer(
+    default_config, monkeypatch
+):
+    # A page of 3 conversations: the newest sessions are found over several pages, and a
+    # session listed has every conversation it had, however far back.
+    monkeypatch.setattr("routing.agent_sessions.NEWEST_PAGE", 3)
+    rows = []
+    for i in range(6):  # session s0 is the newest, s5 the oldest
+        for j in range(4):  # four conversations each, the first of them a day older
+            rows.append(
+                decision(
+                    age=timedelta(minutes=10 * i + j, days=1 if j == 3 else 0),
+                    session=f"s{i}",
+                    conversation=f"s{i}-c{j}",
+                )
+            )
+    seed(*rows)
+
+    shown = agent_sessions(limit=4)
+
+    assert [row.session for row in shown] == ["s0", "s1", "s2", "s3"]
+    assert all(row.requests == 4 for row in shown)
+    assert [row.session for row in agent_sessions(limit=4, dearest_first=True)] == [
+        "s0",
+        "s1",
+        "s2",
+        "s3",
+    ]

@@ -48,6 +48,7 @@ def expected_rows(summary: dict) -> dict:
         "conversations_dearer_30d": f"{summary['conversations_dearer_30d']:,}",
         "pruned_calls_30d": f"{summary['pruned_calls_30d']:,}",
         "calls_30d": f"{summary['calls_30d']:,}",
+        "failed_calls_30d": f"{summary['failed_calls_30d']:,}",
     }
 
 
@@ -80,7 +81,8 @@ def test_it_shows_the_pinch_rows_pinch_summary_computes(live_server, default_con
             await until(pilot, lambda: app.fetches >= 1)
             assert app.error is None
             assert shown_pinch_rows(app) == expected_rows(summary)
-            assert shown_pinch_rows(app)["share_pruned"] == "66.67%"
+            assert shown_pinch_rows(app)["share_pruned"] == "80.00%"
+            assert shown_pinch_rows(app)["failed_calls_30d"] == "1"
             assert shown_pinch_rows(app)["dollars_saved_usd_30d"] == "$0.0043"
             decisions = app.query_one("#decisions", DataTable)
             assert decisions.row_count == len(savings_rows)
@@ -260,7 +262,7 @@ def test_at_120_by_70_every_pinch_row_and_every_decision_column_shows(live_serve
             await pilot.pause()
             pinch = app.query_one("#pinch", DataTable)
             labels = [str(pinch.get_row(row.key)[0]) for row in pinch.ordered_rows]
-            assert labels[-2:] == ["Pruned calls", "Calls"]
+            assert labels[-3:] == ["Pruned calls", "Calls answered", "Failed calls (apart)"]
             assert labels == [CARD_LABELS[key] for key in CARD_KEYS]
             # Nothing hidden below a scroll: the table is as tall as its rows and header.
             assert pinch.size.height >= pinch.virtual_size.height == pinch.row_count + 1

@@ -16,15 +16,21 @@ from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from metrics.cache_forecast import forecast_from_rows
-from metrics.quality import quality_from_rows
+from metrics.intervals import Moments
+from metrics.quality import IDLE, ArmSample, quality_from_samples
 from metrics.savings import causes_from_rows
 from metrics.summary import DOLLAR_DIGITS, Window, summary_from_rows
 from routing.cache_forecast import HIT, MISS, SURPRISES
+from routing.conversations import FAILED
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, RouteDecision
 from routing.pricing import PER_TOKENS
 from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS, READS, saved_bucket
 from routing.summaries.writes import DIMENSIONS, TABLES, summed
 
+# Billed with no cache read or written.
+NO_CACHE = (Q(cache_read_tokens__isnull=True) | Q(cache_read_tokens=0)) & (
+    Q(cache_write_tokens__isnull=True) | Q(cache_write_tokens=0)
+)
 COMPARED = Q(
     predicted_cache_read_tokens__isnull=False,
     cache_read_tokens__isnull=False,
@@ -74,7 +80,8 @@ def recomputed_summaries(since) -> dict:
 
 
 def pinch_summary(config, window: Window) -> dict:
-    pruned = window.decisions().pruned().with_tokens_saved()
+    answered = ~FAILED
+    pruned = window.decisions().filter(answered).pruned().with_tokens_saved()
     histogram = Counter(
         saved_bucket(saved) for saved in pruned.values_list("tokens_saved", flat=True)
     )
@@ -82,11 +89,12 @@ def pinch_summary(config, window: Window) -> dict:
         window.decisions()
         .values_list("chosen_model")
         .annotate(
-            n=Count("id"),
-            pruned=Count("id", filter=PRUNED),
-            saved=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED), 0),
+            n=Count("id", filter=answered),
+            pruned=Count("id", filter=PRUNED & answered),
+            saved=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED & answered), 0),
             net=Coalesce(Sum(NET_SAVED), 0.0),
             billed=Count(NET_SAVED),
+            failed=Count("id", filter=FAILED),
         )
         .order_by("chosen_model")
     )
@@ -110,40 +118,69 @@ def pinch_summary(config, window: Window) -> dict:
 
 
 def quality_summary(config, window: Window) -> dict:
-    """The quality block from the log grouped by (arm, conversation, task, model)."""
+    """The quality block from the log: each arm's conversations and tasks as lists of values,
+    made into the same samples (``Moments.of``) the database adds up."""
     after_prune = Q(quality_seen_compressed__gt=0)
+    counts = {
+        "repeats_compressed": Sum("quality_repeats_compressed"),
+        "repeats_whole": Sum("quality_repeats_whole"),
+        "seen_compressed": Sum("quality_seen_compressed"),
+        "seen_whole": Sum("quality_seen_whole"),
+        "results_after_prune": Sum("quality_results", filter=after_prune),
+        "errors_after_prune": Sum("quality_errors", filter=after_prune),
+        "results": Sum("quality_results"),
+        "errors": Sum("quality_errors"),
+    }
     rows = (
         window.decisions()
-        .values_list("arm", "conversation", "quality_task", "chosen_model")
+        .values_list("arm", "conversation", "chosen_model")
         .annotate(
-            rows=Count("id"),
             billed=Sum("billed_prompt_cost_usd"),
             billed_rows=Count("billed_prompt_cost_usd"),
             completion=Sum("completion_tokens"),
-            prompt=Sum(Coalesce("prompt_tokens", "measured_tokens")),
-            repeats_compressed=Sum("quality_repeats_compressed"),
-            repeats_whole=Sum("quality_repeats_whole"),
-            seen_compressed=Sum("quality_seen_compressed"),
-            seen_whole=Sum("quality_seen_whole"),
-            results_after=Sum("quality_results", filter=after_prune),
-            errors_after=Sum("quality_errors", filter=after_prune),
-            results=Sum("quality_results"),
-            errors=Sum("quality_errors"),
+            **counts,
         )
         .order_by()
     )
-    return quality_from_rows(
-        list(rows), list(last_answers_from_the_log(window)), config, window.end
-    )
+    conversations = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))  # arm: conv: [rows, $]
+    arm_counts = defaultdict(Counter)
+    for arm, conversation, model_id, billed, billed_rows, completion, *figures in rows:
+        model = config.model(model_id)
+        price = model.completion_price if model is not None else 0.0
+        unit = conversations[arm][conversation]
+        unit[0] += billed_rows
+        unit[1] += (billed or 0.0) + (completion or 0) * price / PER_TOKENS
+        arm_counts[arm].update(dict(zip(counts, (f or 0 for f in figures), strict=True)))
+    tasks = defaultdict(list)
+    for arm, turns, tokens in (
+        window.decisions()
+        .filter(quality_task__isnull=False)
+        .values_list("arm", "conversation", "quality_task")
+        .annotate(turns=Count("id"), tokens=Sum(Coalesce("prompt_tokens", "measured_tokens")))
+        .values_list("arm", "turns", "tokens")
+        .order_by()
+    ):
+        tasks[arm].append((turns, tokens))
+    samples = {
+        arm: ArmSample(
+            conversations=len(units),
+            cost=Moments.of(cost for billed_rows, cost in units.values() if billed_rows),
+            turns=Moments.of(turns for turns, _ in tasks[arm]),
+            task_tokens=Moments.of(tokens for _, tokens in tasks[arm]),
+            counts=+arm_counts[arm],
+        )
+        for arm, units in conversations.items()
+    }
+    return quality_from_samples(samples, stopped_from_the_log(window), config)
 
 
-def last_answers_from_the_log(window: Window):
-    """(arm, last decision time, whether its answer asked for tools) per conversation
-    active in the window, from the log itself (what the conversations' rows keep)."""
+def stopped_from_the_log(window: Window) -> dict:
+    """{arm: conversations active in the window whose last answer asked for tools an hour or
+    more before its end}, from the log itself (what the conversations' rows keep)."""
     latest = RouteDecision.objects.filter(conversation=OuterRef("conversation")).order_by(
         "-created_at", "-id"
     )
-    return (
+    last = (
         window.decisions()
         .exclude(conversation="")
         .values("conversation")
@@ -155,12 +192,20 @@ def last_answers_from_the_log(window: Window):
         .values_list("last_arm", "last_at", "asked")
         .order_by()
     )
+    return dict(
+        Counter(arm for arm, last_at, asked in last if asked and window.end - last_at >= IDLE)
+    )
 
 
 def exact_median_saved(window: Window) -> float:
-    """The median tokens saved over the window's pruned rows, exactly (the old figure)."""
+    """The median tokens saved over the window's answered pruned rows, exactly (the old
+    figure)."""
     values = sorted(
-        window.decisions().pruned().with_tokens_saved().values_list("tokens_saved", flat=True)
+        window.decisions()
+        .exclude(FAILED)
+        .pruned()
+        .with_tokens_saved()
+        .values_list("tokens_saved", flat=True)
     )
     if not values:
         return 0.0
@@ -180,6 +225,9 @@ def savings_by_cause(config, window: Window) -> dict:
             completion=Coalesce(Sum("completion_tokens"), 0),
             billed=Sum("billed_prompt_cost_usd"),
             unpruned=Sum("unpruned_cost_usd"),
+            uncached_prompt=Coalesce(Sum("prompt_tokens", filter=NO_CACHE), 0),
+            uncached_removed=Coalesce(Sum(TOKENS_SAVED, filter=PRUNED & NO_CACHE), 0),
+            uncached_unpruned=Coalesce(Sum("unpruned_cost_usd", filter=NO_CACHE), 0.0),
         )
         .order_by("chosen_model", "baseline_model")
     )
@@ -267,9 +315,11 @@ def tools_compressed(window: Window) -> Counter:
 
 
 def hourly_savings(window: Window) -> dict:
-    """{(hour, model): (tokens saved, net USD)} over the pruned rows: what the chart sums."""
+    """{(hour, model): (tokens saved, net USD)} over the answered pruned rows: what the chart
+    sums."""
     rows = (
         window.decisions()
+        .exclude(FAILED)
         .pruned()
         .annotate(hour=TruncHour("created_at"))
         .values_list("hour", "chosen_model")

@@ -112,7 +112,8 @@ class Command(BaseCommand):
             f"{card['conversations_dearer_30d']} dearer with pinch",
             f"  gross saved    {card['dollars_saved_usd_30d']} "
             f"(before the cache: blended prompt price, cache rate {cache_rate:g})",
-            f"  calls          {card['calls_30d']}",
+            f"  calls          {card['calls_30d']} answered "
+            f"({card['failed_calls_30d']} failed, counted apart)",
             f"  pruned calls   {card['pruned_calls_30d']} ({card['share_pruned']} of calls)",
             f"  tokens saved   {card['total_tokens_saved']} "
             f"(median {card['median_tokens_saved']} per pruned call)",
