@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("routing", "0017_decision_recalls"),
+        ("routing", "0019_reliability"),
     ]
 
     operations = [
