@@ -120,7 +120,10 @@ def test_on_a_full_disk_every_answered_request_has_its_row_and_its_stored_respon
     statuses = {(status, code) for _, status, code in answers}
     # Answered, or refused before any upstream call: nothing else.
     assert statuses <= {(200, ""), (503, "recording_unavailable")}
-    assert (503, "recording_unavailable") in {(s, c) for _, s, c in full}  # the disk was full
+    if on_disk:
+        # The database's own disk was full: the rows' room ran out, so some were refused.
+        # (With SQLite locked, the rooms set aside may hold every row of a slow run.)
+        assert (503, "recording_unavailable") in {(s, c) for _, s, c in full}
     answered = [kind for kind, status, _ in answers if status == 200]
     assert count(served, "RouteDecision") == len(answered)
     assert count(served, "StoredResponse") == answered.count("responses")
