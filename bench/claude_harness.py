@@ -1,9 +1,9 @@
 """Claude Code against the router, set up once for every check that runs it.
 
 bench/check_claude_code.py (the tool loop, compaction, session routing) and
-bench/check_limited_clients.py (a key over its limits) run the same real
-client the same way: installed from npm into a cache directory (never the
-repo), in a scratch git repository with a fresh HOME, against the router
+bench/check_final_errors.py (errors no retry mends, a key over its limits) run
+the same real client the same way: installed from npm into a cache directory
+(never the repo), in a scratch git repository with a fresh HOME, against the router
 under gunicorn on loopback (its own temp SQLite and config) in front of a
 scripted upstream (tests/support/agent_upstream.py), with the variables that
 keep it from calling home. This is that set-up; each check keeps what it
