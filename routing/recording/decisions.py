@@ -17,6 +17,7 @@ docs/durability.md tells the whole path.
 """
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -40,6 +41,10 @@ from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
 log = logging.getLogger(__name__)
+
+# Pauses between the tries of a row's spool write on a full disk (None: the last try);
+# 1.5 s in all at most, on a request whose answer is already paid for.
+SPOOL_RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.75, None)
 
 
 @dataclass
@@ -193,14 +198,21 @@ def _spool(decision: OpenDecision) -> None:
     try:
         spool.spool(decision.fields)
     except OSError:
-        # The disk is full: the room this row was promised makes its place.
+        # The disk is full: the room this row was promised makes its place. Another
+        # writer on the disk (SQLite's journal of a failing insert) may take the freed
+        # blocks first; it gives them back when its transaction rolls back, so the row
+        # waits a little for them before it is counted lost.
         room.give_back(decision.room)
-        try:
-            spool.spool(decision.fields)
-        except OSError as disk_error:
-            log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
-            health.row_lost()
-            return
+        for pause in SPOOL_RETRY_PAUSES:
+            try:
+                spool.spool(decision.fields)
+                break
+            except OSError as disk_error:
+                if pause is None:
+                    log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
+                    health.row_lost()
+                    return
+                time.sleep(pause)
     health.row_kept()
 
 
