@@ -39,7 +39,11 @@ class Ledger:
     it a conversation may run over: ``max_loss_share``). ``digest`` covers the
     messages the ledger was built on, so an edited history is not trusted.
     ``at``: when the request at ``length`` was planned (the caller's clock,
-    seconds), so the next one knows its gap.
+    seconds), so the next one knows its gap. ``recall_cost``: what the model's
+    recalls of what pinch took out have cost the conversation (their round
+    trips, in the same units; ``pinch.payback.book_recalls``): pinch's
+    doing too, so it comes off what pinch has saved, and like ``cold`` it is
+    an input the messages do not hold, kept when the rest is rebuilt.
     """
 
     length: int = 0
@@ -51,6 +55,7 @@ class Ledger:
     at: float = 0.0
     earned: float = 0.0
     baseline: float = 0.0
+    recall_cost: float = 0.0
 
     def as_json(self) -> str:
         return json.dumps(
@@ -64,6 +69,7 @@ class Ledger:
                 self.at,
                 self.earned,
                 self.baseline,
+                self.recall_cost,
             ],
             separators=(",", ":"),
         )
@@ -74,14 +80,20 @@ class Ledger:
         if not raw:
             return None
         try:
-            length, decided, kept, steps, digest, cold, at, earned, baseline = json.loads(raw)
+            length, decided, kept, steps, digest, cold, at, *costs = json.loads(raw)
             ledger = cls(int(length), int(decided), tuple(map(int, kept)), tuple(map(int, steps)))
             cold, at = tuple(map(int, cold)), float(at)
-            earned, baseline = float(earned), float(baseline)
-            if not (math.isfinite(earned) and math.isfinite(baseline)):
+            earned, baseline, recall_cost = map(float, costs)
+            if not all(map(math.isfinite, (earned, baseline, recall_cost))):
                 return None
             return replace(
-                ledger, digest=str(digest), cold=cold, at=at, earned=earned, baseline=baseline
+                ledger,
+                digest=str(digest),
+                cold=cold,
+                at=at,
+                earned=earned,
+                baseline=baseline,
+                recall_cost=recall_cost,
             )
         except (TypeError, ValueError):
             return None

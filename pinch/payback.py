@@ -41,11 +41,12 @@ from typing import Any
 from pinch.core import _protected_start
 from pinch.keep import keeps
 from pinch.ledger import Ledger, messages_digest
+from pinch.recall import round_trips
 from pinch.session import PaybackKnobs, Session
 from pinch.steps import CacheModel, net_cost_now, step_pays
 from pinch.tokens import estimate_tokens, extract_text
 
-__all__ = ["CacheModel", "Ledger", "PaybackKnobs", "plan"]
+__all__ = ["CacheModel", "Ledger", "PaybackKnobs", "book_recalls", "plan"]
 
 
 def plan(
@@ -57,6 +58,7 @@ def plan(
     memo: Any = None,
     cold: bool = False,
     recalled: frozenset[int] = frozenset(),
+    notes: bool = False,
 ) -> tuple[list[Any], Ledger, dict[str, Any]]:
     """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
 
@@ -71,9 +73,12 @@ def plan(
     the caller's list itself comes back. ``memo``, a
     mapping the caller owns (and may bound), keeps compressed texts between
     calls: a result compresses to the same text every time, so computing it
-    once per process is enough.
+    once per process is enough. ``notes``: the caller adds a recall note to
+    each result pinch shortens (``pinch.recall.with_handles``); a result is
+    compressed only when what is sent in its place, note included, is
+    shorter, and the ledger books what is left.
     """
-    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled)
+    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled, notes)
     fingerprints = session.hashes
     ledger = _trusted(ledger, fingerprints)
     # Every earlier request the ledger does not cover, then this one.
@@ -101,20 +106,39 @@ def plan(
     return payload, ledger, stats
 
 
+def book_recalls(
+    ledger: Ledger, cache: CacheModel, payload_tokens: int, sizes: list[int]
+) -> Ledger:
+    """``ledger`` with the round trips of recalling results of ``sizes`` tokens booked.
+
+    A recall answers for what pinch took out: sent whole, the result would
+    have cost nothing more. So its round trips (``pinch.recall.round_trips``:
+    the payload of ``payload_tokens`` read again, the call and the original
+    written) come off what pinch has saved the conversation, and a step
+    staked on later turns waits until pinch is out of the red again, as
+    after an unrepaid step.
+    """
+    read, written = round_trips(payload_tokens, sizes)
+    cost = cache.read_multiplier * read + cache.write_multiplier * written
+    return replace(ledger, recall_cost=ledger.recall_cost + cost)
+
+
 def _first_undecided(session: Session, decided: int) -> int:
     results = session.results
     return results[decided] if decided < len(results) else len(session.messages)
 
 
 def _trusted(ledger: Ledger | None, fingerprints: list[str]) -> Ledger:
-    """``ledger`` if it covers these messages; else a fresh one that keeps its cold requests.
+    """``ledger`` if it covers these messages; else a fresh one that keeps its cold requests
+    and what recalls cost.
 
-    The cold requests are the one input the messages do not hold, so a
-    rebuild replays them too (of an edited history, they are the best known).
+    Those are the inputs the messages do not hold, so a rebuild replays the
+    cold requests too (of an edited history, they are the best known) and
+    counts every recall from the start (erring towards fewer steps).
     """
     if ledger is None:
         return Ledger()
-    fresh = Ledger(cold=ledger.cold)
+    fresh = Ledger(cold=ledger.cold, recall_cost=ledger.recall_cost)
     if not 0 < ledger.length <= len(fingerprints):
         return fresh
     if ledger.digest != messages_digest(fingerprints[: ledger.length]):
@@ -204,7 +228,7 @@ def _decide(
         ):
             kept.append(i)
             continue
-        if len(session.compress(i)) < size:
+        if session.saving(i) > 0:
             compressed.append(i)
             saved += session.saving(i)
         else:
@@ -228,8 +252,9 @@ def _decide(
     # This request and the ones before it: one per earlier assistant message.
     turns = bisect_left(session.assistants, length) + 1
     # What a step may risk: what pinch saved the conversation before, and on
-    # this request's prefix read (certain, whatever the step costs).
-    banked = ledger.earned + cache.read_multiplier * removed
+    # this request's prefix read (certain, whatever the step costs), less what
+    # the model's recalls of what it took out have cost.
+    banked = ledger.earned - ledger.recall_cost + cache.read_multiplier * removed
     allowed_loss = knobs.max_loss_share * ledger.baseline
     if not step_pays(
         saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback, banked, allowed_loss

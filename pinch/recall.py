@@ -23,6 +23,11 @@ NOTE = "[recall {handle}]"
 # A handle is short: a model that garbles one gets "unknown", not a look-up of its text.
 _MAX_DIGITS = 9
 
+# Tokens of one round trip's framing: the assistant's call ({"id": ..., "type":
+# "function", "function": {"name": "router_recall", "arguments": "{\"id\": \"r123\"}"}})
+# and the tool message around the answer, about 90 characters at 3 a token.
+CALL_TOKENS = 30
+
 
 def handle_for(index: int) -> str:
     """The handle of the result at message ``index``."""
@@ -35,6 +40,30 @@ def index_of(handle: str) -> int | None:
     if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS:
         return None
     return int(digits)
+
+
+def noted(content: str, index: int) -> str:
+    """``content`` (what pinch sends for the result at message ``index``) with its recall note."""
+    return f"{content}\n{NOTE.format(handle=handle_for(index))}"
+
+
+def round_trips(payload_tokens: int, sizes: list[int]) -> tuple[int, int]:
+    """(tokens read, tokens written) of recalling results of ``sizes`` tokens, in that order,
+    on a request whose payload was ``payload_tokens``.
+
+    A recall is a round trip: the router answers the model's call itself and
+    asks the upstream again with the payload, now read from the cache, plus
+    the call and the recalled text, written. A second recall on the same
+    request reads the first one too. The replay prices recalls so
+    (routing.replay.recalls) and pinch's ledger books them so (pinch.payback).
+    """
+    read = written = 0
+    sent = payload_tokens
+    for size in sizes:
+        read += sent
+        written += CALL_TOKENS + size
+        sent += CALL_TOKENS + size
+    return read, written
 
 
 def with_handles(
@@ -56,10 +85,8 @@ def with_handles(
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             continue
-        handle = handle_for(i)
-        note = NOTE.format(handle=handle)
-        noted = f"{content}\n{note}"
-        out[i] = {**message, "content": noted}
-        recallable[handle] = extract_text(original[i])
-        added += estimate_tokens(noted) - estimate_tokens(content)
+        text = noted(content, i)
+        out[i] = {**message, "content": text}
+        recallable[handle_for(i)] = extract_text(original[i])
+        added += estimate_tokens(text) - estimate_tokens(content)
     return out, recallable, added

@@ -15,6 +15,7 @@ from typing import Any
 from pinch.core import _PLACEHOLDER, _call_arguments, _role, _tool_names, _tool_results
 from pinch.ledger import message_hash
 from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
+from pinch.recall import noted
 from pinch.steps import CacheModel
 from pinch.tokens import estimate_tokens, extract_text
 
@@ -54,6 +55,9 @@ class Session:
     # Results the model needed back (their message indexes): sent whole from now
     # on, and kept when they are decided (docs/pinch.md, "Recall").
     recalled: frozenset[int] = frozenset()
+    # Each result pinch shortens carries its recall note (pinch/recall.py): what
+    # compressing it saves is net of the note's tokens.
+    notes: bool = False
     tokens: list[int] = field(default_factory=list)
     leading: list[int] = field(default_factory=list)
     results: list[int] = field(default_factory=list)
@@ -95,10 +99,14 @@ class Session:
         return found
 
     def saving(self, i: int) -> int:
-        """Tokens compressing result ``i`` takes out (0 when its compressed form is no shorter)."""
+        """Tokens compressing result ``i`` takes out, its recall note counted (0 when what
+        would be sent in its place is no shorter)."""
         if i not in self._savings:
+            sent = self.compress(i)
+            if self.notes and len(sent) < len(extract_text(self.messages[i])):
+                sent = noted(sent, i)
             # self.tokens[i] is the whole text's estimate, made once per session.
-            self._savings[i] = max(self.tokens[i] - estimate_tokens(self.compress(i)), 0)
+            self._savings[i] = max(self.tokens[i] - estimate_tokens(sent), 0)
         return self._savings[i]
 
     def total(self, length: int) -> int:

@@ -285,6 +285,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             memo=_memo,
             cold=bool(cold),
             recalled=_recalled(slot, pinch_config),
+            notes=pinch_config.recall.enabled,
         )
         ledger = replace(ledger, at=now)
         recorded = slot.save(ledger) if slot is not None else ledger.as_json()

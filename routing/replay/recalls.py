@@ -26,11 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinch import estimate_tokens
+from pinch.recall import CALL_TOKENS, round_trips
 
-# Tokens of one round trip's framing: the assistant's call ({"id": ..., "type":
-# "function", "function": {"name": "router_recall", "arguments": "{\"id\": \"r123\"}"}})
-# and the tool message around the answer, about 90 characters at 3 a token.
-CALL_TOKENS = 30
+__all__ = ["CALL_TOKENS", "NONE", "Recalls", "recalls_for", "store_bytes"]
 
 
 @dataclass(frozen=True)
@@ -71,12 +69,7 @@ def recalls_for(lost: list[str], recallable: dict[str, str], payload_tokens: int
     if not chosen:
         return NONE
     sizes = [estimate_tokens(recallable[handle]) for handle in chosen]
-    cached = uncached = 0
-    sent = payload_tokens
-    for size in sizes:
-        cached += sent
-        uncached += CALL_TOKENS + size
-        sent += CALL_TOKENS + size
+    cached, uncached = round_trips(payload_tokens, sizes)
     return Recalls(brought_back, tuple(chosen), sum(sizes), cached, uncached)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from pinch import estimate_tokens, extract_text
 from pinch.lines import mentioned_tokens
+from pinch.payback import Ledger, book_recalls
 from routing.config import RouterConfig
 from routing.errors import RouterError
 from routing.pipeline import plan_request
@@ -224,6 +225,8 @@ class _SessionReplay:
         uncached = tools + sum(sent) - cached
         lost, kept = self._references(t, plan.send_messages)
         recalls = recalls_for(sorted(lost), recallable, cached + uncached)
+        if recalls.handles and plan.conversation:
+            self._book(plan, recalls, cached + uncached)
         self.previous_turn = t
         model = plan.model
         # Writes are billed only by a model with a cache block (Anthropic's); others
@@ -267,6 +270,17 @@ class _SessionReplay:
                 baseline_written,
             ),
         )
+
+    def _book(self, plan, recalls, payload_tokens: int) -> None:
+        """Book the request's recall round trips on the conversation's pinch ledger
+        (``pinch.payback.book_recalls``), so the next request's plan counts them."""
+        ledger = Ledger.from_json(self.probe.load_ledger(plan.conversation))
+        if ledger is None:
+            return
+        sizes = [estimate_tokens(plan.pinch.recallable[h]) for h in recalls.handles]
+        cache = self.config.cache_prices(plan.model)
+        booked = book_recalls(ledger, cache, payload_tokens, sizes)
+        self.probe.save_ledger(plan.conversation, booked.as_json())
 
     def _references(self, t: int, payload: list[Any]) -> tuple[list[str], list[str]]:
         """Tokens message ``t`` uses that only tool results held: (no longer sent, still sent)."""
