@@ -257,7 +257,15 @@ def _decide(
     banked = ledger.earned - ledger.recall_cost + cache.read_multiplier * removed
     allowed_loss = knobs.max_loss_share * ledger.baseline
     if not step_pays(
-        saved, rewritten, turns, cache, knobs.turns_ahead, knobs.min_payback, banked, allowed_loss
+        saved,
+        rewritten,
+        turns,
+        cache,
+        knobs.turns_ahead,
+        knobs.min_payback,
+        banked,
+        allowed_loss,
+        knobs.settle_turns,
     ):
         return replace(ledger, length=length), 0.0
     net = net_cost_now(saved, rewritten, cache)

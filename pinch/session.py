@@ -41,6 +41,7 @@ class PaybackKnobs:
     names_share: float
     lines_max_chars: int | None
     max_loss_share: float
+    settle_turns: int
 
 
 @dataclass

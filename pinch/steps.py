@@ -9,10 +9,15 @@ before, written now) and removes ``saved`` tokens:
   zero or less, the step is cheaper on its own request than sending the
   payload as it was: it is always taken, whatever later turns do;
 * otherwise later turns pay it back at ``read * saved`` each, over the
-  ``turns_ahead * turns_so_far`` turns a session is expected still to run
-  (measured on the corpus, docs/pinch.md), and the step is taken when that
-  repayment is ``min_payback`` times the net cost. The margin guards only
-  what must be repaid, never the part the step earns at once;
+  ``turns_ahead * (turns_so_far - settle_turns)`` turns a session is
+  expected still to run (measured on the corpus, docs/pinch.md), and the
+  step is taken when that repayment is ``min_payback`` times the net cost.
+  The margin guards only what must be repaid, never the part the step earns
+  at once. A conversation's first ``settle_turns`` requests say nothing of
+  how long it will run: short tasks end within a few turns of the point
+  where a first step starts to pay, and that first step is what made the
+  corpus' short sessions dearer (docs/pinch.md, "What a recall costs, and
+  young conversations");
 * one unrepaid step at a time: while what pinch has saved the conversation
   so far (``banked``: its earlier requests and this one's prefix read,
   against sending each whole) is below zero, an earlier step has not yet
@@ -88,6 +93,7 @@ def step_pays(
     min_payback: float,
     banked: float = 0.0,
     allowed_loss: float = math.inf,
+    settle_turns: int = 0,
 ) -> bool:
     """Whether a step that removes ``saved`` tokens and rewrites ``rewritten`` cached ones pays.
 
@@ -95,9 +101,10 @@ def step_pays(
     Otherwise taken when the conversation is not in the red on pinch
     (``banked >= 0``: what pinch saved it so far, input-price tokens) and the
     later turns' repayment, ``read * saved`` on each of ``turns_ahead *
-    turns_so_far`` turns, is ``min_payback`` times the net cost, and the net
-    cost is at most ``banked + allowed_loss`` (what the conversation may be
-    out of pocket on pinch if it ends right after this step).
+    (turns_so_far - settle_turns)`` turns, is ``min_payback`` times the net
+    cost, and the net cost is at most ``banked + allowed_loss`` (what the
+    conversation may be out of pocket on pinch if it ends right after this
+    step).
     """
     if saved <= 0:
         return False
@@ -106,5 +113,6 @@ def step_pays(
         return True
     if banked < 0 or cost > banked + allowed_loss:
         return False
-    repaid = saved * cache.read_multiplier * turns_ahead * turns_so_far
+    remaining = turns_ahead * max(turns_so_far - settle_turns, 0)
+    repaid = saved * cache.read_multiplier * remaining
     return repaid >= min_payback * cost

@@ -35,7 +35,7 @@ class PaybackConfig(Strict):
     # least keep_min_shared paths/identifiers with the work in hand and is no
     # longer than keep_max_chars (0: never).
     keep_min_shared: int = Field(3, gt=0)
-    keep_max_chars: int = Field(1500, ge=0)
+    keep_max_chars: int = Field(0, ge=0)
     # A compressed result names, in up to this many characters, the paths and
     # identifiers its omitted text held (0: a bare placeholder).
     names_max_chars: int = Field(250, ge=0)
@@ -43,10 +43,13 @@ class PaybackConfig(Strict):
     names_share: float = Field(0.04, ge=0, le=1)
     # What a result longer than max_summarize_chars keeps of its lines (null:
     # half of max_summarize_chars).
-    lines_max_chars: int | None = Field(400, ge=200)
+    lines_max_chars: int | None = Field(200, ge=200)
     # The most a conversation may cost over pinch off, as a share of what it
     # would have cost, had it ended after any request (0: never dearer).
     max_loss_share: float = Field(0.1, ge=0)
+    # Requests a conversation runs before its length says how long it will go
+    # on: a step staked on later turns counts only the turns after them.
+    settle_turns: int = Field(12, ge=0)
 
 
 class RecallConfig(Strict):

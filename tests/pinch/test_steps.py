@@ -174,3 +174,46 @@ def test_a_larger_margin_never_takes_a_step_a_smaller_one_refuses(saved, rewritt
 )
 def test_a_gap_longer_than_the_cache_lifetime_is_cold(lifetime, gap, cold):
     assert CacheModel(lifetime_seconds=lifetime).cold_after(gap) is cold
+
+
+# ``settle_turns``: a conversation's first requests say nothing of how long it
+# will run; a step staked on later turns counts only the turns after them.
+# Net 1050 on Anthropic's prices, repaid 100 a turn: margin 1 needs 11 turns ahead.
+@pytest.mark.parametrize(
+    ("turns", "settle", "pays"),
+    [
+        (11, 0, True),
+        (11, 1, False),
+        (25, 14, True),
+        (24, 14, False),
+        # Within the first settle_turns nothing is expected ahead at all.
+        (14, 14, False),
+        (3, 14, False),
+    ],
+)
+def test_a_young_conversation_counts_only_the_turns_after_it_settles(turns, settle, pays):
+    assert step_pays(1000, 2000, turns, ANTHROPIC, 1.0, 1.0, settle_turns=settle) is pays
+
+
+@given(
+    st.integers(1, 10**5),
+    st.integers(0, 10**5),
+    st.integers(0, 500),
+    caches,
+    st.integers(0, 50),
+    st.integers(0, 50),
+    st.floats(-(10.0**6), 10.0**6),
+)
+def test_a_longer_settling_never_takes_a_step_a_shorter_one_refuses(
+    saved, rewritten, turns, cache, settle, more, banked
+):
+    if step_pays(saved, rewritten, turns, cache, 1.0, 4.0, banked, settle_turns=settle + more):
+        assert step_pays(saved, rewritten, turns, cache, 1.0, 4.0, banked, settle_turns=settle)
+
+
+@given(st.integers(1, 10**6), st.integers(0, 10**6), st.integers(0, 50), caches)
+def test_before_a_conversation_settles_only_a_step_cheaper_at_once_is_taken(
+    saved, rewritten, turns, cache
+):
+    if step_pays(saved, rewritten, turns, cache, 1.0, 1.0, 10.0**9, settle_turns=turns):
+        assert net_cost_now(saved, rewritten, cache) <= 0

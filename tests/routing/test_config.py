@@ -28,13 +28,13 @@ def test_shipped_default_config_is_valid_and_has_the_measured_pinch_defaults():
     assert (pinch.relevance.timeout_seconds, pinch.relevance.min_candidates) == (10, 2)
     payback = pinch.payback
     assert (payback.enabled, payback.turns_ahead, payback.min_payback) == (True, 0.75, 4.0)
-    assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 1500)
+    assert (payback.keep_min_shared, payback.keep_max_chars) == (3, 0)
     assert (payback.names_max_chars, payback.names_share, payback.lines_max_chars) == (
         250,
         0.04,
-        400,
+        200,
     )
-    assert payback.max_loss_share == 0.1
+    assert (payback.max_loss_share, payback.settle_turns) == (0.1, 12)
     # Every knob of the pure core is read from the config (it has no defaults of its own).
     knobs = payback_knobs(pinch)
     assert (knobs.budget_tokens, knobs.keep_last_tool_results, knobs.max_loss_share) == (
