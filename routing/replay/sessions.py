@@ -29,7 +29,8 @@ Three things are measured per request:
   message had them), and of those, the ones still in the payload sent. A
   reference pinch removed is one the agent needed and could not read, unless
   one recall of a result pinch changed brings it back (``routing.replay.recalls``:
-  the recalls are counted, and their round trips priced into the cost with pinch);
+  the recalls are counted, their round trips priced into the cost with pinch and
+  booked on the conversation's pinch ledger before its next request is planned);
 * the recall store: what it holds once each session ends.
 
 The price models are ``routing.replay.prices``; the records and their sums
