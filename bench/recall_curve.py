@@ -37,21 +37,20 @@ from bench.corpus import bench_conversations
 from metrics.replay import cli_overrides, replay_config
 from routing.replay.sessions import PRICE_MODELS, Totals, replay
 
-# The shipped defaults first, then one knob at a time: each a way pinch could
-# take more, now that what it takes can be recalled.
+# The shipped defaults first, then the last round's, then one knob at a time.
 SETTINGS = {
     "shipped": [],
     "shipped, recall off": ["pinch.recall.enabled=false"],
-    "keep_max_chars 0": ["pinch.payback.keep_max_chars=0"],
-    "keep_max_chars 750": ["pinch.payback.keep_max_chars=750"],
-    "names 100 / 2%": ["pinch.payback.names_max_chars=100", "pinch.payback.names_share=0.02"],
-    "names 0 (bare placeholders)": [
-        "pinch.payback.names_max_chars=0",
-        "pinch.payback.names_share=0",
+    "the last round's (settle 0, keep 1,500, lines 400)": [
+        "pinch.payback.settle_turns=0",
+        "pinch.payback.keep_max_chars=1500",
+        "pinch.payback.lines_max_chars=400",
     ],
-    "lines_max_chars 200": ["pinch.payback.lines_max_chars=200"],
-    "min_payback 3": ["pinch.payback.min_payback=3"],
-    "max_summarize_chars 3000": ["pinch.max_summarize_chars=3000"],
+    "settle_turns 0": ["pinch.payback.settle_turns=0"],
+    "settle_turns 10": ["pinch.payback.settle_turns=10"],
+    "settle_turns 14": ["pinch.payback.settle_turns=14"],
+    "keep_max_chars 1500": ["pinch.payback.keep_max_chars=1500"],
+    "names 200": ["pinch.payback.names_max_chars=200"],
 }
 
 
