@@ -31,6 +31,7 @@ the name the client asked for.
 """
 
 import logging
+from functools import partial
 
 from django.conf import settings
 
@@ -56,7 +57,7 @@ from routing.pruning import (
     turn_lengths,
 )
 from routing.quality import RequestSignals, request_signals
-from routing.recall.store import recalled_indexes
+from routing.recall.store import restored
 from routing.selection import (
     baseline_model,
     candidates_for,
@@ -99,7 +100,10 @@ def plan_request(
     # State other workers recorded is read back, except in a replay: it brings its own
     # store and has no decision rows.
     reader = RecordedState().reader if probe is None else lambda column: None
-    recalled = recalled_indexes if probe is None else None
+    # What recalls taught pinch, kept with the conversation's state (none in a replay).
+    recalled = None
+    if probe is None:
+        recalled = partial(restored, store=store, recorded=reader("recall_restored"))
     # The request as sent, measured once: routing reads it, and it is the payload's
     # figure too when pinch and local vision leave the messages as they are.
     unpruned = measure_prompt_tokens(request.messages, request.tools)
