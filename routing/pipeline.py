@@ -62,6 +62,7 @@ from routing.selection import (
     baseline_model,
     candidates_for,
     measure_prompt_tokens,
+    remeasured,
     tools_overhead_tokens,
 )
 from routing.session_routing import route_request, shifted
@@ -138,7 +139,7 @@ def plan_request(
     if not config.pinch.enabled:
         store = None  # the ledger and the probe are pinch's
     # Images for a model without vision, described by a local model when configured.
-    sent_as = request.messages
+    sent_as, sent_tools = request.messages, request.tools
     request = with_local_vision(request, config, price_model)
     send_messages, pinch = pinch_messages(
         request.messages,
@@ -150,10 +151,13 @@ def plan_request(
         else LedgerSlot(store, key, reader("pinch_ledger"), recalled=recalled),
         now=now,
     )
-    if send_messages is sent_as:
-        measured = unpruned
-    else:
-        measured = measure_prompt_tokens(send_messages, request.tools)
+    measured = unpruned
+    if send_messages is not sent_as:
+        # Only what pinch or local vision changed is measured again.
+        same_tools = request.tools is sent_tools
+        measured = remeasured(unpruned, sent_as, send_messages) if same_tools else None
+        if measured is None:
+            measured = measure_prompt_tokens(send_messages, request.tools)
     if request.source is not None:
         measured += request.source.left_out_tokens  # thinking, documents: sent natively
 
