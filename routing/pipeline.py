@@ -211,7 +211,7 @@ def plan_request(
         prefix_fallback=prefix_fallback,
         payload_fingerprints=fingerprints,
         conversation=key,
-        unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        unpruned_split=_unpruned_split(request.messages, pinch, prefix),
         stable_prefixes=stable_prefixes(request.messages, config.pinch, pinch, extra_tokens)
         if any(p.capabilities.cache_breakpoints for p in providers)
         else None,
@@ -245,7 +245,7 @@ def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
         return None
 
 
-def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, int] | None:
+def _unpruned_split(messages, pinch, prefix) -> tuple[int, int] | None:
     """Estimated (cached, written) tokens of the request had pinch not touched it.
 
     The agent's previous request ended before its last assistant message;
@@ -259,7 +259,11 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     previous = previous_request_length(messages)
     cached = 0
     if warm and previous:
-        cached = tools_tokens + sum(estimate_tokens(extract_text(m)) for m in messages[:previous])
+        # pinch's original figure is the tools' and every message's text: what the previous
+        # request carried is it but for this turn's few messages, read instead of all of them.
+        cached = pinch.original_tokens - sum(
+            estimate_tokens(extract_text(m)) for m in messages[previous:]
+        )
     return cached, max(pinch.original_tokens - cached, 0)
 
 
