@@ -35,9 +35,10 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
     conversation and its figures to the summaries; returns the rows inserted, each
     with its id. Raises what the database raises.
 
-    ``replayed`` False: the rows' ids were reserved for them just now (the live
-    write), so none can be there already and the look-up is spared: an id taken
-    all the same (ids reset by hand) raises IntegrityError, as a new row would.
+    ``replayed`` False: the rows' ids were reserved for them just now and their values
+    fitted (the live write, routing/recording/decisions.py), so none can be there already
+    and the look-up is spared: an id taken all the same (ids reset by hand) raises
+    IntegrityError, as a new row would.
     """
     # Inside the caller's transaction when there is one, without a savepoint of its own.
     with transaction.atomic(savepoint=False):
