@@ -18,7 +18,7 @@ its last (368 KB of agent history), as each protocol's client sends them
 bench/bench_parse.py builds the same). Stages whose functions a checkout lacks
 are left out, so the same script times the code before and after a change.
 
-Run: ``.venv/bin/python bench/bench_stages.py [--samples 40] [--protocol chat ...]``
+Run: ``.venv/bin/python bench/bench_stages.py [--samples 40] [--protocol chat ...] [--profile N]``
 """
 
 from __future__ import annotations
@@ -279,7 +279,8 @@ def main() -> None:
         type=int,
         default=0,
         metavar="N",
-        help="also print each cell's N functions of most own time (cProfile), per request",
+        help="also print each cell's N functions of most own time (cProfile), per request; "
+        "the table's figures then carry the profiler's cost",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
