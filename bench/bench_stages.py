@@ -18,15 +18,17 @@ its last (368 KB of agent history), as each protocol's client sends them
 bench/bench_parse.py builds the same). Stages whose functions a checkout lacks
 are left out, so the same script times the code before and after a change.
 
-Run: ``.venv/bin/python bench/bench_stages.py [--samples 40] [--protocol chat ...]``
+Run: ``.venv/bin/python bench/bench_stages.py [--samples 40] [--protocol chat ...] [--profile N]``
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import importlib
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -191,6 +193,9 @@ def child(args) -> None:
                 call(measured)
             per_stage = defaultdict(list)
             totals = []
+            profiler = cProfile.Profile() if args.profile else None
+            if profiler is not None:
+                profiler.enable()
             for _ in range(args.samples):
                 clock.own.clear()
                 started = time.perf_counter()
@@ -203,6 +208,10 @@ def child(args) -> None:
                     per_stage[stage].append(figure)
                     timed += figure
                 per_stage["(test client, outside the view)"].append(total - timed)
+            if profiler is not None:
+                profiler.disable()
+                print(f"## {protocol} {label}: own time per request, ms", file=sys.stderr)
+                _print_profile(profiler, args.samples, args.profile)
             results[(protocol, label)] = (statistics.median(totals), per_stage)
     print(
         json.dumps(
@@ -212,6 +221,18 @@ def child(args) -> None:
             }
         )
     )
+
+
+def _print_profile(profiler, samples: int, top: int) -> None:
+    """The functions with the most own time (cProfile's tottime), per request, to stderr."""
+    rows = sorted(pstats.Stats(profiler).stats.items(), key=lambda item: -item[1][2])
+    for (filename, line, name), (_, calls, own, cumulative, _) in rows[:top]:
+        where = filename.replace(str(ROOT) + "/", "")
+        print(
+            f"{own / samples * 1000:8.3f} {cumulative / samples * 1000:8.3f} "
+            f"{calls / samples:7.1f}  {where}:{line} {name}",
+            file=sys.stderr,
+        )
 
 
 def run(args) -> dict:
@@ -224,11 +245,14 @@ def run(args) -> dict:
         config.write_text(yaml.safe_dump(data))
         env = {**router.env, "BENCH_KEY": router.key}
         command = [PYTHON, __file__, "--child", "--samples", str(args.samples)]
+        command += ["--profile", str(args.profile)] if args.profile else []
         for protocol in args.protocol or ():
             command += ["--protocol", protocol]
         out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True)
     if out.returncode:
         sys.exit(out.stderr.decode()[-3000:])
+    if args.profile:
+        print(out.stderr.decode())
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
 
@@ -250,6 +274,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=40, help="measured requests per cell")
     parser.add_argument("--protocol", choices=PROTOCOLS, action="append")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print each cell's N functions of most own time (cProfile), per request; "
+        "the table's figures then carry the profiler's cost",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -10,8 +10,9 @@ since. Otherwise another worker or instance may have, with no Redis between
 them, and the conversation's state is the later of the worker's own and the
 one its row holds. The prefix probe (routing.prefix_probe) compares with the
 payload fingerprints on that same row. A request reads the row at most once,
-all three columns in one query by its unique key (``RecordedState``),
-whichever of the three needs it first. A row that cannot be read is logged
+its state columns in one query by its unique key (``RecordedState``),
+whichever reader needs it first (the recalled results pinch sends whole with
+them: routing.recall.store.restored). A row that cannot be read is logged
 and taken as absent, as a lost state always was.
 """
 
@@ -27,6 +28,10 @@ from routing.conversations import STATE_FIELDS
 from routing.models import Conversation
 
 log = logging.getLogger(__name__)
+
+# The columns read: the state, and the results pinch sends whole because they were
+# recalled (routing.recall.store.restored), which a recall's write keeps on the row.
+READ_FIELDS = (*STATE_FIELDS, "recall_restored")
 
 
 class RecordedState:
@@ -46,7 +51,7 @@ class RecordedState:
         """What the conversation's latest recorded request left in ``column``, or None."""
         if key not in self._rows:
             try:
-                found = Conversation.objects.filter(key=key).values(*STATE_FIELDS)
+                found = Conversation.objects.filter(key=key).values(*READ_FIELDS)
                 self._rows[key] = next(iter(found), {})
             except DatabaseError as error:
                 # Named by the reader that asked first; the others read it as absent too.

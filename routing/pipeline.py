@@ -31,6 +31,7 @@ the name the client asked for.
 """
 
 import logging
+from functools import partial
 
 from django.conf import settings
 
@@ -56,11 +57,12 @@ from routing.pruning import (
     turn_lengths,
 )
 from routing.quality import RequestSignals, request_signals
-from routing.recall.store import recalled_indexes
+from routing.recall.store import restored
 from routing.selection import (
     baseline_model,
     candidates_for,
     measure_prompt_tokens,
+    remeasured,
     tools_overhead_tokens,
 )
 from routing.session_routing import route_request, shifted
@@ -99,7 +101,10 @@ def plan_request(
     # State other workers recorded is read back, except in a replay: it brings its own
     # store and has no decision rows.
     reader = RecordedState().reader if probe is None else lambda column: None
-    recalled = recalled_indexes if probe is None else None
+    # What recalls taught pinch, kept with the conversation's state (none in a replay).
+    recalled = None
+    if probe is None:
+        recalled = partial(restored, store=store, recorded=reader("recall_restored"))
     # The request as sent, measured once: routing reads it, and it is the payload's
     # figure too when pinch and local vision leave the messages as they are.
     unpruned = measure_prompt_tokens(request.messages, request.tools)
@@ -134,7 +139,7 @@ def plan_request(
     if not config.pinch.enabled:
         store = None  # the ledger and the probe are pinch's
     # Images for a model without vision, described by a local model when configured.
-    sent_as = request.messages
+    sent_as, sent_tools = request.messages, request.tools
     request = with_local_vision(request, config, price_model)
     send_messages, pinch = pinch_messages(
         request.messages,
@@ -146,10 +151,13 @@ def plan_request(
         else LedgerSlot(store, key, reader("pinch_ledger"), recalled=recalled),
         now=now,
     )
-    if send_messages is sent_as:
-        measured = unpruned
-    else:
-        measured = measure_prompt_tokens(send_messages, request.tools)
+    measured = unpruned
+    if send_messages is not sent_as:
+        # Only what pinch or local vision changed is measured again.
+        same_tools = request.tools is sent_tools
+        measured = remeasured(unpruned, sent_as, send_messages) if same_tools else None
+        if measured is None:
+            measured = measure_prompt_tokens(send_messages, request.tools)
     if request.source is not None:
         measured += request.source.left_out_tokens  # thinking, documents: sent natively
 
@@ -203,7 +211,7 @@ def plan_request(
         prefix_fallback=prefix_fallback,
         payload_fingerprints=fingerprints,
         conversation=key,
-        unpruned_split=_unpruned_split(request.messages, pinch, prefix, extra_tokens),
+        unpruned_split=_unpruned_split(request.messages, pinch, prefix),
         stable_prefixes=stable_prefixes(request.messages, config.pinch, pinch, extra_tokens)
         if any(p.capabilities.cache_breakpoints for p in providers)
         else None,
@@ -237,7 +245,7 @@ def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
         return None
 
 
-def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, int] | None:
+def _unpruned_split(messages, pinch, prefix) -> tuple[int, int] | None:
     """Estimated (cached, written) tokens of the request had pinch not touched it.
 
     The agent's previous request ended before its last assistant message;
@@ -251,7 +259,11 @@ def _unpruned_split(messages, pinch, prefix, tools_tokens: int) -> tuple[int, in
     previous = previous_request_length(messages)
     cached = 0
     if warm and previous:
-        cached = tools_tokens + sum(estimate_tokens(extract_text(m)) for m in messages[:previous])
+        # pinch's original figure is the tools' and every message's text: what the previous
+        # request carried is it but for this turn's few messages, read instead of all of them.
+        cached = pinch.original_tokens - sum(
+            estimate_tokens(extract_text(m)) for m in messages[previous:]
+        )
     return cached, max(pinch.original_tokens - cached, 0)
 
 

@@ -31,8 +31,10 @@ left out. That memory is forgotten when Redis answers again, so a later
 outage never compares against a turn from an earlier one.
 
 The same store keeps pinch's ledger per conversation (pinch/payback.py: which
-tool results were decided, and how), and the conversation's routing state
-(routing/session_routing.py: its tier and model), each under its own key prefix: a few integers
+tool results were decided, and how), the conversation's routing state
+(routing/session_routing.py: its tier and model) and the results pinch sends
+whole because the model recalled them (routing.recall.store.restored), each
+under its own key prefix: a few integers
 that spare rebuilding the decisions from the messages. Both are also on the
 conversation's row, where a worker that did not serve the conversation's last
 request reads them (routing.pruning.LedgerSlot, routing.session_routing.load_state).
@@ -66,8 +68,13 @@ ENTRY_OVERHEAD_BYTES = 200
 REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"
 ROUTE_PREFIX = "router:route:"
+RESTORED_PREFIX = "router:restored:"
 # How a Redis failure reading or writing each kind of state is logged.
-_STATE_NAMES = {LEDGER_PREFIX: "pinch_ledger", ROUTE_PREFIX: "route_state"}
+_STATE_NAMES = {
+    LEDGER_PREFIX: "pinch_ledger",
+    ROUTE_PREFIX: "route_state",
+    RESTORED_PREFIX: "recall_restored",
+}
 
 
 def conversation_key(api_key_id, requested_model: str, messages, named: str | None = None) -> str:
@@ -180,6 +187,7 @@ class PrefixProbe:
         self.memory = MemoryPrefixStore()
         self.ledgers = MemoryPrefixStore()
         self.routes = MemoryPrefixStore()  # routing.session_routing's state per conversation
+        self.restored = MemoryPrefixStore()  # routing.recall.store.restored, per conversation
         self.redis = RedisPrefixStore(redis_url) if redis_url else None
         self._on_memory = False  # Redis failed and memory holds the outage's turns
         # Each kind of state logs its outage once, not once a request.
@@ -205,6 +213,13 @@ class PrefixProbe:
 
     def save_route(self, key: str, raw: str) -> None:
         self._save(self.routes, ROUTE_PREFIX, key, raw)
+
+    def load_restored(self, key: str) -> str | None:
+        """The conversation's results sent whole, as routing.recall.store keeps them, or None."""
+        return self._load(self.restored, RESTORED_PREFIX, key)
+
+    def save_restored(self, key: str, raw: str) -> None:
+        self._save(self.restored, RESTORED_PREFIX, key, raw)
 
     def _load(self, memory: MemoryPrefixStore, prefix: str, key: str) -> str | None:
         if self.redis is not None:
@@ -278,5 +293,5 @@ def prefix_probe(redis_url: str) -> PrefixProbe:
 def forget_conversations() -> None:
     """Empty every process's memory of conversations (hashes, ledgers, routing state)."""
     for probe in _probes.items():
-        for store in (probe.memory, probe.ledgers, probe.routes):
+        for store in (probe.memory, probe.ledgers, probe.routes, probe.restored):
             store.clear()

@@ -116,14 +116,15 @@ class LedgerSlot:
 
     ``recorded(key)``: the ledger on the conversation's row
     (routing.conversation_state.RecordedState; None in a replay, which has no rows).
-    ``recalled(key)``: the conversation's results pinch sends whole because the
-    model recalled them (routing.recall.store.recalled_indexes; None: none).
+    ``recalled(key, lengths)``: the conversation's results pinch sends whole because the
+    model recalled them (routing.recall.store.restored; ``lengths``: this request's
+    ``turn_lengths``; None: none).
     """
 
     store: object
     key: str
     recorded: Callable[[str], str | None] | None = None
-    recalled: Callable[[str], frozenset[int]] | None = None
+    recalled: Callable[[str, tuple[int, int]], frozenset[int]] | None = None
 
     def load(self, messages) -> Ledger | None:
         """The ledger before ``messages``: the store's while it was saved by the request just
@@ -284,7 +285,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             extra_fixed_tokens,
             memo=_memo,
             cold=bool(cold),
-            recalled=_recalled(slot, pinch_config),
+            recalled=_recalled(slot, pinch_config, messages),
             notes=pinch_config.recall.enabled,
         )
         ledger = replace(ledger, at=now)
@@ -300,11 +301,11 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
     return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
 
 
-def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig) -> frozenset[int]:
+def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig, messages) -> frozenset[int]:
     """What recalls taught pinch about this conversation: the results to send whole."""
     if slot is None or slot.recalled is None or not pinch_config.recall.enabled:
         return frozenset()
-    return slot.recalled(slot.key)
+    return slot.recalled(slot.key, turn_lengths(messages))
 
 
 def _recallable(

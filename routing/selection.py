@@ -42,11 +42,29 @@ def measure_prompt_tokens(messages, tools) -> int:
     """
     total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
     for message in messages:
-        tokens = message_tokens(message)
-        if not tokens and extract_text(message):
-            tokens = 1  # "hi" is 0 by characters / 3, but it is not nothing
-        total += MESSAGE_OVERHEAD_TOKENS + tokens
+        total += _measure(message)
     return total
+
+
+def remeasured(measured: int, before, after) -> int | None:
+    """``measure_prompt_tokens`` of ``after``, given ``measured``, that of ``before`` (the same
+    tools): only the messages that are not the very objects of ``before`` at their place
+    are measured (pinch and local vision change a few and remove none), so the figure of a
+    pruned payload costs what pinch changed, not the conversation's length. None when the
+    two are not as long."""
+    if len(before) != len(after):
+        return None
+    for old, new in zip(before, after):
+        if old is not new:
+            measured += _measure(new) - _measure(old)
+    return measured
+
+
+def _measure(message) -> int:
+    tokens = message_tokens(message)
+    if not tokens and extract_text(message):
+        tokens = 1  # "hi" is 0 by characters / 3, but it is not nothing
+    return MESSAGE_OVERHEAD_TOKENS + tokens
 
 
 def candidates_for(

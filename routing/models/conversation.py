@@ -61,6 +61,12 @@ class Conversation(models.Model):
         help_text="The last payload's per-message hashes, shortened (pinch.prefix.packed), for "
         "the prefix probe; blanked a day after the last request.",
     )
+    recall_restored = models.TextField(
+        blank=True,
+        help_text="The message indexes of its results the model recalled in two requests or "
+        "more, comma-separated, which pinch sends whole (routing.recall.store.restored); "
+        "set when a recall is recorded, so planning reads it with the state.",
+    )
 
     first_at = models.DateTimeField(help_text="Its first decision.")
     last_at = models.DateTimeField(help_text="Its latest decision: whose state it holds.")

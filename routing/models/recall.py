@@ -45,7 +45,7 @@ class RecallOriginal(models.Model):
             # The total bound: the oldest originals still held, in id order.
             models.Index(fields=["id"], name="recall_held_idx", condition=Q(size__gt=0)),
             # The conversation's results recalled again, read once per request: pinch sends
-            # them whole (routing.recall.store.recalled_indexes).
+            # them whole (routing.recall.store.restored_in_store).
             models.Index(
                 fields=["conversation"],
                 name="recall_restored_idx",

@@ -29,13 +29,16 @@ import logging
 import zlib
 from datetime import datetime
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import F, Sum, Value
 from django.db.models.functions import Coalesce
 
 from routing.config.pinch_blocks import RecallConfig
 from routing.config.store import current_config
-from routing.models import RecallOriginal, RecallUsage
+from routing.models import Conversation, RecallOriginal, RecallUsage
+from routing.prefix_probe import prefix_probe
+from routing.recall.store import restored_in_store, restored_text
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,7 @@ def keep(rows: list[dict], bounds: RecallConfig | None = None) -> None:
                 # must not be while holding a counter that writer waits for.
                 if row.get(RECALLED):
                     mark_recalled(conversation, row[RECALLED], at)
+                    _note_restored(conversation)
                 if row.get(ORIGINALS):
                     _store(conversation, row[ORIGINALS], at, bounds)
     except DatabaseError as error:
@@ -109,6 +113,22 @@ def mark_recalled(conversation: str, handles, at: datetime) -> int:
     return RecallOriginal.objects.filter(
         conversation=conversation, handle__in=list(handles)
     ).update(recalls=F("recalls") + 1, recalled_at=Coalesce("recalled_at", Value(at)))
+
+
+def _note_restored(conversation: str) -> None:
+    """Keep the results pinch now sends whole (routing.recall.store.restored) on the
+    conversation's row, and, once committed, in the workers' state store: planning reads
+    them there, so only a request that recalled something queries the store for them."""
+    text = restored_text(restored_in_store(conversation))
+    Conversation.objects.filter(key=conversation).update(recall_restored=text)
+
+    def remember():
+        probe = prefix_probe(settings.REDIS_URL)
+        raw = probe.load_restored(conversation)
+        if raw is not None:  # keep the length it was saved at: whether a request follows on
+            probe.save_restored(conversation, f"{raw.partition(':')[0]}:{text}")
+
+    transaction.on_commit(remember)
 
 
 def _store(conversation: str, originals: dict, at: datetime, bounds: RecallConfig) -> None:

@@ -8,10 +8,14 @@ never reach the database), then the conversation's stored rows
 database sees. A database that cannot answer degrades to "not available",
 logged: a recall never fails a request.
 
-``recalled_indexes`` is pinch's one read per request for what a recall
-teaches it (docs/pinch.md, "Recall"): the conversation's results the model
-recalled in ``RESTORE_AFTER`` requests or more, which pinch sends whole from
-then on, through a partial index that holds only those rows.
+What a recall teaches pinch (docs/pinch.md, "Recall") is the conversation's
+results the model recalled in ``RESTORE_AFTER`` requests or more, which pinch
+sends whole from then on. ``restored_in_store`` reads them from the store
+(through a partial index that holds only those rows) when a recall is
+recorded (routing/recall/keeping.py), which keeps them on the conversation's
+row and in the workers' state store; ``restored`` gives them to planning
+without a query while the worker's state follows on from the request before
+(issue 42: the read was ~1 ms of every request, recalls or not).
 """
 
 from __future__ import annotations
@@ -87,19 +91,39 @@ def lookup(conversation: str, handle: str, pending: dict) -> Recall:
     return Recall(handle, KEPT, text)
 
 
-def recalled_indexes(conversation: str | None) -> frozenset[int]:
+def restored(key: str, lengths, store, recorded) -> frozenset[int]:
+    """The results of conversation ``key`` that pinch sends whole because they were recalled.
+
+    ``store`` (the prefix probe's: this worker's memory, or Redis) holds them as
+    ``"<length>:<indexes>"``, saved as each request is planned and updated when a
+    recall is recorded: trusted when ``<length>`` is one of ``lengths``
+    (routing.pruning.turn_lengths: saved by the request just before, or by this
+    one), as the ledger is; else the conversation's row, ``recorded(key)``
+    (routing.conversation_state: read once with its state), says.
+    """
+    raw = store.load_restored(key)
+    length, _, text = (raw or "").partition(":")
+    if not (length.isdigit() and int(length) in lengths):
+        text = recorded(key) or ""
+    store.save_restored(key, f"{lengths[-1]}:{text}")
+    return restored_indexes(text)
+
+
+def restored_text(indexes) -> str:
+    """Message indexes as the conversation's row and the state store keep them."""
+    return ",".join(map(str, sorted(indexes)))
+
+
+def restored_indexes(text: str) -> frozenset[int]:
+    """``restored_text``'s inverse; anything malformed is left out."""
+    return frozenset(int(part) for part in text.split(",") if part.isascii() and part.isdigit())
+
+
+def restored_in_store(conversation: str) -> frozenset[int]:
     """The message indexes of the conversation's results the model recalled in
-    ``RESTORE_AFTER`` requests or more (one indexed query); empty when there are none or
-    the database does not answer."""
-    if not conversation:
-        return frozenset()
-    try:
-        handles = list(
-            RecallOriginal.objects.filter(
-                conversation=conversation, recalls__gte=RESTORE_AFTER
-            ).values_list("handle", flat=True)
-        )
-    except DatabaseError as error:
-        log.warning("recall_marks_unread reason=%s", type(error).__name__)
-        return frozenset()
+    ``RESTORE_AFTER`` requests or more, from the store (one indexed query); raises what the
+    database raises. Called when a recall is recorded (routing/recall/keeping.py)."""
+    handles = RecallOriginal.objects.filter(
+        conversation=conversation, recalls__gte=RESTORE_AFTER
+    ).values_list("handle", flat=True)
     return frozenset(i for i in map(index_of, handles) if i is not None)

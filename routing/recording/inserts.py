@@ -13,7 +13,9 @@ router's (routing/recording/ids.py), so which rows are already there is one
 look-up by primary key.
 """
 
-from django.db import transaction
+import functools
+
+from django.db import connection, transaction
 
 from routing import conversations
 from routing.limits.ledger import HOLD_KEY, settle
@@ -33,9 +35,10 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
     conversation and its figures to the summaries; returns the rows inserted, each
     with its id. Raises what the database raises.
 
-    ``replayed`` False: the rows' ids were reserved for them just now (the live
-    write), so none can be there already and the look-up is spared: an id taken
-    all the same (ids reset by hand) raises IntegrityError, as a new row would.
+    ``replayed`` False: the rows' ids were reserved for them just now and their values
+    fitted (the live write, routing/recording/decisions.py), so none can be there already
+    and the look-up is spared: an id taken all the same (ids reset by hand) raises
+    IntegrityError, as a new row would.
     """
     # Inside the caller's transaction when there is one, without a savepoint of its own.
     with transaction.atomic(savepoint=False):
@@ -44,12 +47,16 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
             ids = [row["id"] for row in rows if row.get("id") is not None]
             held = set(RouteDecision.objects.filter(id__in=ids).values_list("id", flat=True))
             new = [row for row in rows if row.get("id") is None or row["id"] not in held]
-        # Fitted once, for the decision's columns and its conversation's alike.
-        fitted = [fit({k: v for k, v in row.items() if k not in RIDERS}) for row in new]
+        # Fitted once, for the decision's columns and its conversation's alike (a live
+        # row was, as it was finished: routing/recording/decisions.py).
+        fitted = [{k: v for k, v in row.items() if k not in RIDERS} for row in new]
+        if replayed:
+            fitted = [fit(row) for row in fitted]
         columns = [conversations.decision_columns(row) for row in fitted]
-        created = RouteDecision.objects.bulk_create([RouteDecision(**row) for row in columns])
-        for row, decision in zip(new, created):
-            row["id"] = decision.pk  # a row without one gets the database's
+        if replayed or not _insert(columns):
+            created = RouteDecision.objects.bulk_create([RouteDecision(**row) for row in columns])
+            for row, decision in zip(new, created):
+                row["id"] = decision.pk  # a row without one gets the database's
         conversations.record(fitted)
         add_to_summaries(columns)
         # Each row's budget reservation is settled with it (routing/limits/ledger.py),
@@ -59,3 +66,42 @@ def insert_decisions(rows: list[dict], replayed: bool = True) -> list[dict]:
         # And the originals pinch took out, for the recall tool (routing/recall/keeping.py).
         keeping.keep(new)
     return new
+
+
+def _insert(rows: list[dict]) -> bool:
+    """Insert rows that have their ids and only known columns with one statement written
+    out once (``_insert_sql``); False, inserting nothing, for any other rows.
+
+    Each value goes through its field's ``get_db_prep_save``, as ``bulk_create`` does;
+    building the model instances and the statement cost that 0.4-0.5 ms a request.
+    """
+    fields, names = _columns()
+    if not all(row.get("id") is not None and row.keys() <= names for row in rows):
+        return False
+    values = [
+        [
+            f.get_db_prep_save(row[f.attname] if f.attname in row else f.get_default(), connection)
+            for f in fields
+        ]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        for params in values:  # the live write's one row
+            cursor.execute(_insert_sql(connection.vendor), params)
+    return True
+
+
+@functools.cache
+def _columns() -> tuple[tuple, frozenset]:
+    """The decision table's fields, and the names a row may give their values under."""
+    fields = tuple(RouteDecision._meta.concrete_fields)
+    return fields, frozenset(f.attname for f in fields)
+
+
+@functools.cache
+def _insert_sql(vendor: str) -> str:
+    q = connection.ops.quote_name
+    fields, _ = _columns()
+    columns = ", ".join(q(f.column) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    return f"INSERT INTO {q(RouteDecision._meta.db_table)} ({columns}) VALUES ({marks})"

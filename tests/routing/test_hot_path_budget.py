@@ -46,14 +46,30 @@ DECODES = 2
 # per-message fingerprints are the write path's and pinch's, not counted here).
 ENCODES = 2
 # Walks of the client's message list (each a pass over all of it) by planning's
-# readers: the conversation's key, the measure (once: the payload's figure too when
-# pinch leaves it whole), the turn count, background work (2), pinch, the images
-# check (once: cached on the request), the probe's fingerprints, the quality
-# signals, the session's user turn, the cache forecast.
-WALKS = 11
+# readers: the conversation's key, the measure (once: the payload's figure is
+# the request's, but for the messages pinch changed), the turn count, background
+# work (2), the images check (once: cached on the request), the probe's
+# fingerprints, the quality signals, the session's user turn, the cache forecast;
+# and pinch's: the budget prune's one pass, or the payback plan's (its session's
+# figures per message, the results and their calls, the recall handles).
+WALKS = {"budget prune": 11, "payback and recall": 15}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, the three summary upserts, the reservation settled.
+# No read: the conversation's state, and what recalls taught pinch
+# (routing.recall.store.restored), are in the worker's memory while it served the
+# request before.
 STATEMENTS = 7
+# A stream's: the client's body, then each of the upstream's events once (those relayed,
+# and the usage chunk the router asked for, not relayed), none encoded again (an event
+# nobody changed leaves as the bytes that came in); the upstream body is encoded once.
+STREAM_ENCODES = 1
+
+# The pinch settings of each case: the tests' own (the budget prune, no recall
+# tool) and the shipped defaults' payback steps with the recall tool.
+PINCH = {
+    "budget prune": {},
+    "payback and recall": {"payback": {"enabled": True}, "recall": {"enabled": True}},
+}
 
 
 class Counted(list):
@@ -63,10 +79,6 @@ class Counted(list):
 
     def __iter__(self):
         Counted.walks += 1
-        import sys
-
-        f = sys._getframe(1)
-        print("WALK", f.f_code.co_filename.split("/work/h3/")[-1], f.f_code.co_name, f.f_lineno)
         return super().__iter__()
 
 
@@ -95,28 +107,55 @@ def counting(monkeypatch):
     return counts
 
 
-def test_a_warm_request_decodes_encodes_walks_and_queries_within_its_budget(
-    router_config, api_key, counting
-):
+@pytest.fixture
+def warm(router_config, write_config, api_key, counting):
+    """send(case, stream=False): the request of a conversation under way, warm, counted."""
     set_key_limits(ApiKey.objects.get(), {"rpm_limit": 1000, "budget_usd": 50.0})
     client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key}")
-    body = json.dumps({"model": "auto", "messages": TURNS})
 
-    def send():
-        return client.post("/v1/chat/completions", data=body, content_type="application/json")
+    def send(case, stream=False):
+        router_config["pinch"].update(PINCH[case])
+        write_config(router_config)
+        body = json.dumps({"model": "auto", "messages": TURNS, "stream": stream})
 
-    assert send().status_code == 200  # the conversation starts; caches fill
-    counting.update(decodes=0, encodes=0)
-    Counted.walks = 0
-    with CaptureQueriesContext(connection) as captured:
-        assert send().status_code == 200
-    statements = [
-        q["sql"]
-        for q in captured.captured_queries
-        if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
-    ]
+        def post():
+            response = client.post(
+                "/v1/chat/completions", data=body, content_type="application/json"
+            )
+            assert response.status_code == 200
+            return b"".join(response.streaming_content) if stream else response.content
+
+        post()  # the conversation starts; caches fill
+        counting.update(decodes=0, encodes=0)
+        Counted.walks = 0
+        with CaptureQueriesContext(connection) as captured:
+            content = post()
+        statements = [
+            q["sql"]
+            for q in captured.captured_queries
+            if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
+        ]
+        return statements, content
+
+    return send
+
+
+@pytest.mark.parametrize("case", list(PINCH))
+def test_a_warm_request_decodes_encodes_walks_and_queries_within_its_budget(warm, counting, case):
+    statements, _ = warm(case)
 
     assert counting["decodes"] == DECODES
     assert counting["encodes"] == ENCODES
-    assert Counted.walks == WALKS, f"{Counted.walks} walks of the messages"
+    assert Counted.walks == WALKS[case], f"{Counted.walks} walks of the messages"
+    assert len(statements) == STATEMENTS, statements
+
+
+def test_a_warm_stream_decodes_each_event_once_and_queries_as_a_plain_request(warm, counting):
+    statements, content = warm("payback and recall", stream=True)
+
+    relayed = content.count(b"data: {")
+    assert relayed >= 3  # the role, the text, the finish
+    assert counting["decodes"] == 1 + relayed + 1
+    assert counting["encodes"] == STREAM_ENCODES
+    assert Counted.walks == WALKS["payback and recall"], f"{Counted.walks} walks"
     assert len(statements) == STATEMENTS, statements

@@ -59,10 +59,8 @@ def test_a_database_that_cannot_answer_says_not_available_and_logs_it(monkeypatc
     monkeypatch.setattr(RecallOriginal.objects, "filter", broken)
     with caplog.at_level(logging.WARNING):
         recall = store.lookup(CONVERSATION, "r3", {})
-        marks = store.recalled_indexes(CONVERSATION)
     assert recall.status == store.UNAVAILABLE
     assert "cannot be read right now" in recall.answer
-    assert marks == frozenset()
     assert "recall_unavailable reason=OperationalError" in caplog.text
 
 
@@ -98,15 +96,17 @@ def test_originals_spooled_with_their_decision_are_stored_when_it_is_drained():
     assert not hasattr(decision, ORIGINALS)
 
 
-def test_a_result_recalled_in_two_requests_is_read_back_for_pinch_in_one_query():
+def test_a_result_recalled_in_two_requests_is_kept_on_its_conversation_for_pinch():
     record(CONVERSATION, {"r3": "a", "r5": "b", "r8": "c"})
     record(CONVERSATION, {}, recalled=["r5", "r8"])
     record(CONVERSATION, {}, recalled=["r5"])
     with CaptureQueriesContext(connection) as queries:
         # r8 once: not yet (a first recall does not pay a rewrite; docs/pinch.md, "Recall").
-        assert store.recalled_indexes(CONVERSATION) == frozenset({5})
+        assert store.restored_in_store(CONVERSATION) == frozenset({5})
     assert len(queries) == 1
-    assert store.recalled_indexes("d" * 32) == frozenset()
+    assert store.restored_in_store("d" * 32) == frozenset()
+    # Kept where planning reads it, with the conversation's state: no query of the store.
+    assert Conversation.objects.get(key=CONVERSATION).recall_restored == "5"
 
 
 def test_purge_deletes_the_originals_of_idle_conversations_only():
