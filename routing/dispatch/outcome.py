@@ -43,6 +43,8 @@ class Outcome:
     recalled_tokens: int | None = None
     # The handles those recalls found, marked on the store with the row.
     recalled_handles: set = field(default_factory=set)
+    # The tokens each recall gave back, in order: its round trips are booked on pinch's ledger.
+    recalled_sizes: list = field(default_factory=list)
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).

@@ -27,6 +27,7 @@ class Recalls:
         tool was not offered (a request without tools)."""
         self.outcome.recalls = 0 if offered else None
         self.outcome.recalled_tokens = 0 if offered else None
+        self.outcome.recalled_sizes = []
 
     @property
     def spent(self) -> bool:
@@ -47,7 +48,9 @@ class Recalls:
         self.outcome.recalled_handles.add(recall.handle)
         text = recall.text
         part = excerpt(text, arguments.from_line, arguments.to_line, arguments.pattern)
-        self.outcome.recalled_tokens = (self.outcome.recalled_tokens or 0) + estimate_tokens(part)
+        size = estimate_tokens(part)
+        self.outcome.recalled_sizes.append(size)
+        self.outcome.recalled_tokens = (self.outcome.recalled_tokens or 0) + size
         return part
 
 

@@ -34,6 +34,8 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Sum, Value
 from django.db.models.functions import Coalesce
 
+from pinch.ledger import Ledger
+from pinch.payback import CacheModel, book_recalls
 from routing.config.pinch_blocks import RecallConfig
 from routing.config.store import current_config
 from routing.models import Conversation, RecallOriginal, RecallUsage
@@ -74,6 +76,20 @@ def note_recalled(fields: dict, handles) -> None:
     when the row is written, so pinch learns from them (routing/recall/store.py)."""
     if handles:
         fields[RECALLED] = sorted({*fields.get(RECALLED, ()), *handles})
+
+
+def book_round_trips(fields: dict, cache: CacheModel | None, sizes: list[int]) -> None:
+    """Book a request's recall round trips on its conversation's pinch ledger, as the
+    replay does (``pinch.payback.book_recalls``): on the row, which leaves it to the
+    conversation, and in the workers' state store, so the next request's plan counts them
+    whichever worker serves it."""
+    ledger = Ledger.from_json(fields.get("pinch_ledger"))
+    if ledger is None or cache is None or not sizes:
+        return
+    raw = book_recalls(ledger, cache, fields.get("measured_tokens") or 0, sizes).as_json()
+    fields["pinch_ledger"] = raw
+    if fields.get("conversation"):
+        prefix_probe(settings.REDIS_URL).save_ledger(fields["conversation"], raw)
 
 
 def shard_of(conversation: str) -> int:

@@ -26,6 +26,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from pinch import CHARS_PER_TOKEN
+from pinch.payback import CacheModel
 from routing import conversations
 from routing.auth import touch_api_key, touch_due
 from routing.cache_forecast import forecast_fields, verdict_fields
@@ -33,8 +34,8 @@ from routing.db_writes import request_write
 from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
+from routing.recall.keeping import book_round_trips, note_recalled
 from routing.recall.keeping import decision_fields as recall_fields
-from routing.recall.keeping import note_recalled
 from routing.recording import health, journal, room, spool, stored
 from routing.recording import ids as decision_ids
 from routing.recording.inserts import insert_decisions
@@ -55,6 +56,8 @@ class OpenDecision:
     fields: dict
     api_key: ApiKey | None = None
     room: int = 0  # bytes promised on the spool's disk (routing/recording/room.py)
+    # The cache prices pinch's ledger books this request's recall round trips at.
+    cache: CacheModel | None = None
 
     @property
     def id(self) -> int | None:
@@ -121,7 +124,8 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
         size = 0
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields["id"], line)
-    return OpenDecision(fields, api_key, size)
+    cache = plan.config.cache_prices(model) if pinch is not None else None
+    return OpenDecision(fields, api_key, size, cache)
 
 
 def finish_decision(decision: OpenDecision, outcome) -> None:
@@ -143,6 +147,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         recalled_tokens=outcome.recalled_tokens,
     )
     note_recalled(fields, outcome.recalled_handles)
+    book_round_trips(fields, decision.cache, outcome.recalled_sizes)
     fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:
