@@ -23,8 +23,9 @@ the unit leaves its place (``placed(before)`` subtracted) and takes its new one
 - The completion tokens are priced at their model's price when the decision is recorded
   (a sum of squares cannot be repriced later); a rebuild prices them at today's.
 
-Rows are locked (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's transactions take
-the write lock first) in the order of their keys, so two writers cannot deadlock.
+A request's units are read in one statement, locked (``SELECT ... FOR UPDATE`` on
+PostgreSQL, in the order of their keys, so two writers cannot deadlock; SQLite's
+transactions take the write lock first), and written in one more.
 """
 
 from __future__ import annotations
@@ -145,25 +146,31 @@ def _shift(moves: dict, unit: Mapping | None, sign: int) -> None:
 
 def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
     """Add inserted decisions to their units in the database; returns what the units' moves
-    add to ``ArmHour`` ({(hour, arm): figures}). Call in the transaction that inserts them."""
+    add to ``ArmHour`` ({(hour, arm): figures}). Call in the transaction that inserts them.
+
+    Two statements for a request's units (its conversation's and its task's): one locked
+    read of both, one write of both. A new unit is first created empty (``ON CONFLICT DO
+    NOTHING``: a writer creating the same one at once waits for it, then adds to it)."""
     added: dict = {}
     prices = completion_prices(config)
     for fields in rows:
         fold(added, fields, prices)
+    keys = sorted(added)
+    held = _locked(keys)
+    missing = [key for key in keys if key not in held]
+    if missing:
+        _insert_empty([added[key] for key in missing])
+        held.update(_locked(missing))
     moves: dict = defaultdict(Counter)
-    for key in sorted(added):
-        delta = added[key]
-        before = _locked(key)
-        if before is None and _created(delta):
-            _shift(moves, delta, 1)
-            continue
-        if before is None:  # another writer created it since: add to theirs
-            before = _locked(key)
+    after_all = []
+    for key in keys:
+        before, delta = held[key], added[key]
         after = {**before, **{name: before[name] + delta[name] for name in SUMS}}
         _take_latest(after, delta["last_at"], delta["arm"], delta["last_answer_tool_calls"])
-        _save(after)
+        after_all.append(after)
         _shift(moves, before, -1)
         _shift(moves, after, 1)
+    _write(after_all)
     return moves
 
 
@@ -174,18 +181,17 @@ def remove(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
     prices = completion_prices(config)
     for fields in rows:
         fold(removed, fields, prices)
+    held = _locked(sorted(removed))
     moves: dict = defaultdict(Counter)
-    for key in sorted(removed):
-        before = _locked(key)
-        if before is None:
-            continue
+    kept, gone = [], []
+    for key, before in sorted(held.items()):
         after = {**before, **{name: before[name] - removed[key][name] for name in SUMS}}
-        if after["decisions"] <= 0:
-            QualityUnit.objects.filter(conversation=key[0], task=key[1]).delete()
-        else:
-            _save(after)
+        (kept if after["decisions"] > 0 else gone).append(after)
         _shift(moves, before, -1)
         _shift(moves, after, 1)
+    _write(kept)
+    for part in _chunks(gone):
+        QualityUnit.objects.filter(id__in=[unit["id"] for unit in part]).delete()
     return moves
 
 
@@ -207,33 +213,49 @@ def _q(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
+UNITS_A_STATEMENT = 70  # 13 columns a unit: under SQLite's oldest limit of 999 parameters
+
+
+def _chunks(items: list) -> Iterable[list]:
+    for start in range(0, len(items), UNITS_A_STATEMENT):
+        yield items[start : start + UNITS_A_STATEMENT]
+
+
 @functools.cache
-def _sql(vendor: str) -> dict[str, str]:
-    """The statements of the write path, built once (the ORM's building cost more than
-    running them: routing.conversations)."""
+def _sql(vendor: str, units: int) -> dict[str, str]:
+    """The statements for ``units`` units, built once per shape (the ORM's building cost more
+    than running them: routing.conversations)."""
     table = _q(QualityUnit._meta.db_table)
-    where = f"{_q('conversation')} = %s AND {_q('task')} = %s"
+    key = f"({_q('conversation')}, {_q('task')})"
+    keys = ", ".join(["(%s, %s)"] * units)
     lock = " FOR UPDATE" if vendor == "postgresql" else ""
     columns = ", ".join(_q(c) for c in COLUMNS)
-    marks = ", ".join(["%s"] * len(COLUMNS))
-    sets = ", ".join(f"{_q(c)} = %s" for c in (*LATEST, *SUMS))
+    values = ", ".join(["(" + ", ".join(["%s"] * len(COLUMNS)) + ")"] * units)
+    sets = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in (*LATEST, *SUMS))
+    insert = f"INSERT INTO {table} ({columns}) VALUES {values} ON CONFLICT {key} DO"
     return {
-        "select": f"SELECT {columns} FROM {table} WHERE {where}{lock}",
-        "insert": f"INSERT INTO {table} ({columns}) VALUES ({marks}) "
-        f"ON CONFLICT ({_q('conversation')}, {_q('task')}) DO NOTHING",
-        "update": f"UPDATE {table} SET {sets} WHERE {where}",
+        # In key order, so two writers lock the units they share in the same order.
+        "select": f"SELECT {_q('id')}, {columns} FROM {table} WHERE {key} IN ({keys}) "
+        f"ORDER BY {_q('conversation')}, {_q('task')}{lock}",
+        "insert": f"{insert} NOTHING",
+        "write": f"{insert} UPDATE SET {sets}",
     }
 
 
-def _locked(key: tuple) -> dict | None:
-    with connection.cursor() as cursor:
-        cursor.execute(_sql(connection.vendor)["select"], list(key))
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    unit = dict(zip(COLUMNS, row, strict=True))
-    unit["last_at"] = _aware(unit["last_at"])
-    return unit
+def _locked(keys: list) -> dict:
+    """{key: unit} of the units of ``keys`` the table holds, locked until the commit."""
+    held = {}
+    for part in _chunks(keys):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _sql(connection.vendor, len(part))["select"], [v for k in part for v in k]
+            )
+            rows = cursor.fetchall()
+        for row in rows:
+            unit = dict(zip(("id", *COLUMNS), row, strict=True))
+            unit["last_at"] = _aware(unit["last_at"])
+            held[(unit["conversation"], unit["task"])] = unit
+    return held
 
 
 def _aware(value):
@@ -245,18 +267,19 @@ def _aware(value):
     return value
 
 
-def _params(unit: Mapping, names) -> list:
+def _run(statement: str, units: list) -> None:
     adapt = connection.ops.adapt_datetimefield_value
-    return [adapt(unit[n]) if n == "last_at" else unit[n] for n in names]
+    for part in _chunks(units):
+        params = [adapt(u[c]) if c == "last_at" else u[c] for u in part for c in COLUMNS]
+        with connection.cursor() as cursor:
+            cursor.execute(_sql(connection.vendor, len(part))[statement], params)
 
 
-def _created(unit: Mapping) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(_sql(connection.vendor)["insert"], _params(unit, COLUMNS))
-        return cursor.rowcount == 1
+def _insert_empty(units: list) -> None:
+    """Create units with no decisions yet (at their first decision's time), unless there."""
+    _run("insert", [{**unit, **dict.fromkeys(SUMS, 0)} for unit in units])
 
 
-def _save(unit: Mapping) -> None:
-    params = _params(unit, (*LATEST, *SUMS)) + [unit["conversation"], unit["task"]]
-    with connection.cursor() as cursor:
-        cursor.execute(_sql(connection.vendor)["update"], params)
+def _write(units: list) -> None:
+    """Write locked units' new figures (an upsert of rows that exist: one statement)."""
+    _run("write", units)

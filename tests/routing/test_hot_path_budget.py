@@ -52,10 +52,10 @@ ENCODES = 2
 # signals, the session's user turn, the cache forecast.
 WALKS = 11
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
-# write: the row, its conversation, its conversation's and its task's quality units (each
-# read locked, then updated: routing/summaries/units.py), the three summary upserts, the
+# write: the row, its conversation, its conversation's and its task's quality units (read
+# locked, then written: routing/summaries/units.py), the three summary upserts, the
 # reservation settled.
-STATEMENTS = 11
+STATEMENTS = 9
 
 
 class Counted(list):
