@@ -19,7 +19,8 @@ the unit leaves its place (``placed(before)`` subtracted) and takes its new one
   the same way, so a unit's figures are always those of its decisions in the log, and a
   unit with none left goes.
 - ``placed`` is the one home of what a unit adds; recording, purging and rebuilding
-  (``rebuild``, from the log, with ``fold``) all go through it.
+  (``routing.summaries.writes.recompute``: ``fold`` over the log, oldest first) all go
+  through it.
 - The completion tokens are priced at their model's price when the decision is recorded
   (a sum of squares cannot be repriced later); a rebuild prices them at today's.
 
