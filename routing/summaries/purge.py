@@ -38,7 +38,7 @@ from routing.summaries.writes import add_summed, config_in_force
 PURGE_BATCH = 5000  # rows a statement: a few milliseconds of lock on PostgreSQL or SQLite
 
 
-def purge_decisions(older_than_days: int, batch: int = PURGE_BATCH, config=None) -> int:
+def purge_decisions(older_than_days: int, batch: int = PURGE_BATCH) -> int:
     """Delete the decisions of the whole UTC days older than that many days, and the
     window-only summaries of those days; returns how many decisions went."""
     if older_than_days < 1:
@@ -54,7 +54,7 @@ def purge_decisions(older_than_days: int, batch: int = PURGE_BATCH, config=None)
         rows = old.filter(id__gte=ids[0], id__lte=ids[-1])
         with transaction.atomic():
             gone = list(rows.exclude(conversation="").order_by().values(*READS))
-            add_summed({ArmHour: units.remove(gone, config or config_in_force())})
+            add_summed({ArmHour: units.remove(gone, config_in_force())})
             count, _ = rows.delete()
         deleted += count
     KeySpend.objects.filter(hour__lt=cutoff).delete()

@@ -58,14 +58,13 @@ MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a st
 REBUILD_BATCH = 5000  # log rows read at a time by a rebuild
 
 
-def add_to_summaries(rows: Iterable[Mapping], config=None) -> None:
+def add_to_summaries(rows: Iterable[Mapping]) -> None:
     """Add the figures of decision rows (column values by name) to the summary tables, and
     the rows to their conversations' and tasks' units (routing/summaries/units.py) with
-    the units' moves in ``ArmHour``. ``config``: whose prices the completions get
-    (default: the config in force)."""
+    the units' moves in ``ArmHour``, their completions priced by the config in force."""
     rows = list(rows)
     totals = summed(rows)
-    moves = units.record(rows, config or config_in_force())
+    moves = units.record(rows, config_in_force())
     for dimensions, figures in moves.items():
         totals[ArmHour][dimensions].update(figures)
     add_summed(totals)
@@ -146,7 +145,7 @@ def oldest_day() -> datetime | None:
     return None if first is None else day_of(first)
 
 
-def recompute(since: datetime | None = None, config=None) -> int:
+def recompute(since: datetime | None = None) -> int:
     """Rebuild every summary from ``since``'s day on (UTC; default: the log's oldest day)
     from the log, in one transaction; returns the decisions read.
 
@@ -159,7 +158,7 @@ def recompute(since: datetime | None = None, config=None) -> int:
     since = oldest_day() if since is None else day_of(since)
     if since is None:
         return 0
-    prices = units.completion_prices(config or config_in_force())
+    prices = units.completion_prices(config_in_force())
     read = 0
     folded: dict = {}
     with transaction.atomic():
