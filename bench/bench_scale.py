@@ -6,17 +6,21 @@ migrated here) with rows drawn like a team's traffic: 50 keys, a conversation
 per ~30 requests (100,000 at 3 million rows) over 31 days, work hours busier,
 a few models, pinch on for all but the 5 % holdout and pruning most turns past
 the first few, usage and the cache forecast on most rows. Rows go in with
-COPY on PostgreSQL and one executemany per batch on SQLite, and their figures
-into the summary tables through ``routing.summaries.writes.add_to_summaries``
-(the recording path's own function); the conversations' rows are then built
-from the log by ``routing.conversations.build_from_log`` (the migration's
-builder). The sizes fill one after another, so 1 million is 100,000 plus
-900,000 more.
+COPY on PostgreSQL and one executemany per batch on SQLite, their values as
+they are (Django's per-field preparation took three quarters of the time).
+Their figures are summed in memory by ``routing.summaries.writes.summed`` (the
+recording path's own function) across the batches and written once, the
+conversations' and tasks' units folded by ``routing.summaries.units.fold``
+(the recording's and the rebuild's) and placed in ``ArmHour`` by ``placed``;
+the conversations' rows are then built from the log by
+``routing.conversations.build_from_log`` (the migration's builder). The sizes
+fill one after another, so 1 million is 100,000 plus 900,000 more.
 
 At each size it times (median of ``--repeat`` after a warm-up, milliseconds):
 GET /metrics (JSON and Prometheus), the dashboard, the admin snapshot (what
 the TUI reads), ``pinch_summary --json``, the blocks they are made of (to see
-which still read the log), admin's decision list (plain and by model), and a
+which still read the log), the sessions view (newest and dearer first),
+admin's decision list (plain and by model), and a
 request's database work: the key check (uncached), the budget
 check, the conversation's state read back, and the decision's insert with its
 conversation's update and its summaries. The figures print side by side, one column a size.
@@ -28,6 +32,7 @@ Run: ``.venv/bin/python bench/bench_scale.py [--database postgres://...]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -131,39 +136,92 @@ def conversation_rows(rng: random.Random, number: int, key_ids: list[int], now: 
 
 
 def _columns():
+    """(column name, attribute, value when a row leaves it out, JSON or not) per column."""
+    from django.db import models
+
     from routing.models import RouteDecision
 
-    return [f for f in RouteDecision._meta.concrete_fields]
+    columns = []
+    for f in RouteDecision._meta.concrete_fields:
+        json = isinstance(f, models.JSONField)
+        default = f.get_default()
+        columns.append((f.column, f.attname, _json(default) if json else default, json))
+    return columns
+
+
+def _json(value):
+    return None if value is None else json.dumps(value)
 
 
 def _insert(rows: list[dict], next_id: int) -> None:
-    """The rows into the log (COPY, or executemany) with ids from ``next_id``, in one go."""
+    """The rows into the log (COPY, or executemany) with ids from ``next_id``, in one go.
+
+    The values are the rows' own (text, numbers, booleans, a UTC datetime, JSON as text):
+    Django's per-field preparation took three quarters of the fill's time."""
     from django.db import connection
 
-    fields = _columns()
-    names = [f.column for f in fields]
+    columns = _columns()
+    sqlite = connection.vendor == "sqlite"
     values = []
     for i, row in enumerate(rows):
         row["id"] = next_id + i
-        values.append(
-            tuple(
-                f.get_db_prep_save(
-                    row[f.attname] if f.attname in row else f.get_default(), connection
-                )
-                for f in fields
-            )
-        )
-    quoted = ", ".join(connection.ops.quote_name(n) for n in names)
+        value = []
+        for _, name, default, is_json in columns:
+            if name not in row:
+                value.append(default)
+            elif is_json:
+                value.append(_json(row[name]))
+            else:
+                value.append(row[name])
+        values.append(value)
+    if sqlite:  # SQLite keeps datetimes as naive UTC text
+        at = [name for _, name, _, _ in columns].index("created_at")
+        adapt = connection.ops.adapt_datetimefield_value
+        for value in values:
+            value[at] = adapt(value[at])
+    quoted = ", ".join(connection.ops.quote_name(column) for column, *_ in columns)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if not sqlite:
             with cursor.cursor.copy(f"COPY routing_routedecision ({quoted}) FROM STDIN") as copy:
                 for value in values:
                     copy.write_row(value)
         else:
-            marks = ", ".join(["%s"] * len(names))
+            marks = ", ".join(["%s"] * len(columns))
             cursor.executemany(
                 f"INSERT INTO routing_routedecision ({quoted}) VALUES ({marks})", values
             )
+
+
+def _set_indexes_aside() -> list[str]:
+    """PostgreSQL: drop the log's secondary indexes and skip its foreign-key triggers while
+    it fills (the bench's key ids are real), as PostgreSQL's docs advise for a bulk load:
+    one index build at the end costs less than keeping seven up to date row by row.
+    Returns the statements that build them again."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'routing_routedecision'"
+            " AND indexname NOT IN (SELECT conname FROM pg_constraint)"
+        )
+        indexes = cursor.fetchall()
+        for name, _ in indexes:
+            cursor.execute(f'DROP INDEX "{name}"')
+        cursor.execute("SET session_replication_role = replica")
+    return [definition for _, definition in indexes]
+
+
+def _rebuild_indexes(definitions: list[str]) -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = DEFAULT")
+        for definition in definitions:
+            cursor.execute(definition)
 
 
 def fill(target: int, rng: random.Random, key_ids: list[int], now: datetime) -> float:
@@ -172,27 +230,41 @@ def fill(target: int, rng: random.Random, key_ids: list[int], now: datetime) -> 
     from django.db.models import Max
 
     from routing.conversations import build_from_log
-    from routing.models import Conversation, RouteDecision
-    from routing.summaries.writes import add_to_summaries
+    from routing.models import ArmHour, Conversation, RouteDecision
+    from routing.summaries import units
+    from routing.summaries.writes import add_summed, config_in_force, summed
 
     started = time.perf_counter()
     have = RouteDecision.objects.count()
     next_id = (RouteDecision.objects.aggregate(m=Max("id"))["m"] or 0) + 1
-    number = have // REQUESTS_PER_CONVERSATION + 1_000_000 * (have > 0)
+    number = next_id  # conversations are fewer than rows: new names, whatever filled before
+    prices = units.completion_prices(config_in_force())
+    folded: dict = {}  # the new conversations' and tasks' units, by the recording's own fold
     batch: list[dict] = []
+    # The batches' figures summed in memory and written once: a team's 3 million rows
+    # fall into a few hundred thousand summary rows, so one upsert each.
+    totals = summed([])
+    indexes = _set_indexes_aside()
     while have < target:
         for row in conversation_rows(rng, number, key_ids, now):
             batch.append(row)
             have += 1
             if len(batch) == BATCH or have == target:
-                with transaction.atomic():
-                    _insert(batch, next_id)
-                    add_to_summaries(batch)
+                _insert(batch, next_id)
+                summed(batch, totals)
+                for fields in batch:
+                    units.fold(folded, fields, prices)
                 next_id += len(batch)
                 batch = []
             if have == target:
                 break
         number += 1
+    _rebuild_indexes(indexes)
+    for dimensions, figures in units.placed_sums(folded.values()).items():
+        totals[ArmHour][dimensions].update(figures)
+    with transaction.atomic():
+        add_summed(totals)
+        units.insert_all(folded)
     # The recording path keeps each conversation's row as its decisions are written; the
     # bulk fill skips that path, so the rows are built from the log (the migration's builder).
     Conversation.objects.all().delete()
@@ -282,6 +354,8 @@ def surfaces(repeat: int) -> dict[str, float]:
         "  block: quality_summary()": lambda: quality_summary(config),
         "  block: key_budget_rows()": lambda: key_budget_rows(config),
         "  block: agent_sessions()": lambda: agent_sessions(SESSIONS_SHOWN),
+        "sessions view, newest": get("/admin/routing/agentsession/"),
+        "sessions view, dearer first": get("/admin/routing/agentsession/?o=net"),
         "admin decision list": get("/admin/routing/routedecision/"),
         "admin list, one model": get("/admin/routing/routedecision/?chosen_model=gpt-4.1"),
         "request: key check": key_check,

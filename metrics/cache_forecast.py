@@ -7,7 +7,8 @@ The per-decision verdict is ``routing.cache_forecast``; this counts them for
 (routing/summaries/): the compared decisions by the provider's miss reason,
 with the predicted and billed cache reads summed, so the share of the prompt
 the router expected read stands beside the share the provider billed read;
-and one on the conversation hours for the conversations with a surprise.
+and one on the arms' hours for the conversations with a surprise (each once, in
+the window its latest decision falls in: routing/summaries/units.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from django.db.models import Sum
 
 from metrics.summary import Window
-from routing.models import ConversationHour
+from routing.models import ArmHour
 
 SHARE_DIGITS = 4
 
@@ -37,15 +38,9 @@ def cache_forecast(window: Window) -> dict:
         )
         .order_by()
     )
-    surprised = (
-        window.summaries(ConversationHour)
-        .filter(surprises__gt=0)
-        .exclude(conversation="")
-        .values("conversation")
-        .distinct()
-        .count()
-    )
-    return forecast_from_rows(list(rows), surprised)
+    # Each conversation once, in the window of its latest decision (routing/summaries/units.py).
+    surprised = window.summaries(ArmHour).aggregate(n=Sum("surprised"))["n"] or 0
+    return forecast_from_rows(list(rows), int(surprised))
 
 
 def forecast_context(window: Window) -> dict:

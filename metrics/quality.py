@@ -16,20 +16,23 @@ here they are added up:
   seconds);
 * ``arms``: per arm (routing/experiments.py), conversations, cost per
   conversation (billed prompt, cache reads and writes as the provider
-  reported them, plus every completion token at its model's price; the
-  conversations with a billed prompt), turns per task and the repeat rate
+  reported them, plus every completion token at its model's price when it was
+  recorded; the conversations with a billed prompt), turns per task and the repeat rate
   (repeats of any earlier call per result and turn: in the holdout nothing
   is compressed, so this is what compares), each with its interval, and
   every other arm against control, with ``significant`` false and a verdict
   saying so while the interval of the difference holds zero.
 
-Three queries whatever the traffic, each returning a row per arm: the
-database adds up the window's conversation hours (routing/summaries/) per
-conversation and then per arm, into counts and each sample's ``Moments``
-(size, sum, sum of squares: metrics/intervals.py), so no value per
-conversation crosses to Python (at 100,000 conversations that alone took
-half a second); and the conversations that stopped mid loop are counted on
-the conversations' own rows (routing.conversations.stopped_mid_loop).
+Three queries whatever the traffic, each returning a row per arm, over the
+window's hours of ``ArmHour`` (routing/summaries/units.py): the counts of the
+window's decisions, and each sample's ``Moments`` (size, sum, sum of squares:
+metrics/intervals.py), kept as the decisions are written. A conversation, and
+each task of it, is a sample in the window its latest decision falls in, with
+the figures of its whole life in the log (it used to count the part of its
+life inside the window: the same for every conversation that does not cross
+the window's start). The conversations stopped mid loop: the hours' counts
+and, for the last hour (quiet for ``IDLE`` is not on an hour), the units' own
+rows.
 ``quality_from_samples`` turns the per-arm samples into the block; the tests'
 recomputation from the raw log (tests/support/raw_figures.py) feeds it too.
 """
@@ -40,8 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import connection
-from django.db.models import Case, F, FloatField, Sum, Value, When
+from django.db.models import Count, Sum
 
 from metrics.intervals import (
     Estimate,
@@ -53,15 +55,13 @@ from metrics.intervals import (
 )
 from metrics.summary import DEFAULT_DAYS, Window, summary_window
 from routing.config import RouterConfig
-from routing.conversations import stopped_mid_loop
 from routing.experiments import CONTROL, arm_names
-from routing.models import ConversationHour
-from routing.pricing import PER_TOKENS
-from routing.summaries.contributions import NO_TASK
+from routing.models import ArmHour, QualityUnit
+from routing.summaries.contributions import NO_TASK, hour_of
 
 IDLE = timedelta(hours=1)  # a conversation quiet this long after asking for tools has stopped
 RATE_DIGITS = 6
-# The quality counts each arm adds up (ConversationHour's columns).
+# The quality counts each arm adds up (ArmHour's columns).
 COUNTS = (
     "repeats_compressed",
     "repeats_whole",
@@ -85,80 +85,72 @@ class ArmSample:
     counts: Counter = field(default_factory=Counter)
 
 
-def _completion_usd(config: RouterConfig):
-    """Completion tokens at their model's price, in SQL (a model no longer configured: $0)."""
-    prices = [
-        When(chosen_model=model.id, then=Value(model.completion_price / PER_TOKENS))
-        for model in config.models
-    ]
-    price = Case(*prices, default=Value(0.0), output_field=FloatField())
-    return Sum(F("completion_tokens") * price, output_field=FloatField())
-
-
-def _per_arm(units, outer: str) -> list[tuple]:
-    """``outer`` (the per-arm sums) over the per-unit rows of ``units``, grouped by arm."""
-    sql, params = units.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT arm, {outer} FROM ({sql}) units GROUP BY arm", params)
-        return cursor.fetchall()
-
-
-def _conversations(window: Window, config: RouterConfig) -> list[tuple]:
-    """(arm, conversations, billed ones, cost sum, cost squares, *COUNTS) per arm."""
-    units = (
-        window.summaries(ConversationHour)
-        .values("arm", "conversation")
-        .annotate(
-            billed=Sum("billed_decisions"),
-            cost=Sum("billed_usd") + _completion_usd(config),
-            **{name: Sum(name) for name in COUNTS},
-        )
-        .order_by()
-    )
-    billed = "CASE WHEN billed > 0 THEN {} ELSE 0 END"
-    sums = ", ".join(f"SUM({name})" for name in COUNTS)
-    return _per_arm(
-        units,
-        f"COUNT(*), SUM({billed.format(1)}), SUM({billed.format('cost')}), "
-        f"SUM({billed.format('cost * cost')}), {sums}",
-    )
-
-
-def _tasks(window: Window) -> list[tuple]:
-    """(arm, tasks, turns sum, turns squares, tokens sum, tokens squares) per arm."""
-    units = (
-        window.summaries(ConversationHour)
-        .exclude(task=NO_TASK)
-        .values("arm", "conversation", "task")
-        .annotate(turns=Sum("decisions"), tokens=Sum("prompt_tokens"))
-        .order_by()
-    )
-    # Squares of token counts as floats: a sum of them overflows SQLite's 64-bit integers.
-    return _per_arm(
-        units,
-        "COUNT(*), SUM(turns), SUM(turns * turns), SUM(tokens), SUM(tokens * 1.0 * tokens)",
-    )
-
-
 def _moments(n, total, squares) -> Moments:
     # PostgreSQL sums integers as numeric (Decimal); an empty sum is NULL.
     return Moments(int(n or 0), float(total or 0), float(squares or 0))
 
 
-def arm_samples(window: Window, config: RouterConfig) -> dict[str, ArmSample]:
-    """Each arm's sample over the window's conversation hours (two queries)."""
-    tasks = {arm: figures for arm, *figures in _tasks(window)}
+SAMPLED = (
+    "conversations",
+    "billed_conversations",
+    "cost_usd",
+    "cost_squares",
+    "tasks",
+    "task_turns",
+    "task_turn_squares",
+    "task_tokens",
+    "task_token_squares",
+)
+
+
+def arm_samples(window: Window) -> dict[str, ArmSample]:
+    """Each arm's sample over the window's hours (``ArmHour``: one query, a row per arm)."""
+    rows = (
+        window.summaries(ArmHour)
+        .values_list("arm")
+        .annotate(*(Sum(name) for name in (*SAMPLED, *COUNTS)))
+        .order_by()
+    )
     samples = {}
-    for arm, conversations, billed, cost, squares, *counts in _conversations(window, config):
-        n, turns, turn_squares, tokens, token_squares = tasks.get(arm, (0,) * 5)
+    for arm, conversations, billed, cost, squares, tasks, *rest in rows:
+        turns, turn_squares, tokens, token_squares, *counts = rest
         samples[arm] = ArmSample(
-            conversations=conversations,
+            conversations=int(conversations or 0),
             cost=_moments(billed, cost, squares),
-            turns=_moments(n, turns, turn_squares),
-            task_tokens=_moments(n, tokens, token_squares),
+            turns=_moments(tasks, turns, turn_squares),
+            task_tokens=_moments(tasks, tokens, token_squares),
             counts=Counter({name: int(value or 0) for name, value in zip(COUNTS, counts)}),
         )
     return samples
+
+
+def stopped_mid_loop(window: Window, idle: timedelta = IDLE) -> dict[str, int]:
+    """{arm: conversations last active in the window whose last answer asked for tools and
+    that stayed quiet ``idle`` until its end}: the whole hours' counts (``ArmHour``), and the
+    units of the last, partial hour read on their ``last_at`` index (two queries)."""
+    quiet_since = window.end - idle
+    partial = hour_of(quiet_since)
+    whole = (
+        window.summaries(ArmHour)
+        .filter(hour__lt=partial)
+        .values_list("arm")
+        .annotate(Sum("asked_tools"))
+        .order_by()
+    )
+    stopped = Counter({arm: int(n or 0) for arm, n in whole})
+    last_hour = (
+        QualityUnit.objects.filter(
+            task=NO_TASK,
+            last_at__gte=max(partial, hour_of(window.start)),
+            last_at__lte=quiet_since,
+            last_answer_tool_calls=True,
+        )
+        .values_list("arm")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    stopped.update(dict(last_hour))
+    return dict(+stopped)
 
 
 def _together(samples: list[Moments]) -> Moments:
@@ -256,6 +248,4 @@ def _versus(arm: ArmSample, control: ArmSample) -> dict:
 def quality_summary(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
     """The quality block over pinch_summary's window (three queries)."""
     window = summary_window(config, now, days)
-    return quality_from_samples(
-        arm_samples(window, config), stopped_mid_loop(window.start, window.end, IDLE), config
-    )
+    return quality_from_samples(arm_samples(window), stopped_mid_loop(window), config)

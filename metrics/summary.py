@@ -39,7 +39,11 @@ cost does not grow with the traffic: the window's hours by chosen model, and
 its days' histogram of tokens saved for the median (each saving rounded down
 to 3 significant digits, so the median is at most 1 % low; whole days). The
 window starts at the hour its start falls in. The conversations cheaper and
-dearer sum each conversation's hours (``ConversationHour``).
+dearer are counted as they are written (routing/summaries/units.py): a
+conversation counts in the window its latest decision falls in, with the net
+of its whole life in the log (it used to be the net of its hours inside the
+window: the same for every conversation that does not cross the window's
+start); a conversation whose net changes sign moves from one count to the other.
 """
 
 from __future__ import annotations
@@ -49,20 +53,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from routing.config import RouterConfig
-from routing.models import ConversationHour, DecisionSummary, RouteDecision, SavedTokens
+from routing.models import ArmHour, DecisionSummary, RouteDecision, SavedTokens
 from routing.periods import billing_period
 from routing.pricing import prompt_cost_usd
 from routing.summaries.contributions import NO_STATUS, day_of, hour_of
+from routing.summaries.units import DOLLAR_DIGITS  # savings a call are fractions of a cent
 
 DEFAULT_DAYS = 30  # the window the contract's ``_30d`` keys are named after
 SHARE_DIGITS = 4  # share_pruned: 0.1234 is 12.34 %, enough for a percent with two decimals
-DOLLAR_DIGITS = 6  # dollars: savings per call are often fractions of a cent
-HALF_A_DIGIT = 0.5 * 10**-DOLLAR_DIGITS  # what rounds to a micro-dollar
 # contributions.failed on a summary row (NO_STATUS: none recorded).
 FAILED = Q(status_code=NO_STATUS) | Q(status_code__gte=400)
 
@@ -128,27 +131,14 @@ def saved_histogram(window: Window) -> Counter:
 
 def net_figures(by_model: list[tuple], window: Window) -> dict:
     """The net saving and the billed calls (from ``model_rows``), and the conversations pinch
-    made cheaper or dearer (each conversation's own net, from its hours)."""
-    # Counted in the database over each conversation's net: a conversation is cheaper when
-    # its net rounds to a positive micro-dollar (DOLLAR_DIGITS), dearer when to a negative one.
-    each = (
-        window.summaries(ConversationHour)
-        .filter(net_decisions__gt=0)
-        .exclude(conversation="")
-        .values("conversation")
-        .annotate(net=Sum("net_usd"))
-    )
-    counted = each.aggregate(
-        cheaper=Count("conversation", filter=Q(net__gte=HALF_A_DIGIT)),
-        dearer=Count("conversation", filter=Q(net__lte=-HALF_A_DIGIT)),
-    )
-    cheaper, dearer = counted["cheaper"], counted["dearer"]
+    made cheaper or dearer (each conversation's own net: ``ArmHour``, routing/summaries/units)."""
+    counted = window.summaries(ArmHour).aggregate(cheaper=Sum("cheaper"), dearer=Sum("dearer"))
     return {
         # Sorted by model (model_rows), so the float sum runs in one order.
         "net_dollars_saved_usd_30d": round(sum(row[4] for row in by_model), DOLLAR_DIGITS),
         "billed_calls_30d": sum(row[5] for row in by_model),
-        "conversations_cheaper_30d": cheaper,
-        "conversations_dearer_30d": dearer,
+        "conversations_cheaper_30d": int(counted["cheaper"] or 0),
+        "conversations_dearer_30d": int(counted["dearer"] or 0),
     }
 
 

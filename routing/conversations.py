@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Max, Min, Q, Sum, Value, Window
@@ -282,19 +282,6 @@ def build_from_log(decision_model, conversation_model, last_row: dict = LAST_ROW
             conversation_model.objects.bulk_create(batch)
             batch = []
     conversation_model.objects.bulk_create(batch)
-
-
-def stopped_mid_loop(start: datetime, end: datetime, idle: timedelta) -> dict[str, int]:
-    """{arm: conversations last active from ``start`` whose last answer asked for tools and
-    that stayed quiet ``idle`` until ``end``}: one count by arm, by the last_at index."""
-    return dict(
-        Conversation.objects.filter(
-            last_at__gte=start, last_at__lte=end - idle, last_answer_tool_calls=True
-        )
-        .values_list("arm")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
 
 
 def forget_idle(days: int) -> int:

@@ -37,10 +37,11 @@ from routing.models.recall import RecallOriginal, RecallUsage
 from routing.models.refusals import LimitRefusal
 from routing.models.responses import StoredResponse
 from routing.models.summaries import (
+    ArmHour,
     CompressedTools,
-    ConversationHour,
     DecisionSummary,
     KeySpend,
+    QualityUnit,
     SavedTokens,
 )
 
@@ -60,14 +61,15 @@ __all__ = [
     "AgentSession",
     "ApiKey",
     "ApiKeyQuerySet",
+    "ArmHour",
     "BudgetLedger",
     "CompressedTools",
     "ConfigOverride",
     "Conversation",
-    "ConversationHour",
     "DecisionSummary",
     "KeySpend",
     "LimitRefusal",
+    "QualityUnit",
     "RecallOriginal",
     "RecallUsage",
     "RegisteredModel",

@@ -107,6 +107,8 @@ class Conversation(models.Model):
             models.Index(fields=["last_at"], name="conversation_last_idx"),
             # One session's conversations (a session's models).
             models.Index(fields=["session"], name="conversation_session_idx"),
+            # The sessions view's "dearer first": the conversations pinch made dearest.
+            models.Index(fields=["net_saved_usd", "id"], name="conversation_net_idx"),
         ]
 
     def __str__(self):

@@ -7,8 +7,8 @@ the last 48 hours by the hour. Every dimension is NOT NULL (a blank or 0 for
 ``INSERT ... ON CONFLICT DO UPDATE`` adding to it (routing.summaries.writes).
 Sizes (bench/bench_scale.py, a million decisions over 31 days): 15
 ``DecisionSummary`` rows an hour, one ``KeySpend`` row per active key and
-model an hour, about 2,000 ``SavedTokens`` buckets a day, two
-``ConversationHour`` rows a conversation.
+model an hour, about 2,000 ``SavedTokens`` buckets a day, one
+``ArmHour`` row an hour and arm; and one ``QualityUnit`` per conversation and task.
 """
 
 from django.db import models
@@ -152,23 +152,22 @@ class CompressedTools(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.tool}: {self.results}"
 
 
-class ConversationHour(models.Model):
-    """One conversation's decisions in one hour, by arm, chosen model and task: the figures
-    that are a conversation's own (the quality block, conversations made cheaper or dearer or
-    surprised). An agent's conversation lasts minutes to hours, so it fills one or two of
-    these: at the sizing case about 5 rows a conversation, 30 times fewer than its decisions.
+class ArmHour(models.Model):
+    """One arm's hour, for the quality block and the conversations pinch made cheaper or
+    dearer: two kinds of figures under one key.
+
+    - What the arm's decisions of the hour add (each decision in its own hour): the
+      quality signals' counts.
+    - The conversations, and the tasks of them, whose latest decision falls in the hour,
+      each counted once with the figures of its whole life (``QualityUnit``): a unit moves
+      to a later hour as its conversation goes on. Their samples are kept as moments (how
+      many, sum, sum of squares: metrics/intervals.py), so a mean and its interval over a
+      window read its hours' rows, a few a day and arm, whatever the traffic.
     """
 
     hour = models.DateTimeField()
-    conversation = models.CharField(max_length=32)
     arm = models.CharField(max_length=40)
-    chosen_model = models.CharField(max_length=200)
-    task = models.IntegerField(help_text="The quality task (routing/quality.py); -1: none.")
-    decisions = _count()
-    billed_usd = _usd("The prompt as billed, over the decisions with it.")
-    billed_decisions = _count("Decisions with a billed prompt cost.")
-    completion_tokens = _count()
-    prompt_tokens = _count("Prompt tokens as reported, else as measured.")
+
     repeats_compressed = _count()
     repeats_whole = _count()
     seen_compressed = _count()
@@ -177,17 +176,56 @@ class ConversationHour(models.Model):
     errors_after_prune = _count()
     results = _count()
     errors = _count()
+
+    conversations = _count("Conversations whose latest decision is in the hour.")
+    billed_conversations = _count("Of those, with a billed prompt.")
+    cost_usd = _usd("Their cost (billed prompt plus completion), summed.")
+    cost_squares = _usd("The squares of their costs, summed.")
+    cheaper = _count("Conversations whose net saving rounds to a positive micro-dollar.")
+    dearer = _count("Conversations whose net saving rounds to a negative micro-dollar.")
+    surprised = _count("Conversations the cache forecast's bill surprised at least once.")
+    asked_tools = _count("Conversations whose latest answer asked for tool calls.")
+    tasks = _count("Tasks whose latest decision is in the hour.")
+    task_turns = _count()
+    task_turn_squares = _count()
+    task_tokens = _count("Prompt tokens, as reported, else as measured.")
+    task_token_squares = _usd("Squares of token counts, as floats: they overflow 64 bits.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour", "arm"], name="arm_hour_uniq")]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H:00} {self.arm}"
+
+
+class QualityUnit(models.Model):
+    """A conversation (task -1) or one task of it: its running figures, and where its
+    latest decision placed it in ``ArmHour`` (routing/summaries/units.py). One or a few rows
+    a conversation, read by key on the write path; a whole table's read only to rebuild.
+    """
+
+    conversation = models.CharField(max_length=32)
+    task = models.IntegerField(help_text="The quality task; -1: the whole conversation.")
+    arm = models.CharField(max_length=40, help_text="Its latest decision's (blank keeps).")
+    last_at = models.DateTimeField(help_text="Its latest decision.")
+    last_answer_tool_calls = models.BooleanField(null=True)
+    decisions = _count()
+    billed_decisions = _count("Decisions with a billed prompt cost.")
+    billed_usd = _usd("The prompt as billed, over those.")
+    completion_usd = _usd("Completion tokens at their model's price when recorded.")
     net_usd = _usd("Net saving over the billed decisions (both costs known).")
     net_decisions = _count("Billed decisions (both costs known).")
-    surprises = _count("Decisions the cache forecast compares whose bill surprised it.")
+    surprises = _count("Decisions whose bill surprised the cache forecast.")
+    prompt_tokens = _count("Prompt tokens as reported, else as measured.")
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["hour", "conversation", "arm", "chosen_model", "task"],
-                name="conversation_hour_uniq",
-            )
+            models.UniqueConstraint(fields=["conversation", "task"], name="quality_unit_uniq")
+        ]
+        indexes = [
+            # The conversations stopped mid loop in the window's last, partial hour.
+            models.Index(fields=["last_at"], name="quality_unit_last_idx"),
         ]
 
     def __str__(self):
-        return f"{self.hour:%Y-%m-%d %H:00} {self.conversation}: {self.decisions}"
+        return f"{self.conversation} task {self.task}: {self.decisions}"

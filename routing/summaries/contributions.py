@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 
 from routing.cache_forecast import HIT, MISS
 from routing.models import (
+    ArmHour,
     CompressedTools,
-    ConversationHour,
     DecisionSummary,
     KeySpend,
     SavedTokens,
@@ -72,6 +72,7 @@ READS = (
     "cache_miss_reason",
     "conversation",
     "quality_task",
+    "answer_tool_calls",
     "measured_tokens",
     "quality_repeats_compressed",
     "quality_repeats_whole",
@@ -110,8 +111,52 @@ def _n(value) -> int:
 
 
 def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
-    """(table, dimension values, figures to add) for each row one decision adds to."""
+    """(table, dimension values, figures to add) for each row one decision adds to.
+
+    The conversations and tasks it belongs to (``QualityUnit``) are not among them: what
+    a decision adds to its conversation's place in ``ArmHour`` depends on the conversation's
+    figures before it (routing/summaries/units.py, from ``unit_figures``)."""
     hour = hour_of(fields["created_at"])
+    figures = decision_figures(fields)
+    compared = bool(figures.get("forecast_compared"))
+    status = fields.get("status_code")
+    yield (
+        DecisionSummary,
+        (
+            hour,
+            fields["path"],
+            fields.get("chosen_model") or "",
+            fields.get("baseline_model") or "",
+            NO_STATUS if status is None else status,
+            fields.get("arm") or "",
+            (fields.get("cache_miss_reason") or "") if compared else "",
+        ),
+        figures,
+    )
+    billed_usd = fields.get("billed_prompt_cost_usd")
+    prompt_usd = billed_usd if billed_usd is not None else fields.get("estimated_cost_usd")
+    yield (
+        KeySpend,
+        (hour, fields.get("api_key_id") or 0, fields.get("chosen_model") or ""),
+        {
+            "decisions": 1,
+            "prompt_usd": prompt_usd or 0.0,
+            "completion_tokens": _n(fields.get("completion_tokens")),
+        },
+    )
+    # The median tokens saved is of the pruned calls that were answered, like the share.
+    if figures["pruned"] and not failed(status):
+        yield SavedTokens, (day_of(hour), saved_bucket(figures["tokens_saved"])), {"decisions": 1}
+    yield ArmHour, (hour, fields.get("arm") or ""), quality_counts(fields)
+    tools = fields.get("pinch_tools")
+    if isinstance(tools, dict):
+        for name, count in tools.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                yield CompressedTools, (hour, str(name)[:200]), {"results": count}
+
+
+def decision_figures(fields: Mapping) -> dict:
+    """What one decision adds to its ``DecisionSummary`` row."""
     original, final = fields.get("pinch_original_tokens"), fields.get("pinch_final_tokens")
     pruned = original is not None and final is not None and original > final
     saved = original - final if pruned else 0
@@ -167,65 +212,14 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
             cache_misses=int(fields.get("cache_surprise") == MISS),
             cache_hits=int(fields.get("cache_surprise") == HIT),
         )
-    status = fields.get("status_code")
-    yield (
-        DecisionSummary,
-        (
-            hour,
-            fields["path"],
-            fields.get("chosen_model") or "",
-            fields.get("baseline_model") or "",
-            NO_STATUS if status is None else status,
-            fields.get("arm") or "",
-            (fields.get("cache_miss_reason") or "") if compared else "",
-        ),
-        figures,
-    )
-    prompt_usd = billed_usd if billed_usd is not None else fields.get("estimated_cost_usd")
-    yield (
-        KeySpend,
-        (hour, fields.get("api_key_id") or 0, fields.get("chosen_model") or ""),
-        {
-            "decisions": 1,
-            "prompt_usd": prompt_usd or 0.0,
-            "completion_tokens": _n(fields.get("completion_tokens")),
-        },
-    )
-    # The median tokens saved is of the pruned calls that were answered, like the share.
-    if pruned and not failed(status):
-        yield SavedTokens, (day_of(hour), saved_bucket(saved)), {"decisions": 1}
-    yield ConversationHour, _conversation_key(hour, fields), _conversation_figures(fields, figures)
-    tools = fields.get("pinch_tools")
-    if isinstance(tools, dict):
-        for name, count in tools.items():
-            if isinstance(count, int) and not isinstance(count, bool):
-                yield CompressedTools, (hour, str(name)[:200]), {"results": count}
+    return figures
 
 
-def _conversation_key(hour: datetime, fields: Mapping) -> tuple:
-    task = fields.get("quality_task")
-    return (
-        hour,
-        fields.get("conversation") or "",
-        fields.get("arm") or "",
-        fields.get("chosen_model") or "",
-        NO_TASK if task is None else task,
-    )
-
-
-def _conversation_figures(fields: Mapping, decision: dict) -> dict:
-    """What a decision adds to its conversation's hour (``decision``: its DecisionSummary
-    figures, for the net saving and the cache's surprise, defined there once)."""
-    billed_usd = fields.get("billed_prompt_cost_usd")
-    prompt = fields.get("prompt_tokens")
+def quality_counts(fields: Mapping) -> dict:
+    """What one decision adds to its arm's hour (``ArmHour``): the quality signals' counts."""
     results, errors = _n(fields.get("quality_results")), _n(fields.get("quality_errors"))
     after_prune = _n(fields.get("quality_seen_compressed")) > 0
     return {
-        "decisions": 1,
-        "billed_usd": billed_usd or 0.0,
-        "billed_decisions": int(billed_usd is not None),
-        "completion_tokens": _n(fields.get("completion_tokens")),
-        "prompt_tokens": _n(fields.get("measured_tokens") if prompt is None else prompt),
         "repeats_compressed": _n(fields.get("quality_repeats_compressed")),
         "repeats_whole": _n(fields.get("quality_repeats_whole")),
         "seen_compressed": _n(fields.get("quality_seen_compressed")),
@@ -234,7 +228,22 @@ def _conversation_figures(fields: Mapping, decision: dict) -> dict:
         "errors_after_prune": errors if after_prune else 0,
         "results": results,
         "errors": errors,
+    }
+
+
+def unit_figures(fields: Mapping, decision: dict | None = None) -> dict:
+    """What one decision adds to its conversation's and its task's running figures
+    (``QualityUnit``), but the completion's price, which the config holds
+    (routing/summaries/units.py). ``decision``: its ``decision_figures``, when known."""
+    decision = decision_figures(fields) if decision is None else decision
+    billed_usd = fields.get("billed_prompt_cost_usd")
+    prompt = fields.get("prompt_tokens")
+    return {
+        "decisions": 1,
+        "billed_decisions": int(billed_usd is not None),
+        "billed_usd": billed_usd or 0.0,
         "net_usd": decision["net_usd"],
         "net_decisions": decision["billed"],
         "surprises": decision.get("cache_misses", 0) + decision.get("cache_hits", 0),
+        "prompt_tokens": _n(fields.get("measured_tokens") if prompt is None else prompt),
     }

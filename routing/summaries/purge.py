@@ -12,20 +12,28 @@ the summaries keep of a purged day (docs/summaries.md):
 
 - ``DecisionSummary`` rows stay: they are Prometheus's all-time counters, which
   must never go down, and a few hundred rows a day;
-- ``KeySpend``, ``SavedTokens``, ``CompressedTools`` and ``ConversationHour``
+- ``KeySpend``, ``SavedTokens``, ``CompressedTools`` and ``ArmHour``
   serve only the windows
   (a budget period, the 30 days, a billing month: 31 days at most) and go with
-  the log's rows, before the same cutoff.
+  the log's rows, before the same cutoff;
+- each batch's decisions are taken out of their conversations' and tasks' units
+  (routing/summaries/units.py) in the batch's transaction, so a unit's figures stay
+  those of its decisions in the log: a conversation that began before the cutoff and
+  goes on after it keeps the figures of its days in the log, and moves in ``ArmHour``
+  as they change.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
-from routing.models import CompressedTools, ConversationHour, KeySpend, RouteDecision, SavedTokens
-from routing.summaries.contributions import day_of
+from routing.models import ArmHour, CompressedTools, KeySpend, RouteDecision, SavedTokens
+from routing.summaries import units
+from routing.summaries.contributions import READS, day_of
+from routing.summaries.writes import add_summed, config_in_force
 
 PURGE_BATCH = 5000  # rows a statement: a few milliseconds of lock on PostgreSQL or SQLite
 
@@ -43,10 +51,14 @@ def purge_decisions(older_than_days: int, batch: int = PURGE_BATCH) -> int:
         if not ids:
             break
         # The first ``batch`` old rows by id are exactly the old rows in this id range.
-        count, _ = old.filter(id__gte=ids[0], id__lte=ids[-1]).delete()
+        rows = old.filter(id__gte=ids[0], id__lte=ids[-1])
+        with transaction.atomic():
+            gone = list(rows.exclude(conversation="").order_by().values(*READS))
+            add_summed({ArmHour: units.remove(gone, config_in_force())})
+            count, _ = rows.delete()
         deleted += count
     KeySpend.objects.filter(hour__lt=cutoff).delete()
     CompressedTools.objects.filter(hour__lt=cutoff).delete()
-    ConversationHour.objects.filter(hour__lt=cutoff).delete()
+    ArmHour.objects.filter(hour__lt=cutoff).delete()
     SavedTokens.objects.filter(day__lt=cutoff).delete()
     return deleted

@@ -27,16 +27,18 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from routing.models import (
+    ArmHour,
     CompressedTools,
-    ConversationHour,
     DecisionSummary,
     KeySpend,
+    QualityUnit,
     RouteDecision,
     SavedTokens,
 )
-from routing.summaries.contributions import READS, contributions, day_of
+from routing.summaries import units
+from routing.summaries.contributions import READS, contributions, day_of, hour_of
 
-TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools, ConversationHour)
+TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools, ArmHour)
 DIMENSIONS = {
     DecisionSummary: (
         "hour",
@@ -50,21 +52,43 @@ DIMENSIONS = {
     KeySpend: ("hour", "api_key_id", "chosen_model"),
     SavedTokens: ("day", "bucket"),
     CompressedTools: ("hour", "tool"),
-    ConversationHour: ("hour", "conversation", "arm", "chosen_model", "task"),
+    ArmHour: ("hour", "arm"),
 }
 MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a statement
 REBUILD_BATCH = 5000  # log rows read at a time by a rebuild
 
 
 def add_to_summaries(rows: Iterable[Mapping]) -> None:
-    """Add the figures of decision rows (column values by name) to the summary tables."""
-    for table, groups in summed(rows).items():
+    """Add the figures of decision rows (column values by name) to the summary tables, and
+    the rows to their conversations' and tasks' units (routing/summaries/units.py) with
+    the units' moves in ``ArmHour``, their completions priced by the config in force."""
+    rows = list(rows)
+    totals = summed(rows)
+    moves = units.record(rows, config_in_force())
+    for dimensions, figures in moves.items():
+        totals[ArmHour][dimensions].update(figures)
+    add_summed(totals)
+
+
+def config_in_force():
+    """The config whose prices the completions get (imported late: the store reads
+    routing.models, which imports this package's tables)."""
+    from routing.config.store import current_config
+
+    return current_config()
+
+
+def add_summed(totals: dict[type, dict[tuple, Counter]]) -> None:
+    """Add figures already summed (``summed``) to the summary tables."""
+    for table, groups in totals.items():
         _upsert(table, groups)
 
 
-def summed(rows: Iterable[Mapping]) -> dict[type, dict[tuple, Counter]]:
-    """{table: {dimension values: figures}}: what decision rows add, summed in memory."""
-    totals: dict[type, dict[tuple, Counter]] = defaultdict(lambda: defaultdict(Counter))
+def summed(rows: Iterable[Mapping], totals=None) -> dict[type, dict[tuple, Counter]]:
+    """{table: {dimension values: figures}}: what decision rows add, summed in memory (added
+    to ``totals`` when given: a bulk fill sums its batches before writing them once)."""
+    if totals is None:
+        totals = defaultdict(lambda: defaultdict(Counter))
     for fields in rows:
         for table, dimensions, figures in contributions(fields):
             totals[table][dimensions].update(figures)
@@ -127,22 +151,34 @@ def recompute(since: datetime | None = None) -> int:
 
     Days before it keep their figures: purge_decisions removes whole days of the
     log and leaves their figures (docs/summaries.md), so a default rebuild keeps them.
+    The conversations' and tasks' units are rebuilt from the whole log (a unit's figures
+    are of all its decisions), and those whose latest decision is from ``since`` on are
+    placed again.
     """
     since = oldest_day() if since is None else day_of(since)
     if since is None:
         return 0
+    prices = units.completion_prices(config_in_force())
     read = 0
+    folded: dict = {}
     with transaction.atomic():
         for table in TABLES:
             table.objects.filter(**{f"{DIMENSIONS[table][0]}__gte": since}).delete()
-        log = RouteDecision.objects.filter(created_at__gte=since).order_by().values(*READS)
+        log = RouteDecision.objects.order_by("created_at", "id").values(*READS)
         batch = []
         for fields in log.iterator(chunk_size=REBUILD_BATCH):
+            units.fold(folded, fields, prices)
+            if fields["created_at"] < since:
+                continue
             batch.append(fields)
             if len(batch) == REBUILD_BATCH:
-                add_to_summaries(batch)
+                add_summed(summed(batch))
                 read += len(batch)
                 batch = []
-        add_to_summaries(batch)
+        add_summed(summed(batch))
         read += len(batch)
+        QualityUnit.objects.all().delete()
+        units.insert_all(folded)
+        placed = units.placed_sums(u for u in folded.values() if hour_of(u["last_at"]) >= since)
+        add_summed({ArmHour: placed})
     return read

@@ -48,14 +48,18 @@ def statements_of(captured) -> list[str]:
 
 def recorded(statements) -> None:
     """The statements of one transaction: the decision's INSERT, its conversation's UPDATE in
-    place, then one upsert per summary table it adds to (docs/summaries.md); no read."""
+    place, the quality units of the conversation and of its task read by key (locked) and
+    written, one statement each for both (routing/summaries/units.py), then one upsert per
+    summary table it adds to (docs/summaries.md)."""
     assert statements[0].startswith('INSERT INTO "routing_routedecision"')
     assert statements[1].startswith('UPDATE "routing_conversation"')
-    summaries = ('"routing_decisionsummary"', '"routing_keyspend"', '"routing_conversationhour"')
-    assert [sql.split(" (")[0].removeprefix("INSERT INTO ") for sql in statements[2:]] == list(
+    assert statements[2].startswith("SELECT") and 'FROM "routing_qualityunit"' in statements[2]
+    assert statements[3].startswith('INSERT INTO "routing_qualityunit"')
+    summaries = ('"routing_decisionsummary"', '"routing_keyspend"', '"routing_armhour"')
+    assert [sql.split(" (")[0].removeprefix("INSERT INTO ") for sql in statements[4:]] == list(
         summaries
     )
-    assert all("ON CONFLICT" in sql for sql in statements[2:])
+    assert all("ON CONFLICT" in sql for sql in statements[3:])
 
 
 def test_a_warm_request_costs_its_insert_its_conversations_update_and_its_figures(post):

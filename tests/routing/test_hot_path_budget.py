@@ -54,11 +54,13 @@ ENCODES = 2
 # figures per message, the results and their calls, the recall handles).
 WALKS = {"budget prune": 11, "payback and recall": 15}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
-# write: the row, its conversation, the three summary upserts, the reservation settled.
+# write: the row, its conversation, its conversation's and its task's quality units (read
+# locked, then written: routing/summaries/units.py), the three summary upserts, the
+# reservation settled.
 # No read: the conversation's state, and what recalls taught pinch
 # (routing.recall.store.restored), are in the worker's memory while it served the
 # request before.
-STATEMENTS = 7
+STATEMENTS = 9
 # A stream's: the client's body, then each of the upstream's events once (those relayed,
 # and the usage chunk the router asked for, not relayed), none encoded again (an event
 # nobody changed leaves as the bytes that came in); the upstream body is encoded once.

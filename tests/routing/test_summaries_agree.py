@@ -19,7 +19,14 @@ from metrics.savings import savings_by_cause
 from metrics.summary import pinch_summary, summary_window
 from routing.auth import create_api_key
 from routing.limits.budgets import budget_period, spend_by_key
-from routing.models import PERIOD_DAY, PERIOD_MONTH, PERIOD_WEEK, ApiKey, RouteDecision
+from routing.models import (
+    PERIOD_DAY,
+    PERIOD_MONTH,
+    PERIOD_WEEK,
+    ApiKey,
+    QualityUnit,
+    RouteDecision,
+)
 from routing.recording import spool
 from routing.summaries.purge import purge_decisions
 from routing.summaries.writes import TABLES, recompute
@@ -30,6 +37,7 @@ pytestmark = pytest.mark.django_db
 
 # Midnight today: the windows and the purge's cutoff fall on the summaries' hours and days.
 NOW = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+ARMS = {"c1": "control", "c2": "holdout", "c3": "fast-arm"}
 MODELS = ("qwen-small", "gpt-4.1-mini", "gpt-4.1", "retired-model", "")
 PERIODS = (PERIOD_DAY, PERIOD_WEEK, PERIOD_MONTH)
 usd = st.integers(0, 2_000_000).map(lambda n: n / 1_000_000)
@@ -59,14 +67,19 @@ def rows(draw, max_days):
             ),
         )
     )
+    conversation = draw(st.sampled_from(["", *ARMS]))
     fields = {
         "age": timedelta(days=draw(st.integers(0, max_days)), minutes=draw(st.integers(1, 1439))),
         "path": draw(st.sampled_from([RouteDecision.PATH_ROUTED, RouteDecision.PATH_PASSTHROUGH])),
         "chosen_model": draw(st.sampled_from(MODELS)),
         "baseline_model": draw(st.sampled_from(["", "gpt-4.1", "retired-model"])),
-        "arm": draw(st.sampled_from(["control", "holdout", "fast-arm"])),
         "status_code": draw(st.sampled_from([200, 200, 429, 502, None])),
-        "conversation": draw(st.sampled_from(["", "c1", "c2", "c3"])),
+        "conversation": conversation,
+        # A conversation keeps its arm (routing/experiments.py); rows without one vary.
+        "arm": ARMS.get(conversation) or draw(st.sampled_from(list(ARMS.values()))),
+        # And its answers ask for tools or not (c1 stops mid loop), so no tie of two rows
+        # at one time decides what its latest answer was.
+        "answer_tool_calls": conversation == "c1",
         "quality_task": draw(st.one_of(st.none(), st.integers(0, 3))),
         "estimated_cost_usd": draw(usd),
         "prompt_tokens": draw(st.one_of(st.none(), st.integers(0, 200_000))),
@@ -205,7 +218,7 @@ def test_the_summaries_and_every_surface_agree_with_the_raw_log(
     write_default_config, before, late, reset_days, periods
 ):
     RouteDecision.objects.all().delete()
-    for table in TABLES:
+    for table in (*TABLES, QualityUnit):
         table.objects.all().delete()
     keys = [create_api_key(f"team-{i}")[0] for i in range(3)]
     for key, period in zip(keys, periods, strict=True):

@@ -1,11 +1,14 @@
-"""Writers recording at once never lose one another's increments to a summary row."""
+"""Writers recording at once never lose one another's increments to a summary row, nor count
+one conversation twice (its quality units are read locked: routing/summaries/units.py)."""
 
 import threading
 
 import pytest
 from django.db import connection, connections
+from django.db.models import Sum
 
-from routing.models import DecisionSummary, KeySpend
+from routing.models import ArmHour, DecisionSummary, KeySpend, QualityUnit
+from routing.summaries.contributions import NO_TASK
 from tests.support.decisions import decision, seed
 
 WRITERS = 4
@@ -23,7 +26,17 @@ def test_concurrent_writers_add_every_decision_to_the_same_summary_rows():
         try:
             start.wait()
             for _ in range(ROWS_EACH):
-                seed(decision(saved=1000, estimated_cost_usd=0.5))
+                seed(
+                    decision(
+                        saved=1000,
+                        estimated_cost_usd=0.5,
+                        conversation="shared",
+                        quality_task=0,
+                        arm="control",
+                        billed_prompt_cost_usd=0.001,
+                        unpruned_cost_usd=0.002,
+                    )
+                )
         except Exception as error:  # reported below, with the thread's own traceback lost
             errors.append(error)
         finally:
@@ -39,4 +52,10 @@ def test_concurrent_writers_add_every_decision_to_the_same_summary_rows():
     rows = list(DecisionSummary.objects.values_list("decisions", "pruned", "tokens_saved"))
     assert rows == [(WRITERS * ROWS_EACH, WRITERS * ROWS_EACH, WRITERS * ROWS_EACH * 1000)]
     spent = KeySpend.objects.get()
-    assert spent.prompt_usd == pytest.approx(WRITERS * ROWS_EACH * 0.5)
+    assert spent.prompt_usd == pytest.approx(WRITERS * ROWS_EACH * 0.001)  # as billed
+    units = dict(QualityUnit.objects.values_list("task", "decisions"))
+    assert units == {NO_TASK: WRITERS * ROWS_EACH, 0: WRITERS * ROWS_EACH}
+    placed = ArmHour.objects.aggregate(
+        conversations=Sum("conversations"), cheaper=Sum("cheaper"), tasks=Sum("tasks")
+    )
+    assert placed == {"conversations": 1, "cheaper": 1, "tasks": 1}

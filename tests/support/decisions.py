@@ -4,6 +4,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from routing.config.store import forget_cached_config
 from routing.models import RouteDecision
 from routing.recording.inserts import insert_decisions
 
@@ -35,9 +36,12 @@ def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecisi
 
 def seed(*rows: RouteDecision) -> list[RouteDecision]:
     """Insert rows as the recording path does: each with its conversation, its figures in
-    the summary tables."""
+    the summary tables. As another process would: the recording reads the config (its
+    prices), and this process's cached copy of it is dropped again, so a test that counts
+    a page's queries counts the page's config read."""
     for row, inserted in zip(rows, insert_decisions([columns(row) for row in rows])):
         row.pk = inserted["id"]
+    forget_cached_config()
     return list(rows)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
-from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, TruncHour
 
 from metrics.cache_forecast import forecast_from_rows
@@ -22,10 +22,19 @@ from metrics.savings import causes_from_rows
 from metrics.summary import DOLLAR_DIGITS, Window, summary_from_rows
 from routing.cache_forecast import HIT, MISS, SURPRISES
 from routing.conversations import FAILED
-from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, RouteDecision
+from routing.models import (
+    BILLED,
+    NET_SAVED,
+    PRUNED,
+    TOKENS_SAVED,
+    ArmHour,
+    QualityUnit,
+    RouteDecision,
+)
 from routing.pricing import PER_TOKENS
-from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS, READS, saved_bucket
-from routing.summaries.writes import DIMENSIONS, TABLES, summed
+from routing.summaries import units
+from routing.summaries.contributions import LATENCY_BUCKETS_SECONDS, READS, hour_of, saved_bucket
+from routing.summaries.writes import DIMENSIONS, TABLES, config_in_force, summed
 
 # Billed with no cache read or written.
 NO_CACHE = (Q(cache_read_tokens__isnull=True) | Q(cache_read_tokens=0)) & (
@@ -41,7 +50,7 @@ COMPARED = Q(
 def assert_same(shown, expected, where=""):
     """Equal, floats to the micro-dollar (sums added in another order differ in the last bits)."""
     if isinstance(expected, dict):
-        assert set(shown) == set(expected), where
+        assert set(shown) == set(expected), (where, set(shown) ^ set(expected))
         for k in expected:
             assert_same(shown[k], expected[k], f"{where}.{k}")
     elif isinstance(expected, float):
@@ -50,8 +59,14 @@ def assert_same(shown, expected, where=""):
         assert shown == expected, where
 
 
+def _nonzero(value) -> bool:
+    # A float a unit's move subtracted and another added back can keep a residue of 1e-18.
+    return abs(value) > 1e-12
+
+
 def _as_plain(groups) -> dict:
-    return {key: {k: v for k, v in figures.items() if v} for key, figures in groups.items()}
+    plain = {key: {k: v for k, v in f.items() if _nonzero(v)} for key, f in groups.items()}
+    return {key: figures for key, figures in plain.items() if figures}
 
 
 def stored_summaries(since) -> dict:
@@ -65,18 +80,31 @@ def stored_summaries(since) -> dict:
             if f.column not in dimensions and f.column != "id"
         ]
         rows = table.objects.filter(**{f"{dimensions[0]}__gte": since}).values()
-        result[table.__name__] = {
-            tuple(row[d] for d in dimensions): {c: row[c] for c in figures if row[c]}
-            for row in rows
-        }
+        result[table.__name__] = _as_plain(
+            {tuple(row[d] for d in dimensions): {c: row[c] for c in figures} for row in rows}
+        )
+    result["QualityUnit"] = {
+        (u.pop("conversation"), u.pop("task")): u
+        for u in QualityUnit.objects.values(*units.COLUMNS)
+    }
     return result
 
 
 def recomputed_summaries(since) -> dict:
-    """The same, summed from the log's rows from ``since``: what a rebuild would write."""
+    """The same, summed from the log's rows from ``since``: what a rebuild would write (the
+    conversations' and tasks' units from the whole log, placed from ``since``)."""
     log = RouteDecision.objects.filter(created_at__gte=since).values(*READS)
     totals = summed(log)
-    return {table.__name__: _as_plain(totals.get(table, {})) for table in TABLES}
+    folded = {}
+    prices = units.completion_prices(config_in_force())
+    for fields in RouteDecision.objects.order_by("created_at", "id").values(*READS):
+        units.fold(folded, fields, prices)
+    placed = units.placed_sums(u for u in folded.values() if hour_of(u["last_at"]) >= since)
+    for dimensions, figures in placed.items():
+        totals[ArmHour][dimensions].update(figures)
+    result = {table.__name__: _as_plain(totals.get(table, {})) for table in TABLES}
+    result["QualityUnit"] = {(u.pop("conversation"), u.pop("task")): u for u in folded.values()}
+    return result
 
 
 def pinch_summary(config, window: Window) -> dict:
@@ -99,15 +127,11 @@ def pinch_summary(config, window: Window) -> dict:
         .order_by("chosen_model")
     )
     summary = summary_from_rows(by_model, histogram, config)
-    nets = (
-        window.decisions()
-        .billed()
-        .exclude(conversation="")
-        .values_list("conversation")
-        .annotate(net=Sum(NET_SAVED))
-        .order_by()
-    )
-    rounded = [round(net, DOLLAR_DIGITS) for _, net in nets]
+    rounded = [
+        round(unit["net"], DOLLAR_DIGITS)
+        for unit in conversation_units(config, window).values()
+        if unit["net_rows"]
+    ]
     summary.update(
         net_dollars_saved_usd_30d=round(sum(row[4] for row in by_model), DOLLAR_DIGITS),
         billed_calls_30d=sum(row[5] for row in by_model),
@@ -115,6 +139,55 @@ def pinch_summary(config, window: Window) -> dict:
         conversations_dearer_30d=sum(net < 0 for net in rounded),
     )
     return summary
+
+
+def _latest(rows, **match):
+    """The newest of ``rows`` matching ``match`` (by time, then id), as a subquery's rows."""
+    return rows.filter(**match).order_by("-created_at", "-id")
+
+
+def conversation_units(config, window: Window, task: bool = False) -> dict:
+    """Each conversation (``task``: each task of one) whose latest decision is in the window,
+    with the figures of all its decisions in the log and its latest decision's arm (the
+    newest that names one) and answer: {key: figures}. ``config``: whose prices the
+    completions get (None: no cost)."""
+    keys = ["conversation", "quality_task"] if task else ["conversation"]
+    log = RouteDecision.objects.exclude(conversation="")
+    if task:
+        log = log.filter(quality_task__isnull=False)
+    match = {k: OuterRef(k) for k in keys}
+    named = _latest(RouteDecision.objects.exclude(arm=""), **match)
+    newest = _latest(RouteDecision.objects.all(), **match)
+    units = {}
+    for row in (
+        log.values(*keys)
+        .annotate(
+            last_at=Max("created_at"),
+            arm=Coalesce(Subquery(named.values("arm")[:1]), Value("")),
+            asked=Subquery(newest.values("answer_tool_calls")[:1]),
+            rows=Count("id"),
+            billed_rows=Count("billed_prompt_cost_usd"),
+            billed=Coalesce(Sum("billed_prompt_cost_usd"), 0.0),
+            net=Coalesce(Sum(NET_SAVED, filter=BILLED), 0.0),
+            net_rows=Count("id", filter=BILLED),
+            surprises=Count("id", filter=COMPARED & Q(cache_surprise__in=SURPRISES)),
+            tokens=Coalesce(Sum(Coalesce("prompt_tokens", "measured_tokens")), 0),
+        )
+        .order_by()
+    ):
+        if hour_of(window.start) <= row["last_at"] <= window.end:
+            units[tuple(row[k] for k in keys)] = row
+    if config is None:  # the costs are not asked for
+        return units
+    completions = (
+        log.values_list(*keys, "chosen_model").annotate(n=Sum("completion_tokens")).order_by()
+    )
+    for *key, model_id, tokens in completions:
+        if tuple(key) in units:
+            model = config.model(model_id)
+            price = model.completion_price if model is not None else 0.0
+            units[tuple(key)]["billed"] += (tokens or 0) * price / PER_TOKENS
+    return units
 
 
 def quality_summary(config, window: Window) -> dict:
@@ -131,69 +204,37 @@ def quality_summary(config, window: Window) -> dict:
         "results": Sum("quality_results"),
         "errors": Sum("quality_errors"),
     }
-    rows = (
-        window.decisions()
-        .values_list("arm", "conversation", "chosen_model")
-        .annotate(
-            billed=Sum("billed_prompt_cost_usd"),
-            billed_rows=Count("billed_prompt_cost_usd"),
-            completion=Sum("completion_tokens"),
-            **counts,
-        )
-        .order_by()
-    )
-    conversations = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))  # arm: conv: [rows, $]
     arm_counts = defaultdict(Counter)
-    for arm, conversation, model_id, billed, billed_rows, completion, *figures in rows:
-        model = config.model(model_id)
-        price = model.completion_price if model is not None else 0.0
-        unit = conversations[arm][conversation]
-        unit[0] += billed_rows
-        unit[1] += (billed or 0.0) + (completion or 0) * price / PER_TOKENS
+    for arm, *figures in window.decisions().values_list("arm").annotate(**counts).order_by():
         arm_counts[arm].update(dict(zip(counts, (f or 0 for f in figures), strict=True)))
+    conversations = defaultdict(list)
+    for unit in conversation_units(config, window).values():
+        conversations[unit["arm"]].append(unit)
     tasks = defaultdict(list)
-    for arm, turns, tokens in (
-        window.decisions()
-        .filter(quality_task__isnull=False)
-        .values_list("arm", "conversation", "quality_task")
-        .annotate(turns=Count("id"), tokens=Sum(Coalesce("prompt_tokens", "measured_tokens")))
-        .values_list("arm", "turns", "tokens")
-        .order_by()
-    ):
-        tasks[arm].append((turns, tokens))
+    for unit in conversation_units(config, window, task=True).values():
+        tasks[unit["arm"]].append((unit["rows"], unit["tokens"]))
     samples = {
         arm: ArmSample(
-            conversations=len(units),
-            cost=Moments.of(cost for billed_rows, cost in units.values() if billed_rows),
+            conversations=len(conversations[arm]),
+            cost=Moments.of(u["billed"] for u in conversations[arm] if u["billed_rows"]),
             turns=Moments.of(turns for turns, _ in tasks[arm]),
             task_tokens=Moments.of(tokens for _, tokens in tasks[arm]),
             counts=+arm_counts[arm],
         )
-        for arm, units in conversations.items()
+        for arm in {*arm_counts, *conversations, *tasks}
     }
-    return quality_from_samples(samples, stopped_from_the_log(window), config)
+    return quality_from_samples(samples, stopped_from_the_log(config, window), config)
 
 
-def stopped_from_the_log(window: Window) -> dict:
-    """{arm: conversations active in the window whose last answer asked for tools an hour or
-    more before its end}, from the log itself (what the conversations' rows keep)."""
-    latest = RouteDecision.objects.filter(conversation=OuterRef("conversation")).order_by(
-        "-created_at", "-id"
-    )
-    last = (
-        window.decisions()
-        .exclude(conversation="")
-        .values("conversation")
-        .annotate(
-            last_at=Max("created_at"),
-            asked=Subquery(latest.values("answer_tool_calls")[:1]),
-            last_arm=Subquery(latest.values("arm")[:1]),
-        )
-        .values_list("last_arm", "last_at", "asked")
-        .order_by()
-    )
+def stopped_from_the_log(config, window: Window) -> dict:
+    """{arm: conversations last active in the window whose last answer asked for tools an
+    hour or more before its end}, from the log itself."""
     return dict(
-        Counter(arm for arm, last_at, asked in last if asked and window.end - last_at >= IDLE)
+        Counter(
+            unit["arm"]
+            for unit in conversation_units(config, window).values()
+            if unit["asked"] and window.end - unit["last_at"] >= IDLE
+        )
     )
 
 
@@ -253,14 +294,8 @@ def cache_forecast(window: Window) -> dict:
         )
         .order_by()
     )
-    surprised = (
-        compared.filter(cache_surprise__in=SURPRISES)
-        .exclude(conversation="")
-        .values("conversation")
-        .distinct()
-        .count()
-    )
-    return forecast_from_rows(list(rows), surprised)
+    units = conversation_units(None, window).values()
+    return forecast_from_rows(list(rows), sum(1 for unit in units if unit["surprises"]))
 
 
 def request_totals(window: Window) -> dict:
