@@ -24,7 +24,7 @@ def fill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("routing", "0020_scale"),
+        ("routing", "0021_scale_moments"),
     ]
 
     operations = [
