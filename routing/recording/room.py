@@ -18,14 +18,14 @@ end of the rows kept there, inside blocks that are already the file's: no
 other writer on the disk can take them. Giving the blocks back to the
 filesystem and appending to the spool instead lost rows: SQLite's journal
 took the freed blocks first (one run of the full-disk test: 644 rows for 647
-answered requests). The room file is thus a spool segment too, read as JSON
-lines up to its unwritten (zero) tail:
-
-- this process drains its own rows (``rows``, then ``forget`` once they are in
-  the database, under the spool's drain lock): the file keeps its size and
-  its blocks, the rows' bytes are zeroed;
-- a dead process's file (its flock can be taken) is handed to the spool's
-  drain whole (``dead_files``), and removed once drained.
+answered requests). The room file is thus a spool segment too: its rows
+at its start, one JSON line each, zeros after them (JSON has no zero byte).
+Any process's drain (routing/recording/spool.py, under the drain lock) takes
+a file's rows with ``taken``, live or dead: a ``lockf`` that ``keep`` takes
+too keeps the owner from adding a row meanwhile; once they are written, their
+bytes are zeroed (the file keeps its blocks: room again) and a dead process's
+file (its flock can be taken) is removed. The owner finds where its rows end
+from the file itself, so a drain by another process needs no word with it.
 
 The file is as large as the most rows a process had in flight at once (a few
 hundred KB for 16 threads) plus the rows kept in it; it never shrinks
