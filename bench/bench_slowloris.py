@@ -8,13 +8,17 @@ docs/deploy/nginx.conf. A request not answered within --timeout counts as
 timed out. tests/routing/test_deployment.py holds the nginx side in CI.
 
 Run: ``.venv/bin/python bench/bench_slowloris.py [--requests N] [--timeout S]``
-(needs nginx: ``apt-get install nginx-light``). Loopback only; every process
-and socket is closed on exit.
+(needs nginx: ``apt-get install nginx-light``). ``--slow 256,400`` times
+gunicorn alone instead (as scripts/serve runs it: 2 workers x 128 threads),
+under that many slow clients (half slow headers, half slow bodies), with
+gthread as it is and with the router's worker (router_project/buffered_worker.py).
+Loopback only; every process and socket is closed on exit.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -32,6 +36,8 @@ from tests.support.openai_upstream import UpstreamServer
 from tests.support.served import gunicorn_router, nginx_in_front, prepare, router_env
 from tests.support.slowloris import Slowloris
 
+# gthread as gunicorn ships it (GUNICORN_CMD_ARGS overrides gunicorn.conf.py), and ours.
+WORKERS = {"gthread": {"GUNICORN_CMD_ARGS": "--worker-class gthread"}, "buffered (ours)": {}}
 HI = {"model": "echo-medium", "messages": [{"role": "user", "content": "hi " * 600}]}
 
 
@@ -54,19 +60,22 @@ def timed_requests(url: str, key: str, count: int, timeout: float) -> tuple[list
 
 
 def under_attack(url: str, key: str, count: int, timeout: float, each: int = 20) -> str:
+    """``each`` slow-header and ``each`` slow-body clients while ``count`` normal requests run."""
     port = int(url.rsplit(":", 1)[1])
     seconds = min(count * timeout + 10, 120)
-    with (
-        Slowloris(port, each, "headers", seconds=seconds),
-        Slowloris(port, each, "body", seconds=seconds),
-    ):
+    with contextlib.ExitStack() as stack:
+        for mode in ("headers", "body"):
+            # Slowloris opens 100 connections at most: several for more.
+            for start in range(0, each, 100):
+                stack.enter_context(Slowloris(port, min(100, each - start), mode, seconds))
         time.sleep(1.5)
         times, timed_out = timed_requests(url, key, count, timeout)
     if not times:
         return f"0/{count} answered ({timed_out} timed out after {timeout:g} s)"
+    p95 = statistics.quantiles(times, n=20, method="inclusive")[-1] if len(times) > 1 else times[0]
     return (
         f"{len(times)}/{count} answered, p50 {statistics.median(times):.1f} ms, "
-        f"max {max(times):.1f} ms, {timed_out} timed out after {timeout:g} s"
+        f"p95 {p95:.1f} ms, max {max(times):.1f} ms, {timed_out} timed out after {timeout:g} s"
     )
 
 
@@ -75,14 +84,14 @@ def main():
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=2.0)
     parser.add_argument(
-        "--threads",
+        "--slow",
         default="",
-        help="comma-separated ROUTER_THREADS values: time gunicorn alone (as scripts/serve "
-        "runs it) under 40 slow-header and 40 slow-body clients with each, no nginx",
+        help="comma-separated counts of slow clients: time gunicorn alone (as scripts/serve "
+        "runs it) under each, with gthread as it is and with the router's worker, no nginx",
     )
     args = parser.parse_args()
-    if args.threads:
-        return compare_threads(args)
+    if args.slow:
+        return compare_workers(args)
     upstream = UpstreamServer().start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -106,18 +115,21 @@ def main():
         upstream.stop()
 
 
-def compare_threads(args):
+def compare_workers(args):
     upstream = UpstreamServer().start()
     try:
         print(describe_machine())
-        print("gunicorn alone, 2 workers, 40 slow-header + 40 slow-body clients")
-        for threads in args.threads.split(","):
-            with tempfile.TemporaryDirectory() as tmp:
-                config = base_config(upstream.base_url)
-                env = router_env(Path(tmp), config, ROUTER_THREADS=threads)
-                with gunicorn_router(env, prepare(env)) as router:
-                    result = under_attack(router.url, router.key, args.requests, args.timeout, 40)
-                    print(f"gthread, {threads:>3} threads/worker: {result}")
+        print(f"gunicorn alone, 2 workers x 128 threads, {args.requests} normal requests")
+        for slow in args.slow.split(","):
+            for worker, extra in WORKERS.items():
+                with tempfile.TemporaryDirectory() as tmp:
+                    config = base_config(upstream.base_url)
+                    env = router_env(Path(tmp), config, **extra)
+                    with gunicorn_router(env, prepare(env)) as router:
+                        result = under_attack(
+                            router.url, router.key, args.requests, args.timeout, int(slow) // 2
+                        )
+                print(f"{worker:>16}, {slow:>3} slow clients: {result}")
     finally:
         upstream.stop()
 

@@ -1,15 +1,15 @@
 """gunicorn settings for the router.
 
-Threaded workers (gthread): a streamed answer holds its thread until the
-upstream finishes, so threads, not processes, carry the concurrency. And a
-client that sends its request a byte at a time holds a thread too (gthread
-hands a connection to a thread at its first bytes): 128 threads a worker keep
-normal requests answering with 80 such clients on the embedded default
-(``bench/bench_slowloris.py --threads 16,64,128``: 16 and 64 threads timed out
-55% and 60% of normal requests at 2 s, 128 none). nginx in front
-(docs/deployment.md) remains the answer to more of them. Each
-value can be overridden from the environment (README, "Settings"), read by the
-same typed helpers as Django's settings: a bad value stops gunicorn naming it.
+Threaded workers: a streamed answer holds its thread until the upstream
+finishes, so threads, not processes, carry the concurrency. gthread as it is
+hands a connection to a thread at its first bytes, so a client sending its
+request a byte at a time held a thread (256 such clients starved normal
+requests of the default 2 x 128 threads); the router's worker class
+(router_project/buffered_worker.py) reads each request whole in the worker's
+poller first, so threads only meet complete requests, as behind nginx
+(docs/deployment.md). Each value can be overridden from the environment
+(README, "Settings"), read by the same typed helpers as Django's settings: a
+bad value stops gunicorn naming it.
 """
 
 from router_project.env import env_int, env_str
@@ -20,7 +20,8 @@ json_server_errors()
 
 bind = env_str("ROUTER_BIND", "127.0.0.1:8000")
 workers = env_int("ROUTER_WORKERS", 2)
-worker_class = "gthread"
+# gthread, each request read whole before a thread sees it.
+worker_class = "router_project.buffered_worker.BufferedThreadWorker"
 threads = env_int("ROUTER_THREADS", 128)
 # Upstream answers of long generations can take minutes; the worker timeout only
 # guards against a wedged worker, not a slow upstream (threads keep heartbeating).

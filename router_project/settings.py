@@ -123,6 +123,11 @@ LOGIN_URL = "/admin/login/"
 # the OpenAI error shape; Django's own limit would answer with a bare 400.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 ROUTER_MAX_BODY_BYTES = env_int("ROUTER_MAX_BODY_BYTES", 20 * 1024 * 1024)
+# gunicorn's worker reads each request whole before a thread sees it
+# (router_project/buffered_worker.py): within this many seconds of its first byte, else 408;
+# and at most this many request bytes held by one worker at once, else 503.
+ROUTER_REQUEST_READ_SECONDS = env_int("ROUTER_REQUEST_READ_SECONDS", 60)
+ROUTER_WORKER_BUFFER_BYTES = env_int("ROUTER_WORKER_BUFFER_BYTES", 256 * 1024 * 1024)
 ROUTER_CONFIG = env_str("ROUTER_CONFIG", "")
 REDIS_URL = env_str("REDIS_URL", "")
 # How long a worker trusts a router key it checked, without a query (routing/auth.py).

@@ -66,7 +66,7 @@ class WsgiEdges:
         return without_head_body(environ, self.app(environ, start_response))
 
 
-def json_error_bytes(status: int, reason: str, message: str) -> bytes:
+def json_error_bytes(status: int, reason: str, message: str, code: str | None = None) -> bytes:
     """A whole HTTP/1.1 answer (the connection closed after it) carrying the error as JSON."""
     body = json.dumps(
         {
@@ -75,7 +75,7 @@ def json_error_bytes(status: int, reason: str, message: str) -> bytes:
                 "message": message or reason,
                 "type": "invalid_request_error",
                 "param": None,
-                "code": reason.lower().replace(" ", "_"),
+                "code": code or reason.lower().replace(" ", "_").replace("-", "_"),
             },
         }
     ).encode()

@@ -17,7 +17,6 @@ docs/durability.md tells the whole path.
 """
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -42,10 +41,6 @@ from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
 log = logging.getLogger(__name__)
-
-# Pauses between the tries of a row's spool write on a full disk (None: the last try);
-# 1.5 s in all at most, on a request whose answer is already paid for.
-SPOOL_RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.75, None)
 
 
 @dataclass
@@ -182,6 +177,10 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
             log.warning("decision_write_failed reason=%s: %s", type(error).__name__, error)
         else:
             log.exception("decision_write_failed")
+        if decision.id != journaled_id:
+            # An id the failed insert got from the database was rolled back with it, and
+            # will be handed out again: the spooled row must not carry it.
+            decision.fields["id"] = None
         _spool(decision)
         room.release(decision.room)
         journal.closed(journaled_id)
@@ -203,21 +202,15 @@ def _spool(decision: OpenDecision) -> None:
     try:
         spool.spool(decision.fields)
     except OSError:
-        # The disk is full: the room this row was promised makes its place. Another
-        # writer on the disk (SQLite's journal of a failing insert) may take the freed
-        # blocks first; it gives them back when its transaction rolls back, so the row
-        # waits a little for them before it is counted lost.
-        room.give_back(decision.room)
-        for pause in SPOOL_RETRY_PAUSES:
-            try:
-                spool.spool(decision.fields)
-                break
-            except OSError as disk_error:
-                if pause is None:
-                    log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
-                    health.row_lost()
-                    return
-                time.sleep(pause)
+        # The disk is full: the row goes into the blocks its request was promised, which
+        # no other writer on the disk can take (routing/recording/room.py).
+        try:
+            room.keep(spool.room_line(decision.fields), decision.room)
+        except OSError as disk_error:
+            log.error("decision_lost id=%s reason=%s", decision.id, disk_error)
+            health.row_lost()
+            return
+        decision.room = 0  # spent: nothing to release
     health.row_kept()
 
 

@@ -44,7 +44,7 @@ from django.db import Error as DatabaseFailure
 
 from routing.db_writes import request_write
 from routing.models import ApiKey
-from routing.recording import journal
+from routing.recording import journal, room, stored
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
 
@@ -55,6 +55,8 @@ SPOOL_NAME = "decisions.jsonl"
 REJECTED_NAME = "rejected.jsonl"
 DRAIN_LOCK_NAME = "drain.lock"
 DRAIN_BATCH = 500
+# What an id adds to a line, at most: "null" becomes up to 19 digits.
+ID_ROOM = 16
 # A spooled line's own keys, not RouteDecision columns.
 DATABASE_KEY = "_database"
 REASON_KEY = "_rejected_reason"
@@ -93,6 +95,13 @@ def database_identity() -> str:
         str(settings_dict.get("PORT") or ""),
     ]
     return ":".join([*parts, str(settings_dict.get("NAME") or "")])
+
+
+def room_line(fields: dict) -> bytes:
+    """A row as kept in a room file: a row without an id has room for one after it (the
+    drain writes it in place, the line's length unchanged)."""
+    line = encode_row(fields)
+    return line if fields.get("id") is not None else line[:-1] + b" " * ID_ROOM + b"\n"
 
 
 def encode_row(fields: dict) -> bytes:
@@ -164,6 +173,8 @@ def pending() -> bool:
     """
     global _leftovers_checked_at
     directory = spool_dir()
+    if room.holds_rows(directory):
+        return True
     try:
         if (directory / SPOOL_NAME).stat().st_size > 0:
             return True
@@ -175,10 +186,14 @@ def pending() -> bool:
     _leftovers_checked_at = now
     if not directory.is_dir():
         return False
-    # A journal other than this process's may be a dead worker's (drain finds out).
+    # A journal other than this process's may be a dead worker's (drain finds out); a
+    # room file may hold rows any process can drain.
     own = f"inflight-{os.getpid()}.jsonl"
-    return any(directory.glob("draining-*.jsonl")) or any(
-        path.name != own for path in directory.glob("inflight-*.jsonl")
+    return (
+        any(directory.glob("draining-*.jsonl"))
+        or any((directory / name).exists() for name in stored.OLDER_SPOOL_NAMES)
+        or any(path.name != own for path in directory.glob("inflight-*.jsonl"))
+        or room.waiting(directory)
     )
 
 
@@ -273,6 +288,8 @@ def drain(raise_errors: bool = False) -> int:
         with _drain_flock(wait=raise_errors) as mine:
             if mine:
                 _drain_spool_files(progress)
+                _drain_rooms(progress)
+                progress["rows"] += stored.drain_older_spool(spool_dir())
                 # Last, so that a finished row in the spool wins over its interrupted twin.
                 _recover_journals(progress)
     except (DatabaseFailure, OSError) as error:
@@ -340,6 +357,32 @@ def _decode_lines(lines: list[bytes]) -> list[dict]:
     return rows
 
 
+def _drain_rooms(progress: dict) -> None:
+    """Write the rows kept in room files (routing/recording/room.py), of every process."""
+    for path in room.files(spool_dir()):
+        with room.taken(path) as kept:
+            if not kept.data:
+                continue
+            rows, offset = [], 0
+            for line in kept.data.splitlines(keepends=True):
+                start, offset = offset, offset + len(line)
+                (row,) = _decode_lines([line]) or [None]
+                if row is None:
+                    continue
+                if row.get("id") is None:
+                    # Its id first, saved in place (the line was padded for it): a drain
+                    # that dies after its commit must not insert this row twice.
+                    _give_ids([row])
+                    with_id = encode_row(row)[:-1]
+                    if len(with_id) >= len(line):
+                        raise OSError(errno.EOVERFLOW, f"no room for an id in {path.name}")
+                    kept.replace(start, with_id.ljust(len(line) - 1) + b"\n")
+                rows.append(row)
+            _write(rows)
+            progress["rows"] += len(rows)
+            log.info("room_drained rows=%d file=%s", len(rows), path.name)
+
+
 def _recover_journals(progress: dict) -> None:
     for path, lines in journal.dead_journals(spool_dir()):
         rows = [journal.interrupted(row) for row in _decode_lines(lines)]
@@ -350,12 +393,17 @@ def _recover_journals(progress: dict) -> None:
 
 
 def _assign_ids(path: Path, with_id: list[dict], without_id: list[dict]) -> None:
-    from routing.recording.ids import next_id
-
-    for row in without_id:
-        row["id"] = next_id()
-        if row["id"] is None:
-            raise DatabaseError("no decision id could be reserved")
+    _give_ids(without_id)
     temporary = path.with_suffix(".tmp")
     temporary.write_bytes(b"".join(encode_row(row) for row in with_id + without_id))
     os.replace(temporary, path)
+
+
+def _give_ids(rows: list[dict]) -> None:
+    from routing.recording.ids import next_id
+
+    for row in rows:
+        if row.get("id") is None:
+            row["id"] = next_id()
+            if row["id"] is None:
+                raise DatabaseError("no decision id could be reserved")

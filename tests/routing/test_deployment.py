@@ -1,9 +1,8 @@
 """The documented production deployment holds: nginx (docs/deploy/nginx.conf) in front of gunicorn.
 
-gunicorn's threads are bounded (2 workers x 128) and each slow client holds
-one; behind nginx, 40 slowloris connections cost no thread and normal
-requests keep answering. bench/bench_slowloris.py measures the same with and
-without nginx.
+Behind nginx, 40 slowloris connections cost no thread and normal requests
+keep answering. bench/bench_slowloris.py measures the same with and without
+nginx; tests/routing/test_slow_clients.py holds gunicorn alone.
 """
 
 import json
@@ -141,24 +140,6 @@ def test_json_answers_carry_no_policy(client):
     response = client.get("/v1/models")
     assert response["Content-Type"].startswith("application/json")
     assert "Content-Security-Policy" not in response
-
-
-def test_gunicorn_alone_as_scripts_serve_runs_it_holds_80_slow_clients(tmp_path, upstream):
-    # No nginx: the embedded default a newcomer runs. 16 threads a worker let
-    # 16 slow bodies or 24 slow headers time out 55-70% of normal requests.
-    env = router_env(tmp_path, base_config(upstream.base_url))
-    with gunicorn_router(env, prepare(env)) as router:
-        port = int(router.url.rsplit(":", 1)[1])
-        with (
-            Slowloris(port, 40, "headers", seconds=30) as heads,
-            Slowloris(port, 40, "body", seconds=30) as bodies,
-        ):
-            time.sleep(1.5)
-            statuses = [ask(router.url, router.key).status_code for _ in range(10)]
-            held = heads.still_open() + bodies.still_open()
-
-    assert statuses == [200] * 10
-    assert held == 80  # the slow clients were there the whole time
 
 
 def test_a_chunked_body_reaches_the_router_whole_through_nginx(behind_nginx):

@@ -27,7 +27,7 @@ from django.db import OperationalError
 from django.test import Client
 
 from routing.models import RouteDecision, StoredResponse
-from routing.recording import decisions, room, spool
+from routing.recording import decisions, ids, room, spool
 from tests.routing.test_durability import lock_sqlite
 from tests.routing.test_recording import chat
 from tests.support.config import base_config
@@ -137,6 +137,10 @@ def no_space(*args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
 
 
+def locked(*args, **kwargs):
+    raise OperationalError("database is locked")
+
+
 def test_a_disk_that_cannot_hold_the_row_refuses_before_any_upstream_call(
     db, router_config, api_key, upstream, monkeypatch
 ):
@@ -148,41 +152,121 @@ def test_a_disk_that_cannot_hold_the_row_refuses_before_any_upstream_call(
     assert RouteDecision.objects.count() == 0
 
 
-def test_a_full_spool_takes_the_row_in_the_room_its_request_was_promised(
+def test_a_full_spool_keeps_the_row_in_the_room_its_request_was_promised(
     db, router_config, api_key, upstream, monkeypatch
 ):
     assert chat(api_key).status_code == 200  # the room file is there now
-    writes = {"refused": 0}
-    real_spool = spool.spool
-
-    def full_once(fields):
-        if not writes["refused"]:
-            writes["refused"] += 1
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_spool(fields)
-
-    def locked(*args, **kwargs):
-        raise OperationalError("database is locked")
-
-    given_back = []
-    real_give_back = room.give_back
-    monkeypatch.setattr(room, "give_back", lambda n: given_back.append(n) or real_give_back(n))
     monkeypatch.setattr(decisions, "insert_decisions", locked)
-    monkeypatch.setattr(spool, "spool", full_once)
+    monkeypatch.setattr(spool, "spool", no_space)
     assert chat(api_key).status_code == 200
     monkeypatch.undo()
 
-    assert len(given_back) == 1 and given_back[0] > room.ANSWER_BYTES
+    assert room.holds_rows(spool.spool_dir())
+    assert not spool.spool_dir().joinpath(spool.SPOOL_NAME).exists()
     assert spool.drain(raise_errors=True) == 1
     assert RouteDecision.objects.count() == 2
+    assert not room.holds_rows(spool.spool_dir())
+    assert spool.drain(raise_errors=True) == 0  # drained once
+
+
+def test_a_writer_taking_every_freed_block_cannot_take_a_spooled_rows_room(
+    db, router_config, api_key, upstream, monkeypatch, settings, tmp_path
+):
+    # Another writer on the disk (SQLite's journal on it, a log) that takes any block
+    # the moment it is freed: the row's room must not be given back to it. (Rooms given
+    # back, truncated and synced, before the spool's append lost such rows.)
+    with small_disk(tmp_path / "disk", megabytes=4) as disk:
+        settings.DATA_DIR = disk
+        assert chat(api_key).status_code == 200
+        fill(disk)
+        taken = []
+        real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+        def then_take_the_free_blocks(sync):
+            def synced(fd):
+                sync(fd)
+                taken.append(fill(disk, f"greedy-{len(taken)}"))
+
+            return synced
+
+        monkeypatch.setattr(os, "fsync", then_take_the_free_blocks(real_fsync))
+        monkeypatch.setattr(os, "fdatasync", then_take_the_free_blocks(real_fdatasync))
+        monkeypatch.setattr(decisions, "insert_decisions", locked)
+        answer = chat(api_key)
+        monkeypatch.undo()
+        for path in disk.glob("*fill*"):
+            path.unlink()
+        for path in disk.glob("greedy-*"):
+            path.unlink()
+
+        assert answer.status_code == 200
+        assert spool.drain(raise_errors=True) == 1
+        assert RouteDecision.objects.count() == 2
+
+
+def test_a_dead_workers_room_file_is_drained_once(db, router_config, api_key, monkeypatch):
+    monkeypatch.setattr(decisions, "insert_decisions", locked)
+    monkeypatch.setattr(spool, "spool", no_space)
+    assert chat(api_key).status_code == 200
+    monkeypatch.undo()
+    directory = spool.spool_dir()
+    (own,) = directory.glob(f"{room.PREFIX}*")
+    # The room file as a worker that died leaves it: its rows, then its zeros, unlocked.
+    dead = directory / f"{room.PREFIX}999999999"
+    dead.write_bytes(own.read_bytes())
+    with room.taken(own):
+        pass  # this process's own rows are given up: the dead file holds them
+
+    assert spool.drain(raise_errors=True) == 1
+    assert RouteDecision.objects.count() == 1
+    assert not dead.exists()
+    assert spool.drain(raise_errors=True) == 0
+
+
+def test_a_row_kept_without_an_id_is_written_once_by_drains_that_stop_after_their_commit(
+    db, router_config, api_key, monkeypatch
+):
+    monkeypatch.setattr(decisions, "insert_decisions", locked)
+    monkeypatch.setattr(spool, "spool", no_space)
+    monkeypatch.setattr(ids, "next_id", lambda: None)  # the database hands out no id either
+    assert chat(api_key).status_code == 200
+    monkeypatch.undo()
+    real_write = spool._write
+
+    def then_stop(rows):
+        real_write(rows)
+        raise OperationalError("the database went away after the commit")
+
+    monkeypatch.setattr(spool, "_write", then_stop)
+    spool.drain()
+    monkeypatch.undo()
+    spool.drain(raise_errors=True)
+
+    assert RouteDecision.objects.count() == 1
+
+
+def test_rows_whose_failed_insert_got_an_id_from_the_database_are_all_kept(
+    db, router_config, api_key, monkeypatch
+):
+    # No id reserved: the insert takes one from the database (SQLite's RETURNING), and its
+    # transaction then fails (a full disk at COMMIT): that id is handed out again.
+    def taken_then_rolled_back(rows, replayed=True):
+        rows[0]["id"] = 4242
+        raise OperationalError("database or disk is full")
+
+    monkeypatch.setattr(ids, "next_id", lambda: None)
+    monkeypatch.setattr(decisions, "insert_decisions", taken_then_rolled_back)
+    monkeypatch.setattr(spool, "spool", no_space)
+    assert [chat(api_key).status_code for _ in range(3)] == [200] * 3
+    monkeypatch.undo()
+    spool.drain(raise_errors=True)
+
+    assert RouteDecision.objects.count() == 3
 
 
 def test_a_stored_response_is_never_written_without_its_row(
     db, responses_config_data, api_key, monkeypatch
 ):
-    def locked(*args, **kwargs):
-        raise OperationalError("database is locked")
-
     monkeypatch.setattr(decisions, "insert_decisions", locked)
     answer = Client().post(
         "/v1/responses",

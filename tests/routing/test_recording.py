@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test import Client
 
-from routing.models import Conversation, RouteDecision
-from routing.recording import decisions, health, spool
+from routing.models import Conversation, RouteDecision, StoredResponse
+from routing.recording import decisions, health, room, spool
 from tests.support.decisions import spooled_fields
 
 HI = [{"role": "user", "content": "hi"}]
@@ -122,6 +122,7 @@ def nowhere_to_record(monkeypatch):
 
     monkeypatch.setattr(decisions, "_write", refuse)
     monkeypatch.setattr(spool, "spool", disk_full)
+    monkeypatch.setattr(room, "keep", disk_full)
     monkeypatch.setattr(health, "_spool_writable", lambda: False)
     monkeypatch.setattr(health, "PROBE_SECONDS", 0.0)
     yield
@@ -178,3 +179,34 @@ def test_an_answer_not_seen_stays_unknown_on_its_row_and_its_conversation(db):
     assert rows == {900501: None, 900502: False}
     held = dict(Conversation.objects.values_list("key", "last_answer_tool_calls"))
     assert held == {"c1": None, "c2": False}
+
+
+def test_stored_responses_an_older_router_spooled_apart_are_written_once(db):
+    # Routers before 1f03d18 spooled a stored response on its own line, in its own file.
+    def line(response_id, previous="", root=""):
+        return json.dumps(
+            {
+                "response_id": response_id,
+                "api_key_id": None,
+                "created_at": "2026-12-06T10:00:00+00:00",
+                "expires_at": "2099-01-01T00:00:00+00:00",
+                "input_items": [{"role": "user", "content": "hi"}],
+                "response": {"id": response_id, "output": []},
+                "previous_response_id": previous,
+                "chain_root": root,
+                "chain_bytes": 10,
+            }
+        ).encode()
+
+    directory = spool.spool_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "responses-draining.jsonl").write_bytes(line("resp_a") + b"\n")
+    older = [line("resp_a"), line("resp_b", "resp_a", "resp_a"), b"{cut short"]
+    (directory / "responses.jsonl").write_bytes(b"\n".join(older) + b"\n")
+
+    spool.drain(raise_errors=True)
+    spool.drain(raise_errors=True)
+
+    kept = dict(StoredResponse.objects.values_list("response_id", "chain_root"))
+    assert kept == {"resp_a": "", "resp_b": "resp_a"}
+    assert not any(directory.glob("responses*.jsonl"))

@@ -32,9 +32,9 @@ def small_disk(path: Path, megabytes: int = 16):
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-def fill(path: Path) -> Path:
-    """Take every free byte of ``path``'s filesystem with one file; returns it."""
-    filler = path / "filler"
+def fill(path: Path, name: str = "filler") -> Path:
+    """Take every free byte of ``path``'s filesystem with one file (``name``); returns it."""
+    filler = path / name
     block = b"\0" * (64 * 1024)
     with open(filler, "wb", buffering=0) as handle:
         for size in (len(block), 4096, 1):
