@@ -62,9 +62,13 @@ def is_final(status: int, can_wait: bool) -> bool:
 # * the Responses API: Codex CLI 0.171 takes as final only a 400, a 404 coded
 #   model_not_found and a 429 coded insufficient_quota (codex-rs CodexErr::is_retryable:
 #   any other status is UnexpectedStatus, retried five times, ~7 s), so a final 401 (a
-#   wrong router key), 403, 413 or 422 is a 400;
+#   wrong router key), 403, 413 or 422 is a 400. So is a 429 no wait lifts (a spent
+#   budget): Codex takes OpenAI's 429 insufficient_quota as final but shows its own
+#   "Quota exceeded. Check your plan and billing details." in place of the router's
+#   message (which budget, when it resets), and a 400's body verbatim (codex-rs
+#   api_bridge::map_api_error: a 400 is CodexErr::InvalidRequest(body));
 # * Messages: Claude Code obeys x-should-retry, whatever the status.
-AGENT_RETRIED_FINALS = {"chat": (429,), "responses": (401, 403, 413, 422), "messages": ()}
+AGENT_RETRIED_FINALS = {"chat": (429,), "responses": (401, 403, 413, 422, 429), "messages": ()}
 
 
 def answered_status(status: int, can_wait: bool, protocol: str) -> int:

@@ -85,12 +85,13 @@ def spent_key() -> str:
 
 
 # Where a protocol's agents would retry the usual status, the one they take as final
-# (routing.errors.AGENT_RETRIED_FINALS): Codex retries a 401, opencode's AI SDK a 429.
+# (routing.errors.AGENT_RETRIED_FINALS): Codex retries a 401, opencode's AI SDK a 429, and
+# Codex shows its own "Quota exceeded" for OpenAI's 429 insufficient_quota, a 400's body as sent.
 ANSWERED = {
     ("wrong router key", responses): 400,
     ("budget spent", chat): 400,
     ("budget spent", messages): 400,  # Anthropic's own answer to a spent limit
-    ("budget spent", responses): 429,  # OpenAI's insufficient_quota: Codex's "Quota exceeded"
+    ("budget spent", responses): 400,
 }
 
 
