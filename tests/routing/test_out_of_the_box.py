@@ -20,6 +20,7 @@ from routing.config import DEFAULT_CONFIG_PATH, RouterConfig
 from routing.config.keys import unset_key_warnings
 from routing.config.source import ConfigSource
 from routing.models import RouteDecision
+from routing.selection import candidates_for
 from tests.support.real_clients import readme_block
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -175,9 +176,22 @@ def test_a_config_file_changed_while_running_warns_about_an_unset_provider_key(
     ) in caplog.text
 
 
+def readme_config() -> RouterConfig:
+    """The config a user copies from the README first."""
+    return RouterConfig.model_validate(yaml.safe_load(readme_block("Configure it", "yaml")))
+
+
 def test_the_readmes_first_config_sends_every_agents_default_name_to_auto():
-    # The config a user copies from the README: its aliases keep the agents' own names.
-    config = RouterConfig.model_validate(yaml.safe_load(readme_block("Configure it", "yaml")))
+    config = readme_config()  # its aliases keep the agents' own names
 
     for name in [*CLAUDE_CODE_NAMES, *CODEX_NAMES]:
         assert config.resolve_model_name(name) == "auto", name
+
+
+@pytest.mark.parametrize("tier", ["easy", "medium", "hard"])
+def test_the_readmes_first_config_has_a_model_for_claude_codes_requests_at_every_tier(tier):
+    # Claude Code's first request: ~26,000 prompt tokens, 64,000 asked for the answer
+    # (bench/check_final_errors.py's readme-config scenario runs the real one through it).
+    chosen = candidates_for(readme_config(), tier, 26_000, 64_000, {"tools"})
+
+    assert chosen and chosen[0].context_window >= 90_000
