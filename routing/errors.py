@@ -139,10 +139,13 @@ def invalid_key_error(path: str) -> RouterError:
     )
 
 
-def unknown_model_error(name: str, auto_model: str, model_ids: list[str]) -> RouterError:
-    """The 404 for a model name nothing serves, with the closest names when one is near."""
+def unknown_model_error(
+    name: str, auto_model: str, model_ids: list[str], near: tuple = ()
+) -> RouterError:
+    """The 404 for a model name nothing serves, with the closest names when one is near
+    (``near``: names the caller found close already, offered first)."""
     names = [auto_model, *model_ids]
-    close = get_close_matches(name, names, n=3, cutoff=0.6)
+    close = list(dict.fromkeys([*near, *get_close_matches(name, names, n=3, cutoff=0.6)]))[:3]
     hint = f"Did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
     return RouterError(
         404,

@@ -121,7 +121,15 @@ def test_retrieving_a_model_without_its_provider_key_is_final_and_names_the_vari
 
 @pytest.mark.parametrize(
     "asked, suggested",
-    [("gtp-4.1", "'gpt-4.1'"), ("qwen-smal", "'qwen-small'"), ("atuo", "'auto'")],
+    [
+        ("gtp-4.1", "'gpt-4.1'"),
+        ("qwen-smal", "'qwen-small'"),
+        ("atuo", "'auto'"),
+        # A name the claude-* and gpt-* aliases would serve, spelled right.
+        ("clade-opus-4-8", "'claude-opus-4-8'"),
+        ("cluade-sonnet-4-6[1m]", "'claude-sonnet-4-6[1m]'"),
+        ("gpy-6.2-sol", "'gpt-6.2-sol'"),
+    ],
 )
 def test_a_mistyped_model_name_gets_a_did_you_mean(sdk, asked, suggested):
     with pytest.raises(openai.NotFoundError) as caught:
