@@ -23,6 +23,8 @@ once per scenario:
 * ``rpm``: a key at its rate limit (``--rpm 20``, its minute spent before the
   agent starts): retryable, the agent must wait as Retry-After says and finish;
 * ``shipped-default``: the shipped config and the agent's own default model name;
+* ``shipped-1m``, ``shipped-sonnet`` (Claude Code only): the shipped config and
+  ``--model claude-opus-4-8[1m]``, ``--model claude-sonnet-4-6``;
 * ``readme-config``: the router config the README gives a user first, and the
   agent's README config.
 
@@ -118,6 +120,10 @@ SCENARIOS = {
     "budget": Scenario(README, {"*": "regain access"}, limits=("--budget-usd", "0")),
     "rpm": Scenario(README, {}, limits=("--rpm", str(RPM))),
     "shipped-default": Scenario(DEFAULT, {}, config="shipped"),
+    # Claude Code's other names on the shipped config: its picker's 1M-context default, and
+    # the one README users pin with --model.
+    "shipped-1m": Scenario("claude-opus-4-8[1m]", {}, config="shipped", agents=("claude",)),
+    "shipped-sonnet": Scenario("claude-sonnet-4-6", {}, config="shipped", agents=("claude",)),
     # Claude Code's requests (a ~26,000-token prompt, 64,000 asked for the answer) fit
     # only the config's OpenAI model, not its local 32,768-token one.
     "readme-config": Scenario(README, {}, config="readme"),
