@@ -53,9 +53,11 @@ def is_final(status: int, can_wait: bool) -> bool:
 
 
 # The final statuses each client protocol's agents retry all the same, reading no
-# x-should-retry; there a final refusal is answered OPERATOR_FIX_STATUS instead (its
-# code, type and message kept). Measured with the real agents
-# (bench/check_final_errors.py) and read in their source:
+# x-should-retry; there a final refusal, or an upstream's final error relayed (a 422
+# from a FastAPI server), is answered OPERATOR_FIX_STATUS instead (its code, type and
+# message, or the upstream's body, kept). No refusal of the router's own is a 403 (a
+# provider's 401/403 is a 400 provider_key_rejected); it is listed as Codex's rule.
+# Measured with the real agents (bench/check_final_errors.py) and read in their source:
 # * chat completions: opencode's AI SDK retries every 429 (APICallError.isRetryable:
 #   408, 409, 429, 5xx) and opencode without end (1.18.33: 8 requests in 45 s for a
 #   spent budget), so a 429 no wait lifts (a spent budget) is a 400;
