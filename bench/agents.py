@@ -14,6 +14,7 @@ loopback port.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import os
@@ -31,6 +32,11 @@ TASK = "Say hi."
 TIMEOUT_SECONDS = 180
 # Port 9 (discard) refuses connections: whatever an agent tries beyond the router fails.
 NOWHERE = "http://127.0.0.1:9"
+# A 16x16 orange PNG (Codex omits an image it cannot decode, and sends nothing of it).
+PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAF0lEQVR4nGP438BAEiJN9aiGUQ1DSgMAnHV/"
+    "EBlpJJcAAAAASUVORK5CYII="
+)
 OFFLINE = {
     "HTTP_PROXY": NOWHERE,
     "HTTPS_PROXY": NOWHERE,
@@ -128,12 +134,18 @@ def codex_config(url: str, model: str | None) -> str:
     )
 
 
-def run_codex(binary: Path, tmp: Path, repo: Path, router, key: str, model: str | None) -> Ran:
+def run_codex(
+    binary: Path, tmp: Path, repo: Path, router, key: str, model: str | None, image=False
+) -> Ran:
+    """``image``: the task comes with a small PNG (``codex exec -i``)."""
     home = tmp / "codex-home"
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text(codex_config(router.url, model))
     env = {"HOME": str(tmp), "CODEX_HOME": str(home), "ROUTER_API_KEY": key, **OFFLINE}
     command = [binary, "exec", "--sandbox", "danger-full-access", "--skip-git-repo-check", TASK]
+    if image:  # after the task: -i takes every value that follows it
+        (tmp / "pixel.png").write_bytes(base64.b64decode(PIXEL_PNG))
+        command += ["-i", str(tmp / "pixel.png")]
     return timed(command, repo, env)
 
 

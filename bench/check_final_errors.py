@@ -12,11 +12,19 @@ once per scenario:
 * ``wrong-key``: a router key the router does not know;
 * ``unknown-model``: the model ``gtp-4.1``, a name nothing serves;
 * ``provider-key-unset``: ``keyless-model``, whose provider's key variable is unset;
+* ``provider-key-refused``: ``refused-model``, whose upstream answers 403 to the
+  router's key for it (the router's 400 ``provider_key_rejected``);
+* ``upstream-422``: ``unprocessable-model``, whose upstream answers 422 (relayed; to
+  Codex a 400);
+* ``no-vision`` (Codex only: ``codex exec -i``): an image for ``text-model``, a model
+  without vision (the router's own 422, to Codex a 400);
 * ``broken-config``: the config file broken after the router started;
 * ``budget``: a key whose budget is spent (``--budget-usd 0``: it resets next month);
 * ``rpm``: a key at its rate limit (``--rpm 20``, its minute spent before the
   agent starts): retryable, the agent must wait as Retry-After says and finish;
 * ``shipped-default``: the shipped config and the agent's own default model name;
+* ``shipped-1m``, ``shipped-sonnet`` (Claude Code only): the shipped config and
+  ``--model claude-opus-4-8[1m]``, ``--model claude-sonnet-4-6``;
 * ``readme-config``: the router config the README gives a user first, and the
   agent's README config.
 
@@ -70,6 +78,7 @@ RPM = 20  # a request every 3 s once the minute is spent: the agent waits about 
 SPENDER_MODEL = "agent-small"  # what spends the minute asks for: no agent names it
 README = "readme"  # the model as the agent's README config names it
 DEFAULT = "default"  # the name the agent asks for when none is set
+README_CONFIG = readme_block("Configure it", "yaml")  # the router config a user copies first
 
 
 class Scenario(NamedTuple):
@@ -80,6 +89,9 @@ class Scenario(NamedTuple):
     config: str = "bench"  # bench (bench/claude_harness.py), shipped, readme
     limits: tuple = ()  # updateapikey flags
     wrong_key: bool = False
+    agents: tuple = ()  # the agents it runs (empty: every one)
+    image: bool = False  # the task comes with an image (only Codex's runner attaches one)
+    upstream_refuses: bool = False  # the refusal is the upstream's: each reaches it once
 
     def said_to(self, agent: str) -> str | None:
         return self.said.get(agent, self.said.get("*"))
@@ -94,20 +106,27 @@ SCENARIOS = {
         "gtp-4.1", {"claude": "issue with the selected model", "*": "does not exist"}
     ),
     "provider-key-unset": Scenario("keyless-model", {"*": UNSET_KEY}),
-    "broken-config": Scenario(README, {"*": "pinch.budget_tokens"}),
-    # Codex words OpenAI's insufficient_quota itself ("Quota exceeded. Check your plan ...").
-    "budget": Scenario(
-        README,
-        {"codex": "Quota exceeded", "*": "regain access"},
-        limits=("--budget-usd", "0"),
+    # The upstream refuses the router's key for it (403): the router's final 400 naming it.
+    "provider-key-refused": Scenario(
+        "refused-model", {"*": "Your router key was accepted"}, upstream_refuses=True
     ),
+    # The upstream answers 422 (FastAPI's status for a body it cannot take): relayed, final.
+    "upstream-422": Scenario("unprocessable-model", {"*": "scripted 422"}, upstream_refuses=True),
+    # An image for a pinned model without vision: the router's own 422 (a 400 to Codex).
+    "no-vision": Scenario(
+        "text-model", {"*": "does not accept images"}, agents=("codex",), image=True
+    ),
+    "broken-config": Scenario(README, {"*": "pinch.budget_tokens"}),
+    "budget": Scenario(README, {"*": "regain access"}, limits=("--budget-usd", "0")),
     "rpm": Scenario(README, {}, limits=("--rpm", str(RPM))),
     "shipped-default": Scenario(DEFAULT, {}, config="shipped"),
-    # Claude Code's requests (a ~26,000-token prompt, 64,000 asked for the answer) fit no
-    # model of the README's config (a local 32,768-token one): a final 400 saying so.
-    "readme-config": Scenario(
-        README, {"claude": "has a context window that large"}, config="readme"
-    ),
+    # Claude Code's other names on the shipped config: its picker's 1M-context default, and
+    # the one README users pin with --model.
+    "shipped-1m": Scenario("claude-opus-4-8[1m]", {}, config="shipped", agents=("claude",)),
+    "shipped-sonnet": Scenario("claude-sonnet-4-6", {}, config="shipped", agents=("claude",)),
+    # Claude Code's requests (a ~26,000-token prompt, 64,000 asked for the answer) fit
+    # only the config's OpenAI model, not its local 32,768-token one.
+    "readme-config": Scenario(README, {}, config="readme"),
 }
 
 # The requests each agent sends of a final error, none a retry: opencode asks its small
@@ -127,17 +146,21 @@ def agent_model(agent: str, model: str) -> str | None:
 def configure(path: Path, scenario: Scenario, upstream_url: str) -> None:
     """The router's config for ``scenario``, every provider at the scripted upstream."""
     data = yaml.safe_load(path.read_text())
-    if scenario.config == "shipped":
-        data = yaml.safe_load((ROOT / "routing" / "config" / "default_config.yaml").read_text())
+    if scenario.config in ("shipped", "readme"):
+        shipped = (ROOT / "routing" / "config" / "default_config.yaml").read_text()
+        data = yaml.safe_load(shipped if scenario.config == "shipped" else README_CONFIG)
         for provider in ("local", "openai"):
             data["providers"][provider]["base_url"] = upstream_url + "/v1"
-    elif scenario.config == "readme":
-        data = yaml.safe_load(readme_block("Configure it", "yaml"))
-        data["providers"]["local"]["base_url"] = upstream_url + "/v1"
     else:
         data["aliases"]["gpt-*"] = "auto"  # as shipped: Codex's own names
         data["providers"]["keyless"] = {**data["providers"]["agent"], "api_key_env": UNSET_KEY}
-        data["models"].append({**data["models"][1], "id": "keyless-model", "provider": "keyless"})
+        model = data["models"][1]
+        data["models"] += [
+            {**model, "id": "keyless-model", "provider": "keyless"},
+            {**model, "id": "refused-model", "upstream_model": "fail-403-1000"},
+            {**model, "id": "unprocessable-model", "upstream_model": "fail-422-1000"},
+            {**model, "id": "text-model", "capabilities": ["tools"]},
+        ]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
@@ -273,7 +296,8 @@ def run(agent: str, name: str, binary: Path) -> dict:
             if name == "rpm":
                 spender.start()
             model = agent_model(agent, scenario.model)
-            ran = AGENTS[agent].run(binary, tmp, repo, router, key, model)
+            extra = {"image": True} if scenario.image else {}
+            ran = AGENTS[agent].run(binary, tmp, repo, router, key, model, **extra)
             spender.done.set()
             if spender.is_alive():
                 spender.join()
@@ -302,12 +326,13 @@ def passed(agent: str, name: str, outcome: dict) -> bool:
         # rpm: refused at least once, then waited its turn and finished.
         waited = name != "rpm" or len(outcome["refused"]) >= 1
         return outcome["exit"] == 0 and outcome["answered"] >= 1 and waited
+    sent = MORE_REQUESTS.get((agent, name), REQUESTS[agent])
     return (
         outcome["exit"] != 0
         and outcome["to_message"] is not None  # None: the expected words were never shown
         and outcome["to_message"] < FINAL_SECONDS
-        and outcome["upstream_requests"] == 0
-        and len(outcome["refused"]) == MORE_REQUESTS.get((agent, name), REQUESTS[agent])
+        and outcome["upstream_requests"] == (sent if SCENARIOS[name].upstream_refuses else 0)
+        and len(outcome["refused"]) == sent
     )
 
 
@@ -325,6 +350,8 @@ def main() -> None:
         binary = AGENTS[agent].binary()
         print(f"\n# {agent} {version(binary)} (default model name: {AGENTS[agent].default_model})")
         for name in args.scenario or list(SCENARIOS):
+            if SCENARIOS[name].agents and agent not in SCENARIOS[name].agents:
+                continue
             outcome = run(agent, name, binary)
             ok = passed(agent, name, outcome)
             print(f"== {agent} {name}: {'pass' if ok else 'FAIL'}")

@@ -53,18 +53,24 @@ def is_final(status: int, can_wait: bool) -> bool:
 
 
 # The final statuses each client protocol's agents retry all the same, reading no
-# x-should-retry; there a final refusal is answered OPERATOR_FIX_STATUS instead (its
-# code, type and message kept). Measured with the real agents
-# (bench/check_final_errors.py) and read in their source:
+# x-should-retry; there a final refusal, or an upstream's final error relayed (a 422
+# from a FastAPI server), is answered OPERATOR_FIX_STATUS instead (its code, type and
+# message, or the upstream's body, kept). No refusal of the router's own is a 403 (a
+# provider's 401/403 is a 400 provider_key_rejected); it is listed as Codex's rule.
+# Measured with the real agents (bench/check_final_errors.py) and read in their source:
 # * chat completions: opencode's AI SDK retries every 429 (APICallError.isRetryable:
 #   408, 409, 429, 5xx) and opencode without end (1.18.33: 8 requests in 45 s for a
 #   spent budget), so a 429 no wait lifts (a spent budget) is a 400;
 # * the Responses API: Codex CLI 0.171 takes as final only a 400, a 404 coded
 #   model_not_found and a 429 coded insufficient_quota (codex-rs CodexErr::is_retryable:
 #   any other status is UnexpectedStatus, retried five times, ~7 s), so a final 401 (a
-#   wrong router key), 403, 413 or 422 is a 400;
+#   wrong router key), 403, 413 or 422 is a 400. So is a 429 no wait lifts (a spent
+#   budget): Codex takes OpenAI's 429 insufficient_quota as final but shows its own
+#   "Quota exceeded. Check your plan and billing details." in place of the router's
+#   message (which budget, when it resets), and a 400's body verbatim (codex-rs
+#   api_bridge::map_api_error: a 400 is CodexErr::InvalidRequest(body));
 # * Messages: Claude Code obeys x-should-retry, whatever the status.
-AGENT_RETRIED_FINALS = {"chat": (429,), "responses": (401, 403, 413, 422), "messages": ()}
+AGENT_RETRIED_FINALS = {"chat": (429,), "responses": (401, 403, 413, 422, 429), "messages": ()}
 
 
 def answered_status(status: int, can_wait: bool, protocol: str) -> int:
@@ -135,10 +141,13 @@ def invalid_key_error(path: str) -> RouterError:
     )
 
 
-def unknown_model_error(name: str, auto_model: str, model_ids: list[str]) -> RouterError:
-    """The 404 for a model name nothing serves, with the closest names when one is near."""
+def unknown_model_error(
+    name: str, auto_model: str, model_ids: list[str], near: tuple = ()
+) -> RouterError:
+    """The 404 for a model name nothing serves, with the closest names when one is near
+    (``near``: names the caller found close already, offered first)."""
     names = [auto_model, *model_ids]
-    close = get_close_matches(name, names, n=3, cutoff=0.6)
+    close = list(dict.fromkeys([*near, *get_close_matches(name, names, n=3, cutoff=0.6)]))[:3]
     hint = f"Did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
     return RouterError(
         404,

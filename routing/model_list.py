@@ -11,6 +11,7 @@ it would get, naming the variable to set.
 """
 
 from datetime import UTC, datetime
+from difflib import SequenceMatcher
 
 from routing import errors
 from routing.config import RouterConfig
@@ -67,10 +68,35 @@ def model_entry(config: RouterConfig, name: str, created: int) -> dict:
     return entry if target == name else {**entry, "id": name, "alias_of": target}
 
 
+# How alike a name's start and a glob alias's prefix must be (difflib's ratio) to be a
+# typo of it: one letter wrong in 'gpt-' is 0.75, 'clade-' for 'claude-' 0.92.
+PREFIX_TYPO_RATIO = 0.75
+
+
+def _glob_typo_fixes(name: str, patterns) -> list[str]:
+    """``name`` with its start spelled as a glob alias's prefix, where it is a typo of one:
+    ``clade-opus-4-8`` -> ``claude-opus-4-8`` (``claude-*``), which the glob would serve."""
+    fixes = []
+    for pattern in patterns:
+        prefix = pattern[:-1]
+        if not pattern.endswith("*") or not prefix or any(c in prefix for c in "*?["):
+            continue
+        cuts = range(max(len(prefix) - 2, 1), min(len(prefix) + 2, len(name)) + 1)
+        ratios = {cut: SequenceMatcher(None, name[:cut], prefix).ratio() for cut in cuts}
+        cut = max(ratios, key=ratios.get, default=None)
+        if cut is not None and ratios[cut] >= PREFIX_TYPO_RATIO:
+            fixes.append(prefix + name[cut:])
+    return fixes
+
+
 def unknown_model_error(config: RouterConfig, name: str) -> RouterError:
-    """The 404 for a name nothing serves, with a did-you-mean (routing.errors)."""
+    """The 404 for a name nothing serves, with a did-you-mean (routing.errors): a model id or
+    the auto model close to it, or the name with a glob alias's prefix spelled right."""
     return errors.unknown_model_error(
-        name, config.routing.auto_model, [m.id for m in config.models]
+        name,
+        config.routing.auto_model,
+        [m.id for m in config.models],
+        tuple(_glob_typo_fixes(name, config.aliases)),
     )
 
 

@@ -101,10 +101,22 @@ def candidates_for(
             f"No configured model supports what this request needs ({', '.join(sorted(needed))}).",
             "capability_unavailable",
         )
+    asked = f"The request measures {measured_tokens} prompt tokens plus {max_tokens} for the answer"
+    reachable = [m for m in config.models if m.routable and m.tier in tiers[tiers.index(tier) :]]
+    if not reachable:
+        raise RouterError(
+            400,
+            f"{asked}, classified {tier!r}; the router's config has no routable model of tier "
+            f"{tier!r} or above. Add one (models: tier: {tiers[-1]}).",
+            "no_model_for_tier",
+        )
+    largest = max(reachable, key=lambda m: m.context_window)
     raise RouterError(
         400,
-        f"The request measures {measured_tokens} prompt tokens plus {max_tokens} for the answer; "
-        f"no configured model of tier {tier!r} or above has a context window that large.",
+        f"{asked}; no configured model of tier {tier!r} or above has a context window that "
+        f"large (the largest: {largest.id!r}, {largest.context_window} tokens). Add a model "
+        "with a larger context_window to the router's config, or ask for a shorter answer "
+        "(max_tokens).",
         "context_length_exceeded",
     )
 

@@ -2,9 +2,11 @@
 
 Codex runs here with its own retries at their defaults (4 request retries),
 as a user has it, against the scripted upstream of tests/routing/test_codex_cli.py.
-A spent budget (OpenAI's 429 ``insufficient_quota``) makes it stop at once,
-without a retry, printing "Quota exceeded. Check your plan and billing
-details."; a rate limit (429 ``rate_limit_exceeded`` with Retry-After,
+A spent budget makes it stop at once, without a retry, printing the router's
+message (which budget, when it resets): a 400 coded ``insufficient_quota``,
+whose body Codex shows as sent (for OpenAI's own 429 ``insufficient_quota`` it
+prints only "Quota exceeded. Check your plan and billing details.":
+routing.errors.AGENT_RETRIED_FINALS); a rate limit (429 ``rate_limit_exceeded`` with Retry-After,
 "Please try again in Ns") it retries ("Reconnecting... 1/5") after waiting,
 and finishes the task.
 """
@@ -57,9 +59,9 @@ def test_codex_stops_at_a_spent_budget_and_shows_why(
     print(report, f"\nrefused: {refused('budget')}")
     assert done.returncode != 0, report
     assert upstream.received == [] and not RouteDecision.objects.exists()
-    # Codex treats insufficient_quota as final: it says so, and does not retry it.
+    # A 400 is final to Codex: it does not retry it, and shows the router's words.
     assert refused("budget") == 1
-    assert "Quota exceeded" in done.stdout + done.stderr, report
+    assert "You will regain access on" in done.stdout + done.stderr, report
 
 
 def test_codex_waits_out_a_rate_limit_and_finishes_the_task(

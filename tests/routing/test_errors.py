@@ -1,6 +1,7 @@
 """Every failure answers in the OpenAI error shape, with the right status, and no half row."""
 
 import json
+import re
 
 import openai
 import pytest
@@ -154,10 +155,31 @@ def test_upstream_error_status_is_relayed(post, router_config, write_config, sta
     assert len(decision.attempts) == (1 if status == 400 else 2)
 
 
-def test_context_too_large_for_every_model_gets_400_with_the_measured_size(post):
+def test_context_too_large_for_every_model_gets_400_naming_the_size_and_the_largest_window(
+    post, router_config
+):
     huge = [{"role": "user", "content": "word " * 700_000}]
     error = assert_error(post({"model": "auto", "messages": huge}), 400, "context_length_exceeded")
     assert "measures" in error["message"]
+    named = [
+        f"(the largest: {m['id']!r}, {m['context_window']} tokens)" for m in router_config["models"]
+    ]
+    assert any(text in error["message"] for text in named), error["message"]
+    assert "Add a model with a larger context_window" in error["message"]
+
+
+def test_a_tier_with_no_model_at_or_above_it_gets_400_saying_so_not_a_window_too_small(
+    post, router_config, write_config
+):
+    router_config["models"] = [m for m in router_config["models"] if m["tier"] == "easy"]
+    write_config(router_config)
+    task = [{"role": "user", "content": "Refactor the parser. " * 40}]  # no easy task
+
+    error = assert_error(post({"model": "auto", "messages": task}), 400, "no_model_for_tier")
+
+    tier = re.search(r"classified '(\w+)'", error["message"])[1]
+    assert tier != "easy"
+    assert f"no routable model of tier {tier!r} or above" in error["message"]
 
 
 def test_sdk_raises_its_typed_errors(live_server, router_config, api_key):

@@ -169,9 +169,9 @@ def test_a_prompt_part_of_300_kb_is_refused_at_tpm_2000(
 
     response = post(live_server, path, body, raw)
 
-    # No wait lets it pass: final, a 400 where opencode's AI SDK would retry a 429
-    # (routing.errors.AGENT_RETRIED_FINALS); the Messages and Responses agents stop at the 429.
-    final = 400 if path == "/v1/chat/completions" else 429
+    # No wait lets it pass: final, a 400 where opencode's AI SDK or Codex would retry a 429
+    # (routing.errors.AGENT_RETRIED_FINALS); Claude Code stops at the 429 (x-should-retry).
+    final = 429 if path == "/v1/messages" else 400
     assert response.status_code == final, response.text[:300]
     assert response.headers["x-should-retry"] == "false"
     assert "2000" in response.text

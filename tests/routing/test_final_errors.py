@@ -58,7 +58,11 @@ def config(router_config, write_config, monkeypatch):
     """The test config plus ``needs-key``, on a provider whose key variable is unset."""
     monkeypatch.delenv(UNSET_KEY_ENV, raising=False)
     with_keyless_model(router_config)
-    for name, upstream_model in [("rate-limited", "ra-0-99-x"), ("failing", "fail-500-99-x")]:
+    for name, upstream_model in [
+        ("rate-limited", "ra-0-99-x"),
+        ("failing", "fail-500-99-x"),
+        ("unprocessable", "fail-422-99-x"),
+    ]:
         router_config["models"].append(
             {
                 "id": name,
@@ -85,12 +89,13 @@ def spent_key() -> str:
 
 
 # Where a protocol's agents would retry the usual status, the one they take as final
-# (routing.errors.AGENT_RETRIED_FINALS): Codex retries a 401, opencode's AI SDK a 429.
+# (routing.errors.AGENT_RETRIED_FINALS): Codex retries a 401, opencode's AI SDK a 429, and
+# Codex shows its own "Quota exceeded" for OpenAI's 429 insufficient_quota, a 400's body as sent.
 ANSWERED = {
     ("wrong router key", responses): 400,
     ("budget spent", chat): 400,
     ("budget spent", messages): 400,  # Anthropic's own answer to a spent limit
-    ("budget spent", responses): 429,  # OpenAI's insufficient_quota: Codex's "Quota exceeded"
+    ("budget spent", responses): 400,
 }
 
 
@@ -123,6 +128,20 @@ def test_a_final_error_is_sent_once_and_says_not_to_retry(
     assert error.response.headers["x-should-retry"] == "false"
     assert len(refused_answers(caplog)) == 1, refused_answers(caplog)
     assert upstream.received == []
+
+
+def test_an_upstreams_422_is_relayed_once_at_a_status_the_protocols_agents_take_as_final(
+    client, live_server, api_key, config, upstream, caplog
+):
+    with caplog.at_level(logging.WARNING, logger="router.requests"):
+        error = failed(client, live_server, api_key, "unprocessable")
+
+    # Codex retries a 422 five times: on the Responses API it is a 400, the body as relayed.
+    assert error.status_code == (400 if client is responses else 422)
+    assert "scripted 422" in str(error)
+    assert error.response.headers["x-should-retry"] == "false"
+    assert len(refused_answers(caplog)) == 1
+    assert len(upstream.received) == 1  # a 4xx is not tried again
 
 
 def test_a_body_over_the_limit_is_sent_once(client, live_server, api_key, config, caplog, settings):

@@ -6,8 +6,9 @@ upstream and leave no decision row; and the SDKs must then do what they do
 against the real providers: the openai SDK waits out a rate limit as
 Retry-After says, and stops at a spent budget (on chat completions a 400,
 which opencode's AI SDK takes as final, where it retries a 429 without end;
-on the Responses API OpenAI's 429 ``insufficient_quota``, Codex's "Quota
-exceeded"; both with ``x-should-retry: false``: routing.errors.AGENT_RETRIED_FINALS);
+on the Responses API a 400 too, whose body Codex shows as sent, where for OpenAI's 429
+``insufficient_quota`` it shows its own "Quota exceeded"; both with ``x-should-retry:
+false`` and type and code ``insufficient_quota``: routing.errors.AGENT_RETRIED_FINALS);
 the anthropic SDK stops at a spent budget (400) and waits out a rate limit.
 """
 
@@ -84,14 +85,16 @@ def test_the_openai_sdk_does_not_retry_a_spent_budget(live_server, router_config
     assert upstream.received == []
 
 
-def test_a_spent_budget_is_the_responses_apis_insufficient_quota(
+def test_a_spent_budget_is_a_final_insufficient_quota_400_on_the_responses_api(
     live_server, router_config, upstream
 ):
     key, raw = limited_key(budget_usd=0.1, budget_period="week")
     spend(key, 0.2)
-    with pytest.raises(openai.RateLimitError) as caught:
+    with pytest.raises(openai.BadRequestError) as caught:
         openai_sdk(live_server, raw).responses.create(model="echo-medium", input="hello")
     assert caught.value.body["code"] == "insufficient_quota"
+    assert caught.value.body["type"] == "insufficient_quota"
+    assert caught.value.response.headers["x-should-retry"] == "false"
     assert "weekly budget of $0.10" in caught.value.message
     assert upstream.received == []
 

@@ -12,6 +12,9 @@ proxy variables point at a loopback recorder that refuses everything, so
 nothing leaves the machine (opencode 1.18.33 still tries registry.npmjs.org,
 refused, and carries on).
 
+With Claude names, opencode's own Anthropic provider (the README's second
+config) speaks the Messages API to the router; the same loop runs through it.
+
 opencode is installed by scripts/install-opencode (CI runs it); ``OPENCODE_BIN``
 names the binary.
 """
@@ -26,7 +29,7 @@ import pytest
 from routing.models import RouteDecision
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, responses_config
 from tests.support.egress import EgressRecorder
-from tests.support.real_clients import git_repo, installed
+from tests.support.real_clients import git_repo, installed, readme_block
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,6 +79,7 @@ def opencode_config(router_url: str) -> dict:
 
 
 def run_opencode(opencode_bin, repo: Path, home: Path, api_key: str):
+    """``opencode run`` with the task, nothing leaving the machine; (done, egress targets)."""
     with EgressRecorder() as egress:
         env = {
             "PATH": os.environ["PATH"],
@@ -132,3 +136,42 @@ def test_opencode_runs_several_tools_through_the_router_as_one_session(
     (session,) = {(r.session, r.agent) for r in rows}
     assert session[0].startswith("ses_") and session[1] == "opencode", session
     print(f"opencode tried to reach, beyond the router: {tried or 'nothing'}")
+
+
+def anthropic_provider_config(router_url: str) -> str:
+    """The README's config for opencode's own Anthropic provider, pointed at the router."""
+    block = readme_block("Use it with opencode", "json", nth=1)
+    return block.replace("http://127.0.0.1:8000", router_url)
+
+
+def test_opencode_with_claude_names_through_its_anthropic_provider_runs_the_tool_loop(
+    opencode_bin, scratch_repo, tmp_path, live_server, upstream, write_config, monkeypatch, api_key
+):
+    # Claude names pinned as the README shows: the main model to the script, the rest
+    # (opencode's small model, claude-haiku-4-5..., for the session's title) elsewhere.
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    config = responses_config("http://127.0.0.1:9/unused", upstream.base_url)
+    config["aliases"] = {"claude-sonnet-4-5": "script-agent", "claude-*": "echo-small"}
+    write_config(config)
+    upstream.script = script(scratch_repo)
+    (scratch_repo / "opencode.json").write_text(anthropic_provider_config(live_server.url))
+    home = tmp_path / "home"
+    home.mkdir()
+
+    done, tried = run_opencode(opencode_bin, scratch_repo, home, api_key)
+
+    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
+    assert done.returncode == 0, report
+    assert FINAL in done.stdout, report
+    assert (scratch_repo / "ANSWER.md").read_text() == "build: green\n", report
+    # Four turns of the loop over /v1/messages, each tool's result sent back.
+    main = [json.loads(r["body"]) for r in upstream.received]
+    main = [b for b in main if b["model"] == "script-agent"]
+    assert len(main) == 4, report
+    results = [m["content"] for m in main[-1]["messages"] if m["role"] == "tool"]
+    assert "notes.txt" in json.dumps(results[0]) and "build: green" in json.dumps(results[1])
+    rows = list(RouteDecision.objects.order_by("id"))
+    assert all(r.status_code == 200 for r in rows), rows
+    asked = [(r.requested_model, r.chosen_model) for r in rows]
+    assert asked.count(("claude-sonnet-4-5", "script-agent")) == 4, asked
+    assert all(r.session == rows[0].session for r in rows), rows

@@ -20,6 +20,7 @@ from routing.config import DEFAULT_CONFIG_PATH, RouterConfig
 from routing.config.keys import unset_key_warnings
 from routing.config.source import ConfigSource
 from routing.models import RouteDecision
+from routing.selection import candidates_for
 from tests.support.real_clients import readme_block
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -120,7 +121,15 @@ def test_retrieving_a_model_without_its_provider_key_is_final_and_names_the_vari
 
 @pytest.mark.parametrize(
     "asked, suggested",
-    [("gtp-4.1", "'gpt-4.1'"), ("qwen-smal", "'qwen-small'"), ("atuo", "'auto'")],
+    [
+        ("gtp-4.1", "'gpt-4.1'"),
+        ("qwen-smal", "'qwen-small'"),
+        ("atuo", "'auto'"),
+        # A name the claude-* and gpt-* aliases would serve, spelled right.
+        ("clade-opus-4-8", "'claude-opus-4-8'"),
+        ("cluade-sonnet-4-6[1m]", "'claude-sonnet-4-6[1m]'"),
+        ("gpy-6.2-sol", "'gpt-6.2-sol'"),
+    ],
 )
 def test_a_mistyped_model_name_gets_a_did_you_mean(sdk, asked, suggested):
     with pytest.raises(openai.NotFoundError) as caught:
@@ -175,9 +184,22 @@ def test_a_config_file_changed_while_running_warns_about_an_unset_provider_key(
     ) in caplog.text
 
 
+def readme_config() -> RouterConfig:
+    """The config a user copies from the README first."""
+    return RouterConfig.model_validate(yaml.safe_load(readme_block("Configure it", "yaml")))
+
+
 def test_the_readmes_first_config_sends_every_agents_default_name_to_auto():
-    # The config a user copies from the README: its aliases keep the agents' own names.
-    config = RouterConfig.model_validate(yaml.safe_load(readme_block("Configure it", "yaml")))
+    config = readme_config()  # its aliases keep the agents' own names
 
     for name in [*CLAUDE_CODE_NAMES, *CODEX_NAMES]:
         assert config.resolve_model_name(name) == "auto", name
+
+
+@pytest.mark.parametrize("tier", ["easy", "medium", "hard"])
+def test_the_readmes_first_config_has_a_model_for_claude_codes_requests_at_every_tier(tier):
+    # Claude Code's first request: ~26,000 prompt tokens, 64,000 asked for the answer
+    # (bench/check_final_errors.py's readme-config scenario runs the real one through it).
+    chosen = candidates_for(readme_config(), tier, 26_000, 64_000, {"tools"})
+
+    assert chosen and chosen[0].context_window >= 90_000

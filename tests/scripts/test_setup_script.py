@@ -48,16 +48,20 @@ def setup(project: Path, *args) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
+# Quiet (its lines go to .venv/pip.log), and no compiling of every dependency up front.
+PIP = "-m pip install --quiet --no-compile --disable-pip-version-check -e ."
+
+
 def test_setup_installs_once_then_only_when_pyproject_changes(tmp_path):
     project = project_copy(tmp_path)
 
     first = setup(project)
-    assert first[-1] == "-m pip install --quiet --disable-pip-version-check -e ."
+    assert first[-1] == PIP
     assert setup(project) == []  # a restart: nothing to install
 
     with (project / "pyproject.toml").open("a") as file:
         file.write("\n# a changed dependency list\n")
-    assert setup(project)[-1] == "-m pip install --quiet --disable-pip-version-check -e ."
+    assert setup(project)[-1] == PIP
     assert setup(project) == []
 
 
@@ -65,10 +69,7 @@ def test_the_test_tools_are_installed_when_first_asked_for(tmp_path):
     project = project_copy(tmp_path)
     setup(project)
 
-    assert (
-        setup(project, "--test")[-1]
-        == "-m pip install --quiet --disable-pip-version-check -e .[test]"
-    )
+    assert setup(project, "--test")[-1] == PIP + "[test]"
     assert setup(project, "--test") == []
     assert setup(project) == []  # the test install holds the plain one
     assert not (project / "apt.log").exists()  # the machine was left as it was

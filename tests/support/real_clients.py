@@ -37,7 +37,7 @@ def git_repo(path: Path, files: dict) -> Path:
     return path
 
 
-def readme_block(section: str, language: str) -> str:
-    """The first ``language`` code block of the README's section titled ``section``."""
+def readme_block(section: str, language: str, nth: int = 0) -> str:
+    """The ``nth`` (from 0) ``language`` code block of the README's section titled ``section``."""
     text = README.read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return text.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+    return text.split(f"```{language}\n")[nth + 1].split("```", 1)[0]

@@ -59,14 +59,15 @@ def router_error_response(error: RouterError, protocol: str = "chat"):
     )
 
 
-def failure_response(failure: Failure):
-    """Every try failed: the upstream's own OpenAI-shaped error relayed, else ours."""
+def failure_response(failure: Failure, protocol: str = "chat"):
+    """Every try failed: the upstream's own OpenAI-shaped error relayed, else ours; a final
+    status ``protocol``'s agents retry answered as one they take as final (an upstream's 422
+    to Codex: a 400)."""
     body = failure.relayed
     if not (isinstance(body, dict) and isinstance(body.get("error"), dict)):
         body = error_body(failure.status, failure.message, failure.code)
-    response = HttpResponse(
-        jsonio.dumps(body), status=failure.status, content_type="application/json"
-    )
+    status = answered_status(failure.status, True, protocol)  # an upstream's 429 may lift
+    response = HttpResponse(jsonio.dumps(body), status=status, content_type="application/json")
     # Retry-After: the client may wait as the upstream asked (the SDKs honour it).
     for name, value in failure.headers().items():
         response[name] = value

@@ -70,7 +70,7 @@ class NativeResponsesWire(Wire):
         return ResponsesWatcher(plan, outcome, reply.translator)
 
     def failure_response(self, failure):
-        return chat_errors.failure_response(failure)
+        return chat_errors.failure_response(failure, "responses")
 
 
 def response_answer(response: dict, plan) -> Answer:
