@@ -58,6 +58,7 @@ from routing.pruning import (
 )
 from routing.quality import RequestSignals, request_signals
 from routing.recall.store import restored
+from routing.recall.tool import tools_sent
 from routing.selection import (
     baseline_model,
     candidates_for,
@@ -90,7 +91,11 @@ def plan_request(
     key = conversation_key(api_key_id, request.model, request.messages, request.conversation)
     arm = assign_arm(config, key)
     config = arm_config(config, arm)
-    extra_tokens = tools_overhead_tokens(request.tools)
+    # The tools as sent: the router's recall tool counts where it is offered (routing/recall/),
+    # in the measured prompt and in pinch's budget; not in the cost without pinch.
+    tools = tools_sent(request.tools, config.pinch)
+    extra_tokens = tools_overhead_tokens(tools)
+    router_tool_tokens = extra_tokens - tools_overhead_tokens(request.tools)
     target = config.resolve_model_name(request.model)
     routed = target == config.routing.auto_model
     store = None
@@ -107,7 +112,7 @@ def plan_request(
         recalled = partial(restored, store=store, recorded=reader("recall_restored"))
     # The request as sent, measured once: routing reads it, and it is the payload's
     # figure too when pinch and local vision leave the messages as they are.
-    unpruned = measure_prompt_tokens(request.messages, request.tools)
+    unpruned = measure_prompt_tokens(request.messages, tools)
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -157,7 +162,7 @@ def plan_request(
         same_tools = request.tools is sent_tools
         measured = remeasured(unpruned, sent_as, send_messages) if same_tools else None
         if measured is None:
-            measured = measure_prompt_tokens(send_messages, request.tools)
+            measured = measure_prompt_tokens(send_messages, tools)
     if request.source is not None:
         measured += request.source.left_out_tokens  # thinking, documents: sent natively
 
@@ -211,7 +216,7 @@ def plan_request(
         prefix_fallback=prefix_fallback,
         payload_fingerprints=fingerprints,
         conversation=key,
-        unpruned_split=_unpruned_split(request.messages, pinch, prefix),
+        unpruned_split=_unpruned_split(request.messages, pinch, prefix, router_tool_tokens),
         stable_prefixes=stable_prefixes(request.messages, config.pinch, pinch, extra_tokens)
         if any(p.capabilities.cache_breakpoints for p in providers)
         else None,
@@ -245,26 +250,27 @@ def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
         return None
 
 
-def _unpruned_split(messages, pinch, prefix) -> tuple[int, int] | None:
+def _unpruned_split(messages, pinch, prefix, router_tool_tokens: int) -> tuple[int, int] | None:
     """Estimated (cached, written) tokens of the request had pinch not touched it.
 
     The agent's previous request ended before its last assistant message;
     without pinch the provider would have read all of it from the cache (tool
     definitions first) when that request was recent: the prefix probe saw it,
     or the probe is off and nothing says otherwise. The rest is written.
+    Without pinch the router's recall tool is not sent: its tokens, in pinch's
+    figures, are left out.
     """
     if pinch is None or pinch.tokens_saved <= 0:
         return None
     warm = prefix is None or prefix[1] > 0
     previous = previous_request_length(messages)
     cached = 0
+    unpruned = pinch.original_tokens - router_tool_tokens
     if warm and previous:
         # pinch's original figure is the tools' and every message's text: what the previous
         # request carried is it but for this turn's few messages, read instead of all of them.
-        cached = pinch.original_tokens - sum(
-            estimate_tokens(extract_text(m)) for m in messages[previous:]
-        )
-    return cached, max(pinch.original_tokens - cached, 0)
+        cached = unpruned - sum(estimate_tokens(extract_text(m)) for m in messages[previous:])
+    return cached, max(unpruned - cached, 0)
 
 
 def _tier_below(config: RouterConfig, tier: str) -> str:

@@ -11,11 +11,12 @@ provider's translated path) loop in ``chat``; a native Messages call in
 
 from routing.recall import chat, messages, responses
 from routing.recall.answers import Recalls
+from routing.recall.tool import offers_tool
 
 
 def serves_recall(plan) -> bool:
     """Pinch is on for the request's conversation (not the holdout) and recall is enabled."""
-    return plan.pinch is not None and plan.config.pinch.recall.enabled
+    return plan.pinch is not None and offers_tool(plan.config.pinch)
 
 
 def recalling(provider, plan, outcome):

@@ -58,6 +58,21 @@ def with_tool(body: dict, tool: dict) -> dict:
     return {**body, "tools": [*tools, copy.deepcopy(tool)]}
 
 
+def offers_tool(pinch_config) -> bool:
+    """The router offers its tool on a conversation's requests: pinch is on for it (not the
+    holdout, not ``pinch.enabled: false``) and ``pinch.recall.enabled``."""
+    return pinch_config.enabled and pinch_config.recall.enabled
+
+
+def tools_sent(tools, pinch_config):
+    """The request's tools as an upstream gets them, in chat shape: with the router's last when
+    it offers it and the request declares tools (``with_tool``'s rule). What the request's
+    prompt is measured with (routing.pipeline): the tool is sent, so it is counted."""
+    if not offers_tool(pinch_config) or not isinstance(tools, list) or not tools:
+        return tools
+    return [*tools, CHAT_TOOL]
+
+
 @dataclass(frozen=True)
 class RecallArguments:
     handle: str

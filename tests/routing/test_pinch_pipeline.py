@@ -9,6 +9,7 @@ import requests
 from pinch import message_tokens
 from pinch.recall import NOTE
 from routing.models import RouteDecision
+from routing.recall.tool import CHAT_TOOL
 from routing.selection import measure_prompt_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -190,7 +191,8 @@ def test_tool_definitions_count_toward_the_budget(sdk, router_config, write_conf
     ]
     assert sent[4]["content"] == "y" * 30
     decision = RouteDecision.objects.get()
-    tools_tokens = len(json.dumps(tools)) // 3
+    # The tools as sent: the router's recall tool last among them.
+    tools_tokens = len(json.dumps([*tools, CHAT_TOOL])) // 3
     assert decision.pinch_original_tokens == 0 + 200 + 10 + tools_tokens  # "go" is 0 tokens
 
 
