@@ -1,0 +1,102 @@
+"""Two router instances sharing PostgreSQL recall each other's results, end to end: a
+conversation's request through one gunicorn router is pruned (its originals stored), its
+next request goes to the other, whose upstream recalls the handle the first one wrote, and
+the client (the official openai SDK) gets one clean answer with the line only the original
+held."""
+
+import json
+
+import openai
+import pytest
+
+from routing.recall import TOOL_NAME
+from tests.routing.test_durability import postgres_url
+from tests.support.config import base_config
+from tests.support.recall_scenario import AGENT_TOOLS, chat_conversation, model_like, recall_pinch
+from tests.support.recall_upstream import NOTE, VAULT_LINE
+from tests.support.served import two_routers
+
+pytestmark = pytest.mark.skipif(
+    not postgres_url(), reason="runs in the PostgreSQL pass (DATABASE_URL)"
+)
+
+MODEL = "recall-model"
+
+
+@pytest.fixture
+def instances(tmp_path, upstream):
+    config = recall_pinch(base_config(upstream.base_url))
+    config["models"].append(model_like(config, "echo-medium", MODEL))
+    # No Redis: what one instance leaves for the other is in the database alone.
+    with two_routers(tmp_path, config, redis_url="") as pair:
+        yield pair
+
+
+def _sdk(instance) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=instance.url + "/v1", api_key=instance.key, max_retries=0, timeout=30
+    )
+
+
+def _decision(instance, decision_id: str) -> dict:
+    code = (
+        "import json; from routing.models import RouteDecision as R; "
+        f"r = R.objects.get(pk={int(decision_id)}); "
+        "print(json.dumps([r.conversation, r.recalls, r.recalled_tokens, r.status_code, "
+        "r.pinch_original_tokens > r.pinch_final_tokens]))"
+    )
+    conversation, recalls, tokens, status, pruned = json.loads(
+        instance.manage("shell", "-c", code).strip().splitlines()[-1]
+    )
+    return {
+        "conversation": conversation,
+        "recalls": recalls,
+        "recalled_tokens": tokens,
+        "status": status,
+        "pruned": pruned,
+    }
+
+
+def test_a_result_one_instance_trimmed_is_recalled_through_the_other(instances, upstream):
+    first, second = instances
+    # On the first instance the user speaks: pinch trims the old log, the model asks for a tool.
+    messages = [
+        *chat_conversation(),
+        {"role": "assistant", "content": "I listed the directory."},
+        {"role": "user", "content": "Now find the vault code."},
+    ]
+    raw = _sdk(first).chat.completions.with_raw_response.create(
+        model=MODEL, messages=messages, tools=AGENT_TOOLS
+    )
+    asked = raw.parse().choices[0].message
+    on_first = _decision(first, raw.headers["X-Router-Decision-Id"])
+    assert on_first["pruned"] and on_first["recalls"] == 0
+    [sent_by_first] = upstream.bodies()
+    log = sent_by_first["messages"][2]["content"]
+    assert VAULT_LINE not in log, "the first instance trimmed the vault line away"
+    [handle] = NOTE.findall(log)
+
+    # The agent runs the tool it was asked for and sends the result to the second instance.
+    [call] = asked.tool_calls
+    messages += [
+        asked.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "README.md: nothing about a vault"},
+    ]
+    raw = _sdk(second).chat.completions.with_raw_response.create(
+        model=MODEL, messages=messages, tools=AGENT_TOOLS
+    )
+    answer = raw.parse()
+
+    choice = answer.choices[0]
+    assert VAULT_LINE in choice.message.content
+    assert choice.message.tool_calls is None and choice.finish_reason == "stop"
+    assert TOOL_NAME not in answer.model_dump_json()
+    _, recalling, continued = upstream.bodies()
+    [recall] = continued["messages"][-2]["tool_calls"]
+    assert recall["function"]["name"] == TOOL_NAME
+    assert json.loads(recall["function"]["arguments"])["id"] == handle
+    assert VAULT_LINE in continued["messages"][-1]["content"]
+    on_second = _decision(second, raw.headers["X-Router-Decision-Id"])
+    assert on_second["conversation"] == on_first["conversation"]
+    assert on_second["recalls"] == 1 and on_second["recalled_tokens"] > 0
+    assert on_second["status"] == 200
