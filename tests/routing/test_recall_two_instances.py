@@ -26,7 +26,7 @@ MODEL = "recall-model"
 @pytest.fixture
 def instances(tmp_path, upstream):
     config = recall_pinch(base_config(upstream.base_url))
-    config["models"].append(model_like(config, "echo-medium", MODEL))
+    config["models"] += [model_like(config, "echo-medium", m) for m in (MODEL, SCRIPTED)]
     # No Redis: what one instance leaves for the other is in the database alone.
     with two_routers(tmp_path, config, redis_url="") as pair:
         yield pair
@@ -100,3 +100,46 @@ def test_a_result_one_instance_trimmed_is_recalled_through_the_other(instances, 
     assert on_second["conversation"] == on_first["conversation"]
     assert on_second["recalls"] == 1 and on_second["recalled_tokens"] > 0
     assert on_second["status"] == 200
+
+
+CLEARED = "[Old tool result content cleared]"  # what Claude Code leaves of an old result
+SCRIPTED = "recallscript-model"
+
+
+def test_a_result_the_client_cleared_since_is_recalled_from_what_the_other_instance_stored(
+    instances, upstream
+):
+    first, second = instances
+    messages = [
+        *chat_conversation(),
+        {"role": "assistant", "content": "I listed the directory."},
+        {"role": "user", "content": "Now find the vault code."},
+    ]
+    # The scripted model: after two results it asks for the agent's tool; after three it
+    # recalls the handle the first instance's payload named (it kept it in mind).
+    upstream.script = [{"call": "read_log", "arguments": {"path": "README.md"}}] * 3
+    raw = _sdk(first).chat.completions.with_raw_response.create(
+        model=SCRIPTED, messages=messages, tools=AGENT_TOOLS
+    )
+    asked = raw.parse().choices[0].message
+    [handle] = NOTE.findall(upstream.bodies()[0]["messages"][2]["content"])
+    upstream.script.append({"call": TOOL_NAME, "arguments": {"id": handle, "pattern": "VAULT"}})
+
+    # The client clears the old result it holds (its own context management): the second
+    # instance's request no longer carries the original; only the store has it.
+    messages[2] = {**messages[2], "content": CLEARED}
+    [call] = asked.tool_calls
+    messages += [
+        asked.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "README.md: nothing about a vault"},
+    ]
+    upstream.received.clear()
+    raw = _sdk(second).chat.completions.with_raw_response.create(
+        model=SCRIPTED, messages=messages, tools=AGENT_TOOLS
+    )
+
+    assert VAULT_LINE in raw.parse().choices[0].message.content
+    recalling, continued = upstream.bodies()
+    assert VAULT_LINE not in json.dumps(recalling), "the second request does not carry it"
+    assert VAULT_LINE in continued["messages"][-1]["content"]
+    assert _decision(second, raw.headers["X-Router-Decision-Id"])["recalls"] == 1
