@@ -8,9 +8,14 @@ import json
 
 import pytest
 
+from routing.config import validate_config
 from routing.models import RouteDecision
+from routing.pipeline import plan_request
+from routing.prefix_probe import PrefixProbe
+from routing.protocols.chat.request import parse_chat_request
 from routing.recall.tool import CHAT_TOOL
 from routing.selection import measure_prompt_tokens, tools_overhead_tokens
+from tests.support.config import base_config
 from tests.support.recall_scenario import AGENT_TOOLS, chat_conversation, recall_pinch
 from tests.support.router import openai_client
 
@@ -107,3 +112,18 @@ def test_a_conversation_that_gains_tools_keeps_one_tools_block_from_then_on(
     assert blocks == {json.dumps([*AGENT_TOOLS, CHAT_TOOL])}
     rows = RouteDecision.objects.order_by("id")
     assert len({row.conversation for row in rows}) == 1
+
+
+def test_the_cost_without_pinch_leaves_the_router_tool_out():
+    # Pinch off sends no tool of the router's: the unpruned estimate is the same either way.
+    plans = {}
+    for recall in (True, False):
+        config = validate_config(recall_pinch(base_config("http://127.0.0.1:9/v1"), enabled=recall))
+        request = parse_chat_request(
+            {"model": "echo-medium", "messages": chat_conversation(), "tools": AGENT_TOOLS}
+        )
+        plans[recall] = plan_request(request, config, api_key_id=7, probe=PrefixProbe())
+
+    assert plans[True].pinch.tokens_saved > 0 and plans[False].pinch.tokens_saved > 0
+    assert plans[True].pinch.original_tokens > plans[False].pinch.original_tokens
+    assert plans[True].unpruned_split == plans[False].unpruned_split
