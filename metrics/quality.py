@@ -21,7 +21,12 @@ here they are added up:
   (repeats of any earlier call per result and turn: in the holdout nothing
   is compressed, so this is what compares), each with its interval, and
   every other arm against control, with ``significant`` false and a verdict
-  saying so while the interval of the difference holds zero.
+  saying so while the interval of the difference holds zero;
+* ``recall``: the router's recall tool as a signal (metrics/recall_quality.py):
+  recalls and recalled tokens, per pruned request (answered, as
+  ``pinch_summary`` counts them) and per conversation pinch pruned (counted like
+  the others, in the window its latest decision falls in), and the recall rate
+  per compressed result seen beside the holdout's repeat rate.
 
 Three queries whatever the traffic, each returning a row per arm, over the
 window's hours of ``ArmHour`` (routing/summaries/units.py): the counts of the
@@ -53,9 +58,10 @@ from metrics.intervals import (
     rate_difference,
     wilson,
 )
+from metrics.recall_quality import RecallSums, recall_figures
 from metrics.summary import DEFAULT_DAYS, Window, summary_window
 from routing.config import RouterConfig
-from routing.experiments import CONTROL, arm_names
+from routing.experiments import CONTROL, HOLDOUT, arm_names
 from routing.models import ArmHour, QualityUnit
 from routing.summaries.contributions import NO_TASK, hour_of
 
@@ -71,6 +77,9 @@ COUNTS = (
     "errors_after_prune",
     "results",
     "errors",
+    "pruned",
+    "recalls",
+    "recalled_tokens",
 )
 
 
@@ -79,6 +88,7 @@ class ArmSample:
     """One arm's window: its conversations, the samples of its means, its quality counts."""
 
     conversations: int = 0
+    pruned_conversations: int = 0  # those with an answered decision pinch pruned
     cost: Moments = Moments()  # USD per conversation, over those with a billed prompt
     turns: Moments = Moments()  # decisions per task
     task_tokens: Moments = Moments()  # prompt tokens per task
@@ -92,6 +102,7 @@ def _moments(n, total, squares) -> Moments:
 
 SAMPLED = (
     "conversations",
+    "pruned_conversations",
     "billed_conversations",
     "cost_usd",
     "cost_squares",
@@ -112,10 +123,11 @@ def arm_samples(window: Window) -> dict[str, ArmSample]:
         .order_by()
     )
     samples = {}
-    for arm, conversations, billed, cost, squares, tasks, *rest in rows:
+    for arm, conversations, pruned, billed, cost, squares, tasks, *rest in rows:
         turns, turn_squares, tokens, token_squares, *counts = rest
         samples[arm] = ArmSample(
             conversations=int(conversations or 0),
+            pruned_conversations=int(pruned or 0),
             cost=_moments(billed, cost, squares),
             turns=_moments(tasks, turns, turn_squares),
             task_tokens=_moments(tasks, tokens, token_squares),
@@ -199,7 +211,23 @@ def quality_from_samples(
         ).as_dict(1),
         "conversations_stopped_mid_loop": sum(stopped.values()),
         "arms": arm_figures,
+        "recall": recall_figures(_recall_sums(samples, totals)),
     }
+
+
+def _recall_sums(samples: dict[str, ArmSample], totals: Counter) -> RecallSums:
+    """What the recall block needs (metrics/recall_quality.py), from the arms' samples: the
+    recalls over every arm, the natural repeat rate from the holdout's (pinch off)."""
+    holdout = samples.get(HOLDOUT, ArmSample()).counts
+    return RecallSums(
+        pruned_requests=totals["pruned"],
+        pruned_conversations=sum(sample.pruned_conversations for sample in samples.values()),
+        recalls=totals["recalls"],
+        recalled_tokens=totals["recalled_tokens"],
+        compressed_seen=totals["seen_compressed"],
+        holdout_repeats=holdout["repeats_compressed"] + holdout["repeats_whole"],
+        holdout_seen=holdout["seen_compressed"] + holdout["seen_whole"],
+    )
 
 
 def _rate(value):

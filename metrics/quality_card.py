@@ -90,6 +90,21 @@ def quality_card(quality: dict | None) -> dict | None:
         "prompt_tokens_per_task": _with_interval(quality["prompt_tokens_per_task"], _plain),
         "stopped_mid_loop": format_count(quality["conversations_stopped_mid_loop"]),
         "arms": arms,
+        "recall": _recall(quality["recall"]),
+    }
+
+
+def _recall(recall: dict) -> dict:
+    """The recall lines (metrics/recall_quality.py): counts, then the rate beside the holdout's."""
+    return {
+        "recalls": f"{format_count(recall['recalls'])} "
+        f"({format_count(recall['recalled_tokens'])} tokens recalled)",
+        "per_pruned_request": _plain(recall["recalls_per_pruned_request"], 3),
+        "per_conversation": _plain(recall["recalls_per_conversation"], 3),
+        "rate": _with_interval(recall["recall_rate"], _percent),
+        "holdout": _with_interval(recall["holdout_repeat_rate"], _percent),
+        "versus_holdout": _difference(recall["versus_holdout"], _signed_percent),
+        "verdict": recall["verdict"],
     }
 
 
@@ -106,6 +121,14 @@ def quality_lines(quality: dict) -> list[str]:
         f"  turns per task              {card['turns_per_task']}",
         f"  prompt tokens per task      {card['prompt_tokens_per_task']}",
         f"  stopped mid tool loop       {card['stopped_mid_loop']} conversation(s)",
+        "Recalls (the router's recall tool; per compressed result and turn seen)",
+        f"  recalls                     {card['recall']['recalls']}",
+        f"  per pruned request          {card['recall']['per_pruned_request']}",
+        f"  per conversation pruned     {card['recall']['per_conversation']}",
+        f"  recall rate                 {card['recall']['rate']}",
+        f"  holdout's repeat rate       {card['recall']['holdout']}",
+        f"  difference                  {card['recall']['versus_holdout']}"
+        f" — {card['recall']['verdict']}",
         "Arms (cost per conversation billed net of the cache, plus completion)",
     ]
     for arm in card["arms"]:

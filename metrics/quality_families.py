@@ -69,3 +69,40 @@ def quality_families(quality: dict):
         for arm, figures in quality["arms"].items():
             _estimate(family, [arm], figures[key])
         yield family
+    yield from _recall_families(quality["recall"])
+
+
+def _recall_families(recall: dict):
+    """The recall block (metrics/recall_quality.py) as ``router_recall_*`` gauges."""
+    yield GaugeMetricFamily(
+        "router_recall_recalls_30d",
+        "Calls of the router's recall tool it answered itself: pinch had taken something "
+        "the model needed.",
+        value=recall["recalls"],
+    )
+    yield GaugeMetricFamily(
+        "router_recall_recalled_tokens_30d",
+        "Tokens of the originals the router's recall tool gave back.",
+        value=recall["recalled_tokens"],
+    )
+    per = GaugeMetricFamily(
+        "router_recall_recalls_per_30d",
+        "Recalls per answered request pinch pruned, and per conversation it pruned.",
+        labels=["per"],
+    )
+    for unit, key in (
+        ("pruned_request", "recalls_per_pruned_request"),
+        ("conversation", "recalls_per_conversation"),
+    ):
+        if recall[key] is not None:
+            per.add_metric([unit], recall[key])
+    yield per
+    rate = GaugeMetricFamily(
+        "router_recall_rate_30d",
+        "Recalls per compressed result and turn seen, beside the holdout's (pinch off) "
+        "repeats of an earlier call per result and turn, with the 95% Wilson interval.",
+        labels=["of", "bound"],
+    )
+    _estimate(rate, ["recalls"], recall["recall_rate"])
+    _estimate(rate, ["holdout_repeats"], recall["holdout_repeat_rate"])
+    yield rate

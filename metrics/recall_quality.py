@@ -47,7 +47,11 @@ def _per(count: int, of: int) -> float | None:
 
 def recall_figures(sums: RecallSums) -> dict:
     """The recall block: counts, rates with their 95% intervals, the holdout comparison."""
-    rate = wilson(sums.recalls, sums.compressed_seen)
+    # A result capped as it arrives (in the turn's new results) can be recalled in that very
+    # request, before the quality signals count it as seen compressed (they count the results
+    # before the agent's newest message): each recall is of at least one result seen, so the
+    # rate is never over 1.
+    rate = wilson(sums.recalls, max(sums.compressed_seen, sums.recalls))
     natural = wilson(sums.holdout_repeats, sums.holdout_seen)
     versus = rate_difference(rate, natural)
     if versus.value is None:

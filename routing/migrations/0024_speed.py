@@ -24,7 +24,7 @@ def fill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("routing", "0021_scale_moments"),
+        ("routing", "0022_recall_summaries"),
     ]
 
     operations = [

@@ -176,6 +176,11 @@ class ArmHour(models.Model):
     errors_after_prune = _count()
     results = _count()
     errors = _count()
+    # Recall as a quality signal (metrics/recall_quality.py): the recalls per pruned request
+    # and per conversation pinch pruned, beside the holdout's repeats.
+    pruned = _count("Answered decisions pinch sent fewer tokens than it was given.")
+    recalls = _count("Calls of the router's recall tool it answered itself.")
+    recalled_tokens = _count("Tokens of the originals those recalls gave back.")
 
     conversations = _count("Conversations whose latest decision is in the hour.")
     billed_conversations = _count("Of those, with a billed prompt.")
@@ -185,6 +190,7 @@ class ArmHour(models.Model):
     dearer = _count("Conversations whose net saving rounds to a negative micro-dollar.")
     surprised = _count("Conversations the cache forecast's bill surprised at least once.")
     asked_tools = _count("Conversations whose latest answer asked for tool calls.")
+    pruned_conversations = _count("Conversations with an answered decision pinch pruned.")
     tasks = _count("Tasks whose latest decision is in the hour.")
     task_turns = _count()
     task_turn_squares = _count()
@@ -217,6 +223,7 @@ class QualityUnit(models.Model):
     net_decisions = _count("Billed decisions (both costs known).")
     surprises = _count("Decisions whose bill surprised the cache forecast.")
     prompt_tokens = _count("Prompt tokens as reported, else as measured.")
+    pruned = _count("Answered decisions pinch sent fewer tokens than it was given.")
 
     class Meta:
         constraints = [

@@ -80,6 +80,8 @@ READS = (
     "quality_seen_whole",
     "quality_results",
     "quality_errors",
+    "recalls",
+    "recalled_tokens",
 )
 NO_TASK = -1  # quality_task NULL: the request was no tool round of a task
 
@@ -147,7 +149,7 @@ def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
     # The median tokens saved is of the pruned calls that were answered, like the share.
     if figures["pruned"] and not failed(status):
         yield SavedTokens, (day_of(hour), saved_bucket(figures["tokens_saved"])), {"decisions": 1}
-    yield ArmHour, (hour, fields.get("arm") or ""), quality_counts(fields)
+    yield ArmHour, (hour, fields.get("arm") or ""), quality_counts(fields, figures)
     tools = fields.get("pinch_tools")
     if isinstance(tools, dict):
         for name, count in tools.items():
@@ -215,8 +217,15 @@ def decision_figures(fields: Mapping) -> dict:
     return figures
 
 
-def quality_counts(fields: Mapping) -> dict:
-    """What one decision adds to its arm's hour (``ArmHour``): the quality signals' counts."""
+def answered_pruned(fields: Mapping, decision: dict) -> int:
+    """1 for a pruned decision that was answered, as ``pinch_summary`` counts the pruned calls:
+    the recall figures' denominator (metrics/recall_quality.py)."""
+    return int(bool(decision["pruned"]) and not failed(fields.get("status_code")))
+
+
+def quality_counts(fields: Mapping, decision: dict) -> dict:
+    """What one decision adds to its arm's hour (``ArmHour``): the quality signals' counts.
+    ``decision``: its ``decision_figures``."""
     results, errors = _n(fields.get("quality_results")), _n(fields.get("quality_errors"))
     after_prune = _n(fields.get("quality_seen_compressed")) > 0
     return {
@@ -228,6 +237,9 @@ def quality_counts(fields: Mapping) -> dict:
         "errors_after_prune": errors if after_prune else 0,
         "results": results,
         "errors": errors,
+        "pruned": answered_pruned(fields, decision),
+        "recalls": _n(fields.get("recalls")),
+        "recalled_tokens": _n(fields.get("recalled_tokens")),
     }
 
 
@@ -246,4 +258,5 @@ def unit_figures(fields: Mapping, decision: dict | None = None) -> dict:
         "net_decisions": decision["billed"],
         "surprises": decision.get("cache_misses", 0) + decision.get("cache_hits", 0),
         "prompt_tokens": _n(fields.get("measured_tokens") if prompt is None else prompt),
+        "pruned": answered_pruned(fields, decision),
     }

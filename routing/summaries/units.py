@@ -52,6 +52,7 @@ SUMS = (
     "net_decisions",
     "surprises",
     "prompt_tokens",
+    "pruned",
 )
 LATEST = ("arm", "last_at", "last_answer_tool_calls")
 COLUMNS = ("conversation", "task", *LATEST, *SUMS)
@@ -135,6 +136,7 @@ def placed(unit: Mapping) -> tuple[tuple, dict] | None:
         "dearer": int(netted and net <= -HALF_A_MICRODOLLAR),
         "surprised": int(unit["surprises"] > 0),
         "asked_tools": int(unit["last_answer_tool_calls"] is True),
+        "pruned_conversations": int(unit["pruned"] > 0),
     }
 
 
@@ -214,7 +216,7 @@ def _q(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-UNITS_A_STATEMENT = 70  # 13 columns a unit: under SQLite's oldest limit of 999 parameters
+UNITS_A_STATEMENT = 70  # 14 columns a unit: under SQLite's oldest limit of 999 parameters
 
 
 def _chunks(items: list) -> Iterable[list]:

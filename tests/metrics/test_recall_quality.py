@@ -53,3 +53,10 @@ def test_the_recall_rate_is_judged_against_the_holdouts_repeat_rate(
     assert figures["holdout_repeat_rate"] == wilson(holdout_repeats, 1000).as_dict()
     assert figures["versus_holdout"]["significant"] is significant
     assert figures["verdict"].startswith(verdict)
+
+
+def test_a_result_recalled_before_it_was_counted_as_seen_still_counts_as_seen():
+    # Capped on arrival and recalled in the same request: no turn saw it compressed yet.
+    figures = recall_figures(RecallSums(pruned_requests=2, recalls=3, compressed_seen=1))
+
+    assert figures["recall_rate"] == wilson(3, 3).as_dict()

@@ -90,3 +90,34 @@ def test_a_conversation_whose_decisions_are_all_purged_goes():
 
     assert not QualityUnit.objects.exists()
     assert not ArmHour.objects.exists()
+
+
+def test_a_conversation_pruned_once_counts_as_pruned_in_the_hour_of_its_latest_decision():
+    seed(_turn(timedelta(hours=3), 0.001, 0.002, saved=500, recalls=1))
+    seed(_turn(timedelta(hours=1), 0.001, 0.002, saved=0))  # measured, not pruned
+
+    three_hours_ago = (NOW - timedelta(hours=3)).replace(minute=0)
+    assert _placed("pruned") == {three_hours_ago: 1}  # the decision stays in its own hour
+    assert _placed("recalls") == {three_hours_ago: 1}
+    assert _placed("pruned_conversations") == {(NOW - timedelta(hours=1)).replace(minute=0): 1}
+
+
+def test_a_conversation_whose_pruned_decisions_are_purged_is_no_longer_pruned():
+    seed(
+        _turn(timedelta(days=40), 0.001, 0.002, saved=500),  # pruned, and purged
+        _turn(timedelta(hours=1), 0.001, 0.002, saved=0),
+    )
+    assert _placed("pruned_conversations")
+
+    purge_decisions(31)
+
+    assert QualityUnit.objects.get(conversation="c1", task=NO_TASK).pruned == 0
+    assert not _placed("pruned_conversations")
+    assert not _placed("pruned")
+
+
+def test_a_failed_pruned_decision_does_not_make_its_conversation_pruned():
+    seed(_turn(timedelta(hours=1), 0.001, 0.002, saved=500, status_code=502))
+
+    assert not _placed("pruned_conversations")
+    assert not _placed("pruned")

@@ -96,6 +96,8 @@ def rows(draw, max_days):
         **_part_of("quality_seen_compressed", "quality_repeats_compressed", draw),
         **_part_of("quality_seen_whole", "quality_repeats_whole", draw),
         **_part_of("quality_results", "quality_errors", draw),
+        "recalls": draw(count),
+        "recalled_tokens": draw(st.one_of(st.none(), st.integers(0, 40_000))),
     }
     if pinch is not None:
         final, removed = pinch

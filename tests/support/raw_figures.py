@@ -172,6 +172,7 @@ def conversation_units(config, window: Window, task: bool = False) -> dict:
             net_rows=Count("id", filter=BILLED),
             surprises=Count("id", filter=COMPARED & Q(cache_surprise__in=SURPRISES)),
             tokens=Coalesce(Sum(Coalesce("prompt_tokens", "measured_tokens")), 0),
+            pruned=Count("id", filter=PRUNED & ~FAILED),
         )
         .order_by()
     ):
@@ -203,6 +204,9 @@ def quality_summary(config, window: Window) -> dict:
         "errors_after_prune": Sum("quality_errors", filter=after_prune),
         "results": Sum("quality_results"),
         "errors": Sum("quality_errors"),
+        "pruned": Count("id", filter=PRUNED & ~FAILED),
+        "recalls": Sum("recalls"),
+        "recalled_tokens": Sum("recalled_tokens"),
     }
     arm_counts = defaultdict(Counter)
     for arm, *figures in window.decisions().values_list("arm").annotate(**counts).order_by():
@@ -216,6 +220,7 @@ def quality_summary(config, window: Window) -> dict:
     samples = {
         arm: ArmSample(
             conversations=len(conversations[arm]),
+            pruned_conversations=sum(u["pruned"] > 0 for u in conversations[arm]),
             cost=Moments.of(u["billed"] for u in conversations[arm] if u["billed_rows"]),
             turns=Moments.of(turns for turns, _ in tasks[arm]),
             task_tokens=Moments.of(tokens for _, tokens in tasks[arm]),
