@@ -242,7 +242,9 @@ def test_a_corpus_session_reads_the_cache_on_every_turn_after_the_first(
     decisions = replay(sdk, requests, tools=session_tools(session.messages))
     usages = anthropic_upstream.usages
     steps = {t for t, d in enumerate(decisions) if took_a_step(d)}
-    assert len(steps) >= 3
+    # More than once: a conversation's first staked step waits for it to settle
+    # (pinch.payback settle_turns), so 60 requests of 101 take two.
+    assert len(steps) >= 2
     reads = [u["cache_read_input_tokens"] for u in usages]
     written = [u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usages]
     first = next(t for t, u in enumerate(usages) if u["cache_creation_input_tokens"])

@@ -19,7 +19,7 @@ from tests.support.served import gunicorn_router, prepare, router_env
 NAMED = re.compile(r"\[recall (r\d+)\]")
 
 
-@pytest.mark.parametrize("name", ["013.json", "024.json", "102.json"])
+@pytest.mark.parametrize("name", ["013.json", "025.json", "102.json"])
 def test_each_request_hands_the_store_only_what_it_newly_trimmed(corpus_dir, name):
     config = PinchConfig(budget_tokens=8000)
     slot = LedgerSlot(PrefixProbe(), "conversation")
