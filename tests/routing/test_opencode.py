@@ -107,13 +107,12 @@ def run_opencode(opencode_bin, repo: Path, home: Path, api_key: str):
         return done, list(egress.targets)
 
 
-def test_opencode_runs_several_tools_through_the_router_as_one_session(
-    opencode_bin, scratch_repo, tmp_path, live_server, upstream, write_config, monkeypatch, api_key
-):
-    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
-    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+def _tool_loop(opencode_bin, scratch_repo, tmp_path, upstream, api_key, config: dict):
+    """Run opencode with ``config`` through the scripted four-turn tool loop and check that
+    it finished it: each tool's result sent back, the answer file written. Returns what
+    opencode tried to reach beyond the router."""
     upstream.script = script(scratch_repo)
-    (scratch_repo / "opencode.json").write_text(json.dumps(opencode_config(live_server.url)))
+    (scratch_repo / "opencode.json").write_text(json.dumps(config))
     home = tmp_path / "home"
     home.mkdir()
 
@@ -128,7 +127,17 @@ def test_opencode_runs_several_tools_through_the_router_as_one_session(
     assert len(main) == 4, report
     results = [m["content"] for m in main[-1]["messages"] if m["role"] == "tool"]
     assert "notes.txt" in json.dumps(results[0]) and "build: green" in json.dumps(results[1])
+    return tried
 
+
+def test_opencode_runs_several_tools_through_the_router_as_one_session(
+    opencode_bin, scratch_repo, tmp_path, live_server, upstream, write_config, monkeypatch, api_key
+):
+    monkeypatch.setenv(PROVIDER_KEY_ENV, PROVIDER_KEY)
+    write_config(responses_config("http://127.0.0.1:9/unused", upstream.base_url))
+    tried = _tool_loop(
+        opencode_bin, scratch_repo, tmp_path, upstream, api_key, opencode_config(live_server.url)
+    )
     rows = list(RouteDecision.objects.order_by("id"))
     assert all(r.status_code == 200 and r.stream for r in rows), rows
     assert [r.requested_model for r in rows].count("script-agent") == 4
@@ -153,23 +162,15 @@ def test_opencode_with_claude_names_through_its_anthropic_provider_runs_the_tool
     config = responses_config("http://127.0.0.1:9/unused", upstream.base_url)
     config["aliases"] = {"claude-sonnet-4-5": "script-agent", "claude-*": "echo-small"}
     write_config(config)
-    upstream.script = script(scratch_repo)
-    (scratch_repo / "opencode.json").write_text(anthropic_provider_config(live_server.url))
-    home = tmp_path / "home"
-    home.mkdir()
-
-    done, tried = run_opencode(opencode_bin, scratch_repo, home, api_key)
-
-    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\negress: {tried}"
-    assert done.returncode == 0, report
-    assert FINAL in done.stdout, report
-    assert (scratch_repo / "ANSWER.md").read_text() == "build: green\n", report
     # Four turns of the loop over /v1/messages, each tool's result sent back.
-    main = [json.loads(r["body"]) for r in upstream.received]
-    main = [b for b in main if b["model"] == "script-agent"]
-    assert len(main) == 4, report
-    results = [m["content"] for m in main[-1]["messages"] if m["role"] == "tool"]
-    assert "notes.txt" in json.dumps(results[0]) and "build: green" in json.dumps(results[1])
+    _tool_loop(
+        opencode_bin,
+        scratch_repo,
+        tmp_path,
+        upstream,
+        api_key,
+        json.loads(anthropic_provider_config(live_server.url)),
+    )
     rows = list(RouteDecision.objects.order_by("id"))
     assert all(r.status_code == 200 for r in rows), rows
     asked = [(r.requested_model, r.chosen_model) for r in rows]
