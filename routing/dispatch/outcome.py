@@ -7,6 +7,7 @@ recorded once, by the relay, through routing.recording.decisions.finish_decision
 
 from dataclasses import dataclass, field
 
+from pinch.payback import CacheModel
 from routing.pricing import billed_prompt_cost_usd
 from routing.recording.values import token_count
 
@@ -43,8 +44,10 @@ class Outcome:
     recalled_tokens: int | None = None
     # The handles those recalls found, marked on the store with the row.
     recalled_handles: set = field(default_factory=set)
-    # The tokens each recall gave back, in order: its round trips are booked on pinch's ledger.
+    # The tokens each recall gave back, in order, and the cache prices their round trips
+    # are booked at on pinch's ledger (routing.recall.keeping.book_round_trips).
     recalled_sizes: list = field(default_factory=list)
+    recall_prices: CacheModel | None = None
 
     def unpruned_cost_usd(self, billed: float | None) -> float | None:
         """The estimated prompt cost of the same request without pinch (None unbilled).

@@ -17,6 +17,7 @@ class Recalls:
     """The recall calls of one upstream attempt: answered up to the config's limit, counted."""
 
     def __init__(self, plan, outcome):
+        self.plan = plan
         self.conversation = plan.conversation or ""
         self.pending = plan.pinch.recallable if plan.pinch is not None else {}
         self.limit = plan.config.pinch.recall.max_per_request
@@ -50,6 +51,8 @@ class Recalls:
         part = excerpt(text, arguments.from_line, arguments.to_line, arguments.pattern)
         size = estimate_tokens(part)
         self.outcome.recalled_sizes.append(size)
+        # Priced only when a recall is answered: most requests make none.
+        self.outcome.recall_prices = self.plan.config.cache_prices(self.plan.model)
         self.outcome.recalled_tokens = (self.outcome.recalled_tokens or 0) + size
         return part
 

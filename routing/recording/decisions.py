@@ -25,7 +25,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from pinch import CHARS_PER_TOKEN
-from pinch.payback import CacheModel
 from routing import conversations
 from routing.auth import touch_api_key, touch_due
 from routing.cache_forecast import forecast_fields, verdict_fields
@@ -51,8 +50,6 @@ class OpenDecision:
     fields: dict
     api_key: ApiKey | None = None
     room: int = 0  # bytes promised on the spool's disk (routing/recording/room.py)
-    # The cache prices pinch's ledger books this request's recall round trips at.
-    cache: CacheModel | None = None
 
     @property
     def id(self) -> int | None:
@@ -119,8 +116,7 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
         size = 0
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields["id"], line)
-    cache = plan.config.cache_prices(model) if pinch is not None else None
-    return OpenDecision(fields, api_key, size, cache)
+    return OpenDecision(fields, api_key, size)
 
 
 def finish_decision(decision: OpenDecision, outcome) -> None:
@@ -142,7 +138,7 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
         recalled_tokens=outcome.recalled_tokens,
     )
     note_recalled(fields, outcome.recalled_handles)
-    book_round_trips(fields, decision.cache, outcome.recalled_sizes)
+    book_round_trips(fields, outcome.recall_prices, outcome.recalled_sizes)
     fields.update(verdict_fields(fields, outcome))
     billed = outcome.prompt_tokens is not None and not outcome.usage_estimated
     if outcome.model is not None and billed:
