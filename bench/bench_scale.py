@@ -379,6 +379,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000,3000000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=38)
+    parser.add_argument(
+        "--time-only",
+        action="store_true",
+        help="time the surfaces of a database an earlier run filled, at the size it holds",
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
 
@@ -390,6 +395,11 @@ def main() -> None:
 
         print(describe_machine())
         print(f"database: {connection.vendor}")
+        if args.time_only:
+            size = RouteDecision.objects.count()
+            print(f"timing the {size:,} rows it holds", flush=True)
+            _print_columns({size: surfaces(args.repeat)}, args.repeat)
+            return
         if RouteDecision.objects.exists():
             sys.exit("the database already holds decisions: give this run an empty one")
         key_ids = [
@@ -410,12 +420,18 @@ def main() -> None:
             columns[size] = surfaces(args.repeat)
             for name, ms in columns[size].items():
                 print(f"  {name}: {ms:.1f} ms", flush=True)
-        names = list(next(iter(columns.values())))
-        width = max(len(name) for name in names)
-        print(f"\nmedian of {args.repeat} after a warm-up, milliseconds")
-        print(f"{'':<{width}} " + " ".join(f"{size:>12,}" for size in sizes))
-        for name in names:
-            print(f"{name:<{width}} " + " ".join(f"{columns[s][name]:>12.1f}" for s in sizes))
+        _print_columns(columns, args.repeat)
+
+
+def _print_columns(columns: dict[int, dict[str, float]], repeat: int) -> None:
+    """The surfaces' medians side by side, one column a size."""
+    sizes = list(columns)
+    names = list(next(iter(columns.values())))
+    width = max(len(name) for name in names)
+    print(f"\nmedian of {repeat} after a warm-up, milliseconds")
+    print(f"{'':<{width}} " + " ".join(f"{size:>12,}" for size in sizes))
+    for name in names:
+        print(f"{name:<{width}} " + " ".join(f"{columns[s][name]:>12.1f}" for s in sizes))
 
 
 if __name__ == "__main__":
