@@ -37,7 +37,8 @@ figure cannot go negative, the net one can, and that is what it is for.
 Read from the summary tables (routing/summaries/, docs/summaries.md), so the
 cost does not grow with the traffic: the window's hours by chosen model, and
 its days' histogram of tokens saved for the median (each saving rounded down
-to 3 significant digits, so the median is at most 1 % low; whole days). The
+to a round number at most 1 % under it, so the median is at most 1 % low;
+whole days). The
 window starts at the hour its start falls in. The conversations cheaper and
 dearer are counted as they are written (routing/summaries/units.py): a
 conversation counts in the window its latest decision falls in, with the net

@@ -118,15 +118,17 @@ class KeySpend(models.Model):
 
 
 class SavedTokens(models.Model):
-    """Pruned decisions of one day by tokens saved (to 3 significant digits): the median's
+    """Pruned decisions of one day by tokens saved (each rounded down at most 1 %): the median's
     histogram.
 
-    By the day, not the hour: a day fills up to a few thousand buckets, so an
+    By the day, not the hour: a day fills up to a thousand or so buckets, so an
     hour's grain would make this the largest table; the median reads whole days.
     """
 
     day = models.DateTimeField(help_text="The day's first instant (UTC).")
-    bucket = models.IntegerField(help_text="Tokens saved, to 3 significant digits.")
+    bucket = models.IntegerField(
+        help_text="Tokens saved, rounded down at most 1 % to a round number."
+    )
     decisions = _count()
 
     class Meta:

@@ -119,15 +119,15 @@ SUMMARY_CASES = {
         },
     ),
     "even count takes the mean of the middle two": (
-        [{"saved": 100}, {"saved": 1000}, {"saved": 201}, {"saved": 50}],
+        [{"saved": 100}, {"saved": 1000}, {"saved": 199}, {"saved": 50}],
         {
             **EMPTY,
             "calls_30d": 4,
             "pruned_calls_30d": 4,
             "share_pruned": 1.0,
-            "total_tokens_saved": 1351,
-            "median_tokens_saved": 150.5,
-            "dollars_saved_usd_30d": 0.002702,
+            "total_tokens_saved": 1349,
+            "median_tokens_saved": 149.5,
+            "dollars_saved_usd_30d": 0.002698,
         },
     ),
     "repeated savings count once per row": (
