@@ -66,8 +66,8 @@ MAX_CONVERSATIONS = 10_000
 MAX_BYTES = 64 * 1024 * 1024
 # A key and the cache's slot for it, beside the value.
 ENTRY_OVERHEAD_BYTES = 200
-# Characters of text whose hashes are kept per process (DigestMemo): a few
-# dozen long agent conversations (session 026's last request is 300,000).
+# Characters of text whose hashes are kept per process (DigestMemo): about a
+# hundred conversations like session 026 (300,000 characters at its last request).
 DIGEST_MEMO_CHARS = 32 * 1024 * 1024
 REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"

@@ -7,7 +7,7 @@ one step: pydantic-core's JSON parser (which refuses lone surrogates, invalid
 UTF-8 and nesting deeper than its recursion limit) and then one pydantic model,
 written in the config's style (routing/config/schema.py), strict types; what
 it holds (messages, their parts and calls, tools) are TypedDicts, checked as
-strictly but built as no model instances nobody reads.
+strictly without a model instance built of each (nothing would read it).
 
 Only what the router or an upstream relies on is checked: model, messages
 (role, content types, tool calls, tool results), stream flags, max tokens,
