@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from hashlib import blake2b
 from typing import Any
 
+from pinch.digests import hex_digest
 from pinch.tokens import extract_text
 
 
@@ -107,19 +108,20 @@ def messages_digest(fingerprints: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def message_hash(message: Any) -> str:
-    """A short hash of a message's role, text and tool calls (ids, names, arguments)."""
-    digest = blake2b(digest_size=16)
-    digest.update(str(message.get("role") if isinstance(message, dict) else None).encode())
-    digest.update(b"\0")
-    digest.update(extract_text(message).encode("utf-8", "surrogatepass"))
+def message_hash(message: Any, memo: Any = None) -> str:
+    """A short hash of a message's role, text and tool calls (ids, names, arguments).
+
+    ``memo``: the caller's, carrying long texts' hashes from request to
+    request (``pinch.digests.hex_digest``); the hash is the same without it.
+    """
+    head = str(message.get("role") if isinstance(message, dict) else None).encode() + b"\0"
+    tail = []
     calls = message.get("tool_calls") if isinstance(message, dict) else None
     for call in calls if isinstance(calls, list) else ():
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
             for part in (call.get("id"), function.get("name"), function.get("arguments")):
-                digest.update(b"\0")
-                digest.update(str(part).encode("utf-8", "surrogatepass"))
+                tail.append(b"\0" + str(part).encode("utf-8", "surrogatepass"))
     if isinstance(message, dict) and message.get("tool_call_id") is not None:
-        digest.update(b"\0" + str(message["tool_call_id"]).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+        tail.append(b"\0" + str(message["tool_call_id"]).encode("utf-8", "surrogatepass"))
+    return hex_digest(head, extract_text(message), b"".join(tail), memo)

@@ -59,6 +59,7 @@ def plan(
     cold: bool = False,
     recalled: frozenset[int] = frozenset(),
     notes: bool = False,
+    digests: Any = None,
 ) -> tuple[list[Any], Ledger, dict[str, Any]]:
     """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
 
@@ -76,9 +77,11 @@ def plan(
     once per process is enough. ``notes``: the caller adds a recall note to
     each result pinch shortens (``pinch.recall.with_handles``); a result is
     compressed only when what is sent in its place, note included, is
-    shorter, and the ledger books what is left.
+    shorter, and the ledger books what is left. ``digests``, another mapping
+    the caller owns (and bounds), keeps long texts' hashes between calls
+    (``pinch.digests``): the ledger's digest is the same without it.
     """
-    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled, notes)
+    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled, notes, digests)
     fingerprints = session.hashes
     ledger = _trusted(ledger, fingerprints)
     # Every earlier request the ledger does not cover, then this one.

@@ -16,14 +16,12 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from hashlib import blake2b
 from typing import Any
 
 import orjson
 
-# 16 bytes: collisions are out of reach for conversations of any length, and
-# 32 hex characters per message stay small in Redis.
-_DIGEST_BYTES = 16
+from pinch.digests import hex_digest
+
 # On a decision row, 3 bytes a message as 4 base64 characters: a comparison
 # stops at the first difference, so a shortened hash errs only when that one
 # changed message collides (one chance in 2**24), and a 400-message payload
@@ -32,14 +30,16 @@ _PACKED_BYTES = 3
 _PACKED_CHARS = 4
 
 
-def message_fingerprints(messages: Sequence[Any]) -> list[str]:
+def message_fingerprints(messages: Sequence[Any], memo: Any = None) -> list[str]:
     """Return one hex digest per message: equal messages hash alike, different ones not.
 
     The digest covers the message's canonical JSON (sorted keys, no spaces,
     unescaped Unicode), so key order on the wire does not matter; string
-    content is hashed as raw text beside the other fields' JSON.
+    content is hashed as raw text beside the other fields' JSON. ``memo``:
+    the caller's, carrying long texts' hashes from request to request
+    (``pinch.digests.hex_digest``); the fingerprints are the same without it.
     """
-    return [_fingerprint(message) for message in messages]
+    return [_fingerprint(message, memo) for message in messages]
 
 
 def packed(fingerprints: Sequence[str]) -> str:
@@ -71,17 +71,18 @@ def common_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int
     return length
 
 
-def _fingerprint(message: Any) -> str:
+def _fingerprint(message: Any, memo: Any) -> str:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
-        return _digest(_canonical(message))
+        return hex_digest(_canonical(message), "")
     # The text is nearly all of a message: hash it as it is rather than through
     # json.dumps, which escapes every character of it first (measured: the
     # probe cost more than parsing the whole request body). The other fields
     # are small and go through the canonical JSON; the NUL cannot occur in it.
-    rest = {key: value for key, value in message.items() if key != "content"}
-    # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8.
-    return _digest(_canonical(rest), b"\0", content.encode("utf-8", "surrogatepass"))
+    rest = dict(message)  # a copy, then a deletion: a fifth faster than a comprehension
+    del rest["content"]
+    # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8: hex_digest keeps them.
+    return hex_digest(_canonical(rest) + b"\0", content, memo=memo)
 
 
 def _canonical(value: Any) -> bytes:
@@ -100,10 +101,3 @@ def _canonical(value: Any) -> bytes:
             value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
         )
         return text.encode("utf-8", "surrogatepass")
-
-
-def _digest(*parts: bytes) -> str:
-    digest = blake2b(digest_size=_DIGEST_BYTES)
-    for part in parts:
-        digest.update(part)
-    return digest.hexdigest()

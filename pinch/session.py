@@ -59,6 +59,9 @@ class Session:
     # Each result pinch shortens carries its recall note (pinch/recall.py): what
     # compressing it saves is net of the note's tokens.
     notes: bool = False
+    # The caller's memo of long texts' hashes, carried from request to request
+    # (pinch.digests.hex_digest): the hashes are the same without it.
+    digests: Any = None
     tokens: list[int] = field(default_factory=list)
     leading: list[int] = field(default_factory=list)
     results: list[int] = field(default_factory=list)
@@ -66,7 +69,18 @@ class Session:
     compressed: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.tokens = [estimate_tokens(extract_text(m)) for m in self.messages]
+        # What is read of each message, in one pass: its token estimate, its
+        # hash (role and text, for the ledger's digest and the memo's keys: no
+        # JSON), whether it opens a user turn or is an answer.
+        self.tokens, self.hashes, self.users, self.assistants = [], [], [], []
+        for t, message in enumerate(self.messages):
+            self.tokens.append(estimate_tokens(extract_text(message)))
+            self.hashes.append(message_hash(message, self.digests))
+            role = _role(message)
+            if role == "user":
+                self.users.append(t)
+            elif role == "assistant" and t:
+                self.assistants.append(t)
         self.leading = [0]
         for count in self.tokens:
             self.leading.append(self.leading[-1] + count)
@@ -77,16 +91,9 @@ class Session:
         self.calls = _call_arguments(self.messages)
         knobs = self.knobs
         self._sizes = f"{knobs.names_max_chars}:{knobs.names_share}:{knobs.lines_max_chars}"
-        # One hash per message (role and text), for the ledger's digest and
-        # the memo's keys: one pass over the text, no JSON.
-        self.hashes = [message_hash(m) for m in self.messages]
-        self.users = [t for t, m in enumerate(self.messages) if _role(m) == "user"]
         self._mentions: dict[int, set[str]] = {}
         self.removed_at = (0, 0)  # (results decided, the tokens their compressions removed)
         self._savings: dict[int, int] = {}
-        self.assistants = [
-            t for t in range(1, len(self.messages)) if _role(self.messages[t]) == "assistant"
-        ]
 
     def whole(self, kept) -> set[int]:
         """The results sent whole: those kept, and the recalled ones."""

@@ -46,6 +46,7 @@ import logging
 import sys
 import threading
 import time
+from collections import OrderedDict
 from typing import NamedTuple
 
 from cachetools import TTLCache
@@ -65,6 +66,9 @@ MAX_CONVERSATIONS = 10_000
 MAX_BYTES = 64 * 1024 * 1024
 # A key and the cache's slot for it, beside the value.
 ENTRY_OVERHEAD_BYTES = 200
+# Characters of text whose hashes are kept per process (DigestMemo): about a
+# hundred conversations like session 026 (300,000 characters at its last request).
+DIGEST_MEMO_CHARS = 32 * 1024 * 1024
 REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"
 ROUTE_PREFIX = "router:route:"
@@ -174,6 +178,56 @@ class RedisPrefixStore:
         self.redis.call(lambda client: client.set(prefix + key, value, ex=self.ttl))
 
 
+class DigestMemo:
+    """Long texts' hashes (pinch.digests), carried from request to request in this process.
+
+    An agent's request repeats the one before it but for its last few
+    messages, so the ledger's digest and the probe's fingerprints find
+    nearly every text hashed already. The keys hold the texts themselves:
+    bounded by their characters, the least recently used dropped first.
+    Faster than a cachetools cache (its bookkeeping is Python), which
+    matters at a lookup per message.
+    """
+
+    def __init__(self, max_chars: int = DIGEST_MEMO_CHARS):
+        self.max_chars = max_chars
+        self._items: OrderedDict = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def __setitem__(self, key, value) -> None:
+        size = sum(map(len, key))
+        if size > self.max_chars:
+            return  # larger than the whole budget: hashed every time
+        with self._lock:
+            if self._items.setdefault(key, value) is not value:
+                return  # another thread kept it first
+            self._chars += size
+            while self._chars > self.max_chars:
+                dropped, _ = self._items.popitem(last=False)
+                self._chars -= sum(map(len, dropped))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._chars = 0
+
+    @property
+    def chars(self) -> int:
+        return self._chars
+
+
+# One per process: the probe's fingerprints and pinch's ledger digest (routing.pruning) share it.
+digests = DigestMemo()
+
+
 class PrefixFigures(NamedTuple):
     match: int  # leading messages equal to the previous turn's payload
     previous: int  # the previous payload's length (0: no previous turn known)
@@ -252,7 +306,7 @@ class PrefixProbe:
         (the conversation row's ``payload_fingerprints``; None in a replay)
         is compared instead, when there is one.
         """
-        current = message_fingerprints(payload_messages)
+        current = message_fingerprints(payload_messages, digests)
         fallback = False
         if self.redis is None:
             previous = self.memory.swap(key, current)
@@ -292,6 +346,7 @@ def prefix_probe(redis_url: str) -> PrefixProbe:
 
 def forget_conversations() -> None:
     """Empty every process's memory of conversations (hashes, ledgers, routing state)."""
+    digests.clear()
     for probe in _probes.items():
         for store in (probe.memory, probe.ledgers, probe.routes, probe.restored):
             store.clear()

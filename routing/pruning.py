@@ -32,6 +32,7 @@ from routing.config import PinchConfig
 from routing.conversation_state import read_back
 from routing.embedding_tier import shared_embedding_tier
 from routing.models import tokens_saved
+from routing.prefix_probe import digests
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +288,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             cold=bool(cold),
             recalled=_recalled(slot, pinch_config, messages),
             notes=pinch_config.recall.enabled,
+            digests=digests,
         )
         ledger = replace(ledger, at=now)
         recorded = slot.save(ledger) if slot is not None else ledger.as_json()

@@ -51,8 +51,8 @@ ENCODES = 2
 # work (2), the images check (once: cached on the request), the probe's
 # fingerprints, the quality signals, the session's user turn, the cache forecast;
 # and pinch's: the budget prune's one pass, or the payback plan's (its session's
-# figures per message, the results and their calls, the recall handles).
-WALKS = {"budget prune": 11, "payback and recall": 15}
+# figures per message in one pass, the results' calls, the recall handles).
+WALKS = {"budget prune": 11, "payback and recall": 13}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, its conversation's and its task's quality units (read
 # locked, then written: routing/summaries/units.py), the three summary upserts, the

@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 
 from routing.classifier import classify
 from routing.config import validate_config
-from routing.prefix_probe import MemoryPrefixStore, PrefixProbe, conversation_key
+from routing.prefix_probe import (
+    DigestMemo,
+    MemoryPrefixStore,
+    PrefixProbe,
+    conversation_key,
+    digests,
+    forget_conversations,
+)
 from tests.support.config import PROVIDER_KEY, PROVIDER_KEY_ENV, base_config
 
 
@@ -204,3 +211,26 @@ def test_memory_store_lets_expired_turns_go_without_a_lookup():
     time.sleep(0.1)
     store.swap("busy", ["1"])  # any write expires what is due
     assert store.bytes < 1000
+
+
+def test_the_hash_memo_is_bounded_by_its_texts_and_forgets_the_least_recently_used():
+    memo = DigestMemo(max_chars=3000)
+    for name in ("a", "b"):
+        memo[(b"user\0", name * 1000, b"")] = name
+    memo.get((b"user\0", "a" * 1000, b""))  # read: now the more recent of the two
+    memo[(b"user\0", "c" * 1000, b"")] = "c"
+    memo[(b"user\0", "x" * 5000, b"")] = "x"  # larger than the whole memo: not kept
+
+    assert memo.chars <= 3000
+    assert memo.get((b"user\0", "b" * 1000, b"")) is None
+    assert [memo.get((b"user\0", n * 1000, b"")) for n in "ac"] == ["a", "c"]
+    assert memo.get((b"user\0", "x" * 5000, b"")) is None
+
+
+def test_a_conversation_measures_alike_with_its_texts_hashed_by_an_earlier_request():
+    long = [{"role": "user", "content": "task"}, {"role": "tool", "content": "out\n" * 500}]
+    cold, warm = PrefixProbe(), PrefixProbe()
+    forget_conversations()
+    assert cold.figures("k", long) == warm.figures("k", long)  # the memo fills
+    assert warm.figures("k", long) == cold.figures("k", long)  # and is read
+    assert digests.chars >= 2000

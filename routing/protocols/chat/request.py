@@ -5,7 +5,9 @@ nested 100,000 deep, a million messages) must end as a 400 in the OpenAI error
 shape, never as a crash further down the pipeline. So the raw bytes go through
 one step: pydantic-core's JSON parser (which refuses lone surrogates, invalid
 UTF-8 and nesting deeper than its recursion limit) and then one pydantic model,
-written in the config's style (routing/config/schema.py), strict types.
+written in the config's style (routing/config/schema.py), strict types; what
+it holds (messages, their parts and calls, tools) are TypedDicts, checked as
+strictly without a model instance built of each (nothing would read it).
 
 Only what the router or an upstream relies on is checked: model, messages
 (role, content types, tool calls, tool results), stream flags, max tokens,
@@ -22,65 +24,78 @@ schema's checks run in Rust.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from routing.errors import RouterError
 from routing.protocols.base import json_body
 from routing.protocols.canonical import ChatRequest
 from routing.protocols.chat.inbound import to_request
-from routing.protocols.schema import MAX_MESSAGES, Open, check_part_count, schema_error
+from routing.protocols.schema import MAX_MESSAGES, STRICT, Open, check_part_count, schema_error
+
+# A part, a call, a message or a tool is a TypedDict, not a model: the same checks and
+# the same errors, without a model instance per item (the dict goes upstream, not the
+# model): on session 026's 368 KB body 0.155 -> 0.069 ms.
 
 
-class ContentPart(Open):
+@with_config(STRICT)
+class ContentPart(TypedDict):
     type: str
-    text: str | None = None
+    text: NotRequired[str | None]
 
 
 Content = str | list[ContentPart] | None
 
 
-class FunctionCall(Open):
+@with_config(STRICT)
+class FunctionCall(TypedDict):
     name: str
     arguments: str
 
 
-class ToolCall(Open):
+@with_config(STRICT)
+class ToolCall(TypedDict):
     id: str
-    type: str = "function"
-    function: FunctionCall | None = None
+    type: NotRequired[str]
+    function: NotRequired[FunctionCall | None]
 
 
-class SystemMessage(Open):
+@with_config(STRICT)
+class SystemMessage(TypedDict):
     role: Literal["system", "developer"]
-    content: Content = None
-    name: str | None = None
+    content: NotRequired[Content]
+    name: NotRequired[str | None]
 
 
-class UserMessage(Open):
+@with_config(STRICT)
+class UserMessage(TypedDict):
     role: Literal["user"]
-    content: Content = None
-    name: str | None = None
+    content: NotRequired[Content]
+    name: NotRequired[str | None]
 
 
-class AssistantMessage(Open):
+@with_config(STRICT)
+class AssistantMessage(TypedDict):
     role: Literal["assistant"]
-    content: Content = None
-    name: str | None = None
-    tool_calls: list[ToolCall] | None = None
+    content: NotRequired[Content]
+    name: NotRequired[str | None]
+    tool_calls: NotRequired[list[ToolCall] | None]
 
 
-class ToolMessage(Open):
+@with_config(STRICT)
+class ToolMessage(TypedDict):
     role: Literal["tool"]
-    content: Content = None
+    content: NotRequired[Content]
     tool_call_id: str
 
 
-class FunctionMessage(Open):
+@with_config(STRICT)
+class FunctionMessage(TypedDict):
     role: Literal["function"]
-    content: Content = None
-    name: str | None = None
+    content: NotRequired[Content]
+    name: NotRequired[str | None]
 
 
 Message = Annotated[
@@ -89,13 +104,15 @@ Message = Annotated[
 ]
 
 
-class ToolFunction(Open):
+@with_config(STRICT)
+class ToolFunction(TypedDict):
     name: str
 
 
-class Tool(Open):
-    type: str = "function"
-    function: ToolFunction | None = None
+@with_config(STRICT)
+class Tool(TypedDict):
+    type: NotRequired[str]
+    function: NotRequired[ToolFunction | None]
 
 
 class StreamOptions(Open):
