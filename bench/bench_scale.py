@@ -5,7 +5,8 @@ Fills a database (SQLite in a temporary folder, or PostgreSQL at ``--database``,
 migrated here) with rows drawn like a team's traffic: 50 keys, a conversation
 per ~30 requests (100,000 at 3 million rows) over 31 days, work hours busier,
 a few models, pinch on for all but the 5 % holdout and pruning most turns past
-the first few, usage and the cache forecast on most rows. Rows go in with
+the first few, a recall on 3 % of the pruned requests, usage and the cache
+forecast on most rows. Rows go in with
 COPY on PostgreSQL and one executemany per batch on SQLite, their values as
 they are (Django's per-field preparation took three quarters of the time).
 Their figures are summed in memory by ``routing.summaries.writes.summed`` (the
@@ -55,6 +56,7 @@ BATCH = 20_000  # rows a COPY or executemany (and a summaries upsert)
 MODELS = (("qwen-small", 0.2), ("gpt-4.1-mini", 0.5), ("gpt-4.1", 0.3))
 PRICES = {"qwen-small": 0.1, "gpt-4.1-mini": 0.4, "gpt-4.1": 2.0}  # USD per 1M prompt tokens
 HOLDOUT = 0.05  # the share of conversations with pinch off
+RECALL_SHARE = 0.03  # the pruned requests on which the model recalls a result
 PASSWORD = "bench-scale"
 
 
@@ -95,6 +97,8 @@ def conversation_rows(rng: random.Random, number: int, key_ids: list[int], now: 
         billed = status == 200
         cost = final * price / 1_000_000
         read = int(final * rng.uniform(0.5, 0.95)) if turn else 0
+        # A result pinch took away is asked back on a few pruned requests (issue 40).
+        recalls = 1 if pruned and billed and rng.random() < RECALL_SHARE else 0
         yield {
             "created_at": min(at, now - timedelta(seconds=1)),
             "path": RouteDecision.PATH_ROUTED,
@@ -132,6 +136,8 @@ def conversation_rows(rng: random.Random, number: int, key_ids: list[int], now: 
             "quality_task": 0,
             "answer_tool_calls": turn < requests - 1,
             "relevance_used": pruned,
+            "recalls": recalls,
+            "recalled_tokens": rng.randint(200, 3_000) if recalls else 0,
         }
 
 
