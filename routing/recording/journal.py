@@ -39,22 +39,22 @@ END = b"\0"  # after the rows in flight; what follows it is rows already finishe
 
 _lock = threading.Lock()
 # end: where the rows in flight end in the file (its next row goes there).
-_state = {"fd": None, "pid": None, "path": None, "end": 0}
+_state = {"fd": None, "pid": None, "directory": None, "path": None, "end": 0}
 _in_flight: dict[int, bytes] = {}
 
 
 def _fd(directory: Path) -> int:
     """This process's journal, opened and locked on first use (and after a fork or a move)."""
     pid = os.getpid()
-    path = directory / f"inflight-{pid}.jsonl"
-    if _state["fd"] is None or _state["pid"] != pid or _state["path"] != path:
+    if _state["fd"] is None or _state["pid"] != pid or _state["directory"] != directory:
+        path = directory / f"inflight-{pid}.jsonl"
         if _state["fd"] is not None:
             # After a fork the lock stays with the parent's copy; closing ours is safe.
             os.close(_state["fd"])
         directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
-        _state.update(fd=fd, pid=pid, path=path, end=0)
+        _state.update(fd=fd, pid=pid, directory=directory, path=path, end=0)
         _in_flight.clear()
     return _state["fd"]
 
