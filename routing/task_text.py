@@ -71,8 +71,10 @@ def task_text(messages) -> str:
     """What the user typed for the current task; "" when no message of the user's is found."""
     for message in reversed(messages):
         text = typed_text(message)
-        if text or is_user_turn(message):  # an image of the user's own: a turn, no text
+        if text:
             return text
+        if isinstance(message, dict) and message.get("role") == "user" and _has_image(message):
+            return ""  # an image of the user's own: a turn, with no text
     return ""
 
 
