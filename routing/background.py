@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 
 from pinch import extract_text
 from routing.config import RouterConfig
-from routing.task_text import typed_text
+from routing.task_text import may_hold, typed_text
 
 SMALL_MODEL = "small_model"
 TITLE = "title"
@@ -65,6 +65,9 @@ _ANY_PROMPT = re.compile(
     r"(?=[cwges\d])(?:" + "|".join(pattern.pattern for _, pattern in _PROMPTS) + ")",
     re.IGNORECASE,
 )
+# Every prompt holds one of these words: a head with none of them (nearly every one) is
+# not searched at all (routing.task_text.may_hold).
+_CUES = ("compaction", "summary of", "summarise", "summarize", "memento", "title")
 # Only the head of a message is read: the prompts state their job first, and
 # a compaction request's conversation can be megabytes long.
 _HEAD_CHARS = 2000
@@ -83,7 +86,7 @@ def background_kind(
     last_user = next((m for m in reversed(messages) if _role(m) == "user"), None)
     if last_user is not None:
         heads.append(typed_text(last_user)[:_HEAD_CHARS])
-    heads = [head for head in heads if _ANY_PROMPT.search(head)]
+    heads = [head for head in heads if may_hold(head, _CUES) and _ANY_PROMPT.search(head)]
     for kind, pattern in _PROMPTS:
         if any(pattern.search(head) for head in heads):
             return kind

@@ -21,7 +21,7 @@ from pinch import CHARS_PER_TOKEN
 from routing.config import RouterConfig
 from routing.errors import ProviderError
 from routing.providers import provider_for
-from routing.task_text import task_text, typed_chars
+from routing.task_text import may_hold, task_text, typed_chars
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,28 @@ HARD_WORDS = re.compile(
     r"optimi[sz]\w*|security|vulnerab\w+|migrat\w+|design|algorithm\w*|debug\w*)\b",
     re.IGNORECASE,
 )
+# What each hard word begins with: a turn with none of them (most) is not searched for
+# them (routing.task_text.may_hold).
+HARD_STEMS = (
+    "architect",
+    "refactor",
+    "prove",
+    "proof",
+    "race condition",
+    "deadlock",
+    "concurren",
+    "optimi",
+    "security",
+    "vulnerab",
+    "migrat",
+    "design",
+    "algorithm",
+    "debug",
+)
 # Code or a stack trace in the turn: at least a medium model.
 CODE_SIGNS = re.compile(r"```|Traceback \(most recent call last\)|^\s*(def|class|fn|func) ", re.M)
+# What any code sign holds (the search is case-sensitive): a turn without any is not searched.
+CODE_CUES = ("```", "Traceback (most recent call last)", "def ", "class ", "fn ", "func ")
 
 LLM_PROMPT = (
     "Classify how capable a model must be to answer the user's last request well. "
@@ -69,9 +89,10 @@ def heuristic_tier(messages, tools, config: RouterConfig) -> str:
     level = 0
     if typed >= rules.medium_context_tokens or len(turn) >= rules.medium_turn_chars:
         level = 1
-    if CODE_SIGNS.search(turn):
+    if any(cue in turn for cue in CODE_CUES) and CODE_SIGNS.search(turn):
         level = max(level, 1)
-    hard_words = {word.lower()[:5] for word in HARD_WORDS.findall(turn)}
+    found = HARD_WORDS.findall(turn) if may_hold(turn, HARD_STEMS) else ()
+    hard_words = {word.lower()[:5] for word in found}
     if hard_words:
         level = 2 if level >= 1 or len(hard_words) >= 2 else 1
     if typed >= rules.hard_context_tokens or len(turn) >= rules.hard_turn_chars:

@@ -36,7 +36,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -80,7 +80,8 @@ class RequestSignals:
 
     def as_fields(self) -> dict[str, int]:
         """The decision row's columns."""
-        return {f"quality_{name}": value for name, value in asdict(self).items()}
+        # Not dataclasses.asdict, which deep-copies each value (10 us against 1.3 us).
+        return {f"quality_{name}": value for name, value in vars(self).items()}
 
 
 def _role(message: Any) -> str | None:

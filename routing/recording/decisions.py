@@ -50,6 +50,9 @@ class OpenDecision:
     fields: dict
     api_key: ApiKey | None = None
     room: int = 0  # bytes promised on the spool's disk (routing/recording/room.py)
+    # The config the request is served under: its prices are the summaries' (one read of
+    # the config a request, not a second one in the write).
+    config: object = None
 
     @property
     def id(self) -> int | None:
@@ -116,7 +119,7 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
         size = 0
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields["id"], line)
-    return OpenDecision(fields, api_key, size)
+    return OpenDecision(fields, api_key, size, plan.config)
 
 
 def finish_decision(decision: OpenDecision, outcome) -> None:
@@ -218,7 +221,7 @@ def _write(decision: OpenDecision) -> None:
             # The row, its conversation and its figures are one transaction
             # (routing/recording/inserts.py); the key's touch joins it.
             with transaction.atomic():
-                insert_decisions([decision.fields], replayed=False)
+                insert_decisions([decision.fields], replayed=False, config=decision.config)
                 if touch:
                     touch_api_key(key)
         except IntegrityError:
@@ -231,7 +234,7 @@ def _write(decision: OpenDecision) -> None:
                 log.error("decision_id_taken id=%s", decision.id)
                 fixed = {**decision.fields, "id": None}
             decision.fields = fixed
-            insert_decisions([fixed], replayed=False)
+            insert_decisions([fixed], replayed=False, config=decision.config)
 
 
 def clear_stale_fingerprints(config) -> int:

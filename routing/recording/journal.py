@@ -3,13 +3,17 @@
 A decision is written once, when its answer ends (routing/recording/decisions.py). A
 worker killed before that (OOM, SIGKILL at the end of a graceful timeout, a
 crash mid-stream) would leave nothing, though the upstream was called and
-paid. So each process appends the row it opens to its own journal,
+paid. So each process writes the row it opens to its own journal,
 ``<ROUTER_DATA_DIR>/spool/inflight-<pid>.jsonl`` (a plain write, no fsync: it
-has to survive the process, not the machine), and empties the file whenever
-nothing is in flight. The process holds an flock on its journal for as long
-as it lives; a journal whose lock can be taken belongs to a dead process, and
-``recover`` turns its entries into rows marked interrupted (status 500,
-``error`` saying so, the prompt tokens estimated, no completion). Entries
+has to survive the process, not the machine), after the rows still in flight
+and followed by a zero byte: the journal's rows end at its first zero byte
+(JSON has none). Whenever nothing is in flight, a zero byte at its start
+empties it: one write of a byte into the page cache, where truncating the
+file after each request changed its size on disk (13 us against 2 us). The
+process holds an flock on its journal for as long as it lives; a journal
+whose lock can be taken belongs to a dead process, and ``recover`` turns its
+entries into rows marked interrupted (status 500, ``error`` saying so, the
+prompt tokens estimated, no completion). Entries
 whose request did finish are in the database or the spool under the same id
 already, and the spool's "ignore a row whose id exists" skips them; the spool
 is drained first so a finished row always wins over its interrupted twin.
@@ -31,24 +35,26 @@ log = logging.getLogger(__name__)
 # (under steady load the in-flight set may never be empty).
 MAX_BYTES = 4 * 1024 * 1024
 INTERRUPTED = "interrupted: the router worker stopped before the answer ended"
+END = b"\0"  # after the rows in flight; what follows it is rows already finished
 
 _lock = threading.Lock()
-_state = {"fd": None, "pid": None, "path": None}
+# end: where the rows in flight end in the file (its next row goes there).
+_state = {"fd": None, "pid": None, "directory": None, "path": None, "end": 0}
 _in_flight: dict[int, bytes] = {}
 
 
 def _fd(directory: Path) -> int:
     """This process's journal, opened and locked on first use (and after a fork or a move)."""
     pid = os.getpid()
-    path = directory / f"inflight-{pid}.jsonl"
-    if _state["fd"] is None or _state["pid"] != pid or _state["path"] != path:
+    if _state["fd"] is None or _state["pid"] != pid or _state["directory"] != directory:
+        path = directory / f"inflight-{pid}.jsonl"
         if _state["fd"] is not None:
             # After a fork the lock stays with the parent's copy; closing ours is safe.
             os.close(_state["fd"])
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
-        _state.update(fd=fd, pid=pid, path=path)
+        _state.update(fd=fd, pid=pid, directory=directory, path=path, end=0)
         _in_flight.clear()
     return _state["fd"]
 
@@ -61,7 +67,8 @@ def opened(directory: Path, decision_id, line: bytes) -> None:
         with _lock:
             fd = _fd(directory)
             _in_flight[decision_id] = line
-            os.write(fd, line)
+            os.pwrite(fd, line + END, _state["end"])
+            _state["end"] += len(line)
     except OSError as error:
         log.warning("journal_unavailable reason=%s", error)
 
@@ -76,10 +83,13 @@ def closed(decision_id) -> None:
                 return
             fd = _state["fd"]
             if not _in_flight:
-                os.ftruncate(fd, 0)
-            elif os.fstat(fd).st_size > MAX_BYTES:
-                os.ftruncate(fd, 0)
-                os.write(fd, b"".join(_in_flight.values()))
+                os.pwrite(fd, END, 0)
+                _state["end"] = 0
+            elif _state["end"] > MAX_BYTES:
+                rows = b"".join(_in_flight.values())
+                os.pwrite(fd, rows + END, 0)
+                os.ftruncate(fd, len(rows) + len(END))
+                _state["end"] = len(rows)
     except OSError as error:
         log.warning("journal_unavailable reason=%s", error)
 
@@ -100,7 +110,8 @@ def dead_journals(directory: Path):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # its process is alive (this one included)
-            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+            rows = path.read_bytes().partition(END)[0]
+            lines = [line for line in rows.splitlines() if line.strip()]
             yield path, lines
             path.unlink(missing_ok=True)
         finally:

@@ -55,15 +55,23 @@ PREFIX = "room-"
 
 _lock = threading.Lock()
 # size: bytes allocated; kept: bytes of rows written in place; promised: room of rows in flight.
-_state = {"pid": None, "fd": None, "path": None, "size": 0, "kept": 0, "promised": 0}
+_state = {
+    "pid": None,
+    "fd": None,
+    "directory": None,
+    "path": None,
+    "size": 0,
+    "kept": 0,
+    "promised": 0,
+}
 
 
 def _file(directory: Path) -> int:
     """This process's room file, created and locked on first use (and after a fork)."""
     pid = os.getpid()
-    path = directory / f"{PREFIX}{pid}"
-    if _state["fd"] is not None and _state["pid"] == pid and _state["path"] == path:
+    if _state["fd"] is not None and _state["pid"] == pid and _state["directory"] == directory:
         return _state["fd"]
+    path = directory / f"{PREFIX}{pid}"
     if _state["fd"] is not None:
         # After a fork the lock stays with the parent's copy; closing ours is safe.
         os.close(_state["fd"])
@@ -75,7 +83,7 @@ def _file(directory: Path) -> int:
     # Held while the process lives: a room file whose lock can be taken is a dead one's.
     fcntl.flock(fd, fcntl.LOCK_EX)
     os.replace(making, path)
-    _state.update(pid=pid, fd=fd, path=path, size=0, kept=0, promised=0)
+    _state.update(pid=pid, fd=fd, directory=directory, path=path, size=0, kept=0, promised=0)
     return fd
 
 

@@ -29,6 +29,7 @@ at another database sets such rows aside instead of writing them there.
 
 import errno
 import fcntl
+import functools
 import logging
 import os
 import threading
@@ -71,7 +72,13 @@ _leftovers_checked_at = -LEFTOVER_CHECK_SECONDS
 
 
 def spool_dir() -> Path:
-    return Path(settings.DATA_DIR) / "spool"
+    return _spool_dir(settings.DATA_DIR)
+
+
+@functools.lru_cache(maxsize=8)
+def _spool_dir(data_dir) -> Path:
+    """Built once per data folder: asked three times a request (room, journal, pending)."""
+    return Path(data_dir) / "spool"
 
 
 @contextmanager
@@ -105,18 +112,13 @@ def room_line(fields: dict) -> bytes:
 
 
 def encode_row(fields: dict) -> bytes:
-    line = dict(fields)
+    # Fitted (routing/recording/values.py) as the row will be written; the line's own keys
+    # are no columns, and fit keeps them as they are.
+    line = fit(fields)
     line["created_at"] = fields["created_at"].isoformat()
     line.setdefault(DATABASE_KEY, database_identity())
-    # OPT_PASSTHROUGH_BIG_INT would fail on a huge count: it is fitted below anyway.
-    return orjson.dumps(fit_for_line(line)) + b"\n"
-
-
-def fit_for_line(line: dict) -> dict:
-    """The row with its values fitted (routing/recording/values.py), the line's own keys kept."""
-    extra = {key: line[key] for key in (DATABASE_KEY, REASON_KEY) if key in line}
-    columns = {key: value for key, value in line.items() if key not in extra}
-    return {**fit(columns), **extra}
+    # OPT_PASSTHROUGH_BIG_INT would fail on a huge count: fitted, none is left.
+    return orjson.dumps(line) + b"\n"
 
 
 def decode_row(line: bytes) -> dict:

@@ -81,24 +81,44 @@ def _float(value, field):
     return None if field.null else 0.0
 
 
+def _bool(value, field):
+    # NULL stays NULL where the column keeps "not seen" (answer_tool_calls).
+    return None if value is None and field.null else bool(value)
+
+
+def _json(value, field):
+    return json_safe(value)
+
+
+def _fitter(field):
+    """How a value is fitted to ``field``'s column (None: kept as it is)."""
+    if field.attname in ("id", "created_at"):
+        return None
+    for kind, fitter in (
+        (models.BooleanField, _bool),
+        (models.IntegerField, _integer),
+        (models.FloatField, _float),
+        (models.CharField | models.TextField, _text),
+        (models.JSONField, _json),
+    ):
+        if isinstance(field, kind):
+            return fitter
+    return None
+
+
+# Per column, chosen once: asking each value's field its class took 20 us a row, and a
+# request fits its row twice (its journal line, its write).
+_FITTERS = {
+    name: (fitter, field)
+    for name, field in _DECISION_FIELDS.items()
+    if (fitter := _fitter(field)) is not None
+}
+
+
 def fit(fields: dict) -> dict:
     """The decision's column values, each one the database will take (a new dict)."""
     fitted = {}
     for name, value in fields.items():
-        field = _DECISION_FIELDS.get(name)
-        if field is None or name == "id" or name == "created_at":
-            fitted[name] = value
-        elif isinstance(field, models.BooleanField):
-            # NULL stays NULL where the column keeps "not seen" (answer_tool_calls).
-            fitted[name] = None if value is None and field.null else bool(value)
-        elif isinstance(field, models.IntegerField):
-            fitted[name] = _integer(value, field)
-        elif isinstance(field, models.FloatField):
-            fitted[name] = _float(value, field)
-        elif isinstance(field, models.CharField | models.TextField):
-            fitted[name] = _text(value, field)
-        elif isinstance(field, models.JSONField):
-            fitted[name] = json_safe(value)
-        else:
-            fitted[name] = value
+        fitting = _FITTERS.get(name)
+        fitted[name] = value if fitting is None else fitting[0](value, fitting[1])
     return fitted

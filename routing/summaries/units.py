@@ -26,7 +26,8 @@ the unit leaves its place (``placed(before)`` subtracted) and takes its new one
 
 A request's units are read in one statement, locked (``SELECT ... FOR UPDATE`` on
 PostgreSQL, in the order of their keys, so two writers cannot deadlock; SQLite's
-transactions take the write lock first), and written in one more.
+transactions take the write lock first), and written in one more; a conversation's
+first request creates its units in one between.
 """
 
 from __future__ import annotations
@@ -153,7 +154,9 @@ def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
 
     Two statements for a request's units (its conversation's and its task's): one locked
     read of both, one write of both. A new unit is first created empty (``ON CONFLICT DO
-    NOTHING``: a writer creating the same one at once waits for it, then adds to it)."""
+    NOTHING``: a writer creating the same one at once waits for it, then adds to it); the
+    units that insert created are what it says they are, and locked (this transaction
+    wrote them): only one another writer created meanwhile is read again."""
     added: dict = {}
     prices = completion_prices(config)
     for fields in rows:
@@ -162,8 +165,11 @@ def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
     held = _locked(keys)
     missing = [key for key in keys if key not in held]
     if missing:
-        _insert_empty([added[key] for key in missing])
-        held.update(_locked(missing))
+        created = _insert_empty([added[key] for key in missing])
+        held.update(created)
+        taken = [key for key in missing if key not in created]
+        if taken:
+            held.update(_locked(taken))
     moves: dict = defaultdict(Counter)
     after_all = []
     for key in keys:
@@ -240,7 +246,8 @@ def _sql(vendor: str, units: int) -> dict[str, str]:
         # In key order, so two writers lock the units they share in the same order.
         "select": f"SELECT {_q('id')}, {columns} FROM {table} WHERE {key} IN ({keys}) "
         f"ORDER BY {_q('conversation')}, {_q('task')}{lock}",
-        "insert": f"{insert} NOTHING",
+        # The keys of the units it created (none for a unit that was there).
+        "insert": f"{insert} NOTHING RETURNING {_q('conversation')}, {_q('task')}",
         "write": f"{insert} UPDATE SET {sets}",
     }
 
@@ -270,17 +277,24 @@ def _aware(value):
     return value
 
 
-def _run(statement: str, units: list) -> None:
+def _run(statement: str, units: list) -> list:
+    """Run ``statement`` on ``units``, in chunks; returns the rows it returns."""
     adapt = connection.ops.adapt_datetimefield_value
+    returned = []
     for part in _chunks(units):
         params = [adapt(u[c]) if c == "last_at" else u[c] for u in part for c in COLUMNS]
         with connection.cursor() as cursor:
             cursor.execute(_sql(connection.vendor, len(part))[statement], params)
+            if cursor.description is not None:
+                returned.extend(cursor.fetchall())
+    return returned
 
 
-def _insert_empty(units: list) -> None:
-    """Create units with no decisions yet (at their first decision's time), unless there."""
-    _run("insert", [{**unit, **dict.fromkeys(SUMS, 0)} for unit in units])
+def _insert_empty(units: list) -> dict:
+    """Create units with no decisions yet (at their first decision's time), unless there;
+    returns {key: unit} of those it created."""
+    empty = {(u["conversation"], u["task"]): {**u, **dict.fromkeys(SUMS, 0)} for u in units}
+    return {key: empty[key] for key in _run("insert", list(empty.values()))}
 
 
 def _write(units: list) -> None:

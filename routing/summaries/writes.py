@@ -58,13 +58,14 @@ MAX_PARAMETERS = 900  # under SQLite's oldest limit of 999 bound parameters a st
 REBUILD_BATCH = 5000  # log rows read at a time by a rebuild
 
 
-def add_to_summaries(rows: Iterable[Mapping]) -> None:
+def add_to_summaries(rows: Iterable[Mapping], config=None) -> None:
     """Add the figures of decision rows (column values by name) to the summary tables, and
     the rows to their conversations' and tasks' units (routing/summaries/units.py) with
-    the units' moves in ``ArmHour``, their completions priced by the config in force."""
+    the units' moves in ``ArmHour``, their completions priced by ``config`` (the live
+    write's: the config its request was served under), else by the config in force."""
     rows = list(rows)
     totals = summed(rows)
-    moves = units.record(rows, config_in_force())
+    moves = units.record(rows, config if config is not None else config_in_force())
     for dimensions, figures in moves.items():
         totals[ArmHour][dimensions].update(figures)
     add_summed(totals)

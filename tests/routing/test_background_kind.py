@@ -3,8 +3,12 @@
 Both the background prompts and the classifier's hard words are searched with
 a lookahead of the letters they can start with (routing/background.py,
 routing/classifier.py): a word or prompt added later with another first
-letter would silently never match. The properties below compare each fast
-pattern with the plain one on text built from the real phrases.
+letter would silently never match. Before either search, a substring test of
+the case-folded text skips texts holding none of the words every prompt or hard
+word holds (routing.task_text.may_hold): a word added to a pattern and not to
+its cues would be skipped too. The properties below compare each fast pass
+with the plain pattern on text built from the real phrases, with the letters
+``re.IGNORECASE`` takes for ASCII ones (long s, Kelvin sign, Turkish I).
 """
 
 import re
@@ -15,8 +19,9 @@ from hypothesis import strategies as st
 
 from routing import background
 from routing.background import background_kind
-from routing.classifier import HARD_WORDS
+from routing.classifier import CODE_CUES, CODE_SIGNS, HARD_STEMS, HARD_WORDS
 from routing.config import validate_config
+from routing.task_text import may_hold
 from tests.support.config import base_config
 
 CONFIG = validate_config(base_config("http://127.0.0.1:9/v1"))
@@ -55,6 +60,13 @@ FRAGMENTS = [prompt for prompt, _ in PROMPTS] + [
     "vulnerable",
     "12-15 words title",
     "\u0663-\u0665 word title",  # Arabic-Indic digits are digits to \d
+    "\u017fummari\u017fe the conversation",  # long s: an s to re.IGNORECASE
+    "a 3-5 word t\u0131tle",  # dotless i: an i to re.IGNORECASE, not to casefold
+    "T\u0130TLE",
+    "DEADLOC\u212a",  # Kelvin sign
+    "def main():",
+    "```py",
+    "Traceback (most recent call last):",
 ]
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=8).map(
     " ".join
@@ -76,3 +88,14 @@ PLAIN_HARD_WORDS = re.compile(HARD_WORDS.pattern.replace(r"(?=[acdmoprsv])", "")
 def test_the_hard_words_lookahead_finds_what_the_plain_pattern_finds(text):
     assert PLAIN_HARD_WORDS.pattern != HARD_WORDS.pattern
     assert HARD_WORDS.findall(text) == PLAIN_HARD_WORDS.findall(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_the_cues_skip_no_text_a_background_prompt_or_hard_word_is_in(text):
+    if any(pattern.search(text) for _, pattern in background._PROMPTS):
+        assert may_hold(text, background._CUES)
+    if PLAIN_HARD_WORDS.search(text):
+        assert may_hold(text, HARD_STEMS)
+    if CODE_SIGNS.search(text):
+        assert any(cue in text for cue in CODE_CUES)

@@ -61,6 +61,11 @@ WALKS = {"budget prune": 11, "payback and recall": 13}
 # (routing.recall.store.restored), are in the worker's memory while it served the
 # request before.
 STATEMENTS = 9
+# A conversation's first request: the same, and the read of what its row says of its state
+# (no worker has served it yet), its row inserted after an UPDATE that found none, its
+# units created by an insert that returns them, so that they need no second read
+# (routing/summaries/units.py).
+FIRST_STATEMENTS = STATEMENTS + 3
 # A stream's: the client's body, then each of the upstream's events once (those relayed,
 # and the usage chunk the router asked for, not relayed), none encoded again (an event
 # nobody changed leaves as the bytes that came in); the upstream body is encoded once.
@@ -115,12 +120,12 @@ def warm(router_config, write_config, api_key, counting):
     set_key_limits(ApiKey.objects.get(), {"rpm_limit": 1000, "budget_usd": 50.0})
     client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key}")
 
-    def send(case, stream=False):
+    def send(case, stream=False, counted=TURNS):
         router_config["pinch"].update(PINCH[case])
         write_config(router_config)
-        body = json.dumps({"model": "auto", "messages": TURNS, "stream": stream})
 
-        def post():
+        def post(turns=TURNS):
+            body = json.dumps({"model": "auto", "messages": turns, "stream": stream})
             response = client.post(
                 "/v1/chat/completions", data=body, content_type="application/json"
             )
@@ -131,7 +136,7 @@ def warm(router_config, write_config, api_key, counting):
         counting.update(decodes=0, encodes=0)
         Counted.walks = 0
         with CaptureQueriesContext(connection) as captured:
-            content = post()
+            content = post(counted)
         statements = [
             q["sql"]
             for q in captured.captured_queries
@@ -150,6 +155,13 @@ def test_a_warm_request_decodes_encodes_walks_and_queries_within_its_budget(warm
     assert counting["encodes"] == ENCODES
     assert Counted.walks == WALKS[case], f"{Counted.walks} walks of the messages"
     assert len(statements) == STATEMENTS, statements
+
+
+def test_a_conversation_first_request_queries_within_its_budget(warm):
+    other = [{**TURNS[0]}, {"role": "user", "content": "Another task altogether."}]
+    statements, _ = warm("budget prune", counted=other)
+
+    assert len(statements) == FIRST_STATEMENTS, [s[:70] for s in statements]
 
 
 def test_a_warm_stream_decodes_each_event_once_and_queries_as_a_plain_request(warm, counting):
