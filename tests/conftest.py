@@ -62,7 +62,11 @@ def pytest_configure(config):
 
 
 # Modules whose tests share one router served for the module (a fixture of scope="module").
-SHARED_ROUTER_MODULES = {"tests/routing/test_gunicorn.py", "tests/routing/test_slow_clients.py"}
+SHARED_ROUTER_MODULES = {
+    "tests/routing/test_deployment.py",
+    "tests/routing/test_gunicorn.py",
+    "tests/routing/test_slow_clients.py",
+}
 
 
 class SharedRouterScheduling(LoadScopeScheduling):
