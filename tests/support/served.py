@@ -106,7 +106,7 @@ def prepare(env: dict) -> str:
         template, key = _migrated_sqlite()
         shutil.copyfile(template, path)
         return key
-    return _migrate_with_key(env)
+    return _MIGRATED_COPIES.get(env["DATABASE_URL"]) or _migrate_with_key(env)
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -154,6 +154,34 @@ def _process(command, env, url, cwd=ROOT, pass_fds=()):
             process.wait(5)
 
 
+# A scratch PostgreSQL database copied from a migrated one -> the key in it (for prepare).
+_MIGRATED_COPIES: dict[str, str] = {}
+
+
+@functools.cache
+def _migrated_postgres() -> tuple[str, str]:
+    """(a scratch PostgreSQL database's name, migrated with a key "e2e" in it, that key);
+    once a process, dropped when it exits."""
+    from tests.support.postgres import scratch_database
+
+    stack = contextlib.ExitStack()
+    url = stack.enter_context(scratch_database())
+    atexit.register(stack.close)
+    return url.rsplit("/", 1)[1], _migrate_with_key({**os.environ, "DATABASE_URL": url})
+
+
+@contextlib.contextmanager
+def migrated_scratch_database():
+    """Yield the DATABASE_URL of a scratch PostgreSQL database, migrated, with a key
+    "e2e" (prepare gives it): a copy of one migrated once per test process."""
+    from tests.support.postgres import scratch_database
+
+    template, key = _migrated_postgres()
+    with scratch_database(template) as url:
+        _MIGRATED_COPIES[url] = key
+        yield url
+
+
 @contextlib.contextmanager
 def gunicorn_router(env: dict, key: str):
     """gunicorn with the shipped settings, on a free loopback port; yields a Served."""
@@ -179,9 +207,7 @@ def two_routers(tmp_path: Path, config: dict, redis_url: str):
     docs/deployment.md sets up several hosts; yields (first, second)."""
     import uuid
 
-    from tests.support.postgres import scratch_database
-
-    with scratch_database() as database_url:
+    with migrated_scratch_database() as database_url:
         env = router_env(
             tmp_path,
             config,
