@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from xdist.scheduler import LoadScopeScheduling
 
 from routing.auth import create_api_key
 from routing.config import DEFAULT_CONFIG_PATH, RouterConfig, validate_config
@@ -32,6 +33,80 @@ from tests.support.decisions import decision, seed
 from tests.support.openai_upstream import UpstreamServer
 
 CORPUS_DIR = corpus_dir_path()
+
+# What gives a test the test database (pytest-django refuses it to any other test).
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "live_server",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only",
+        action="store_true",
+        help="only the tests that use the test database or DATABASE_URL (a second database's "
+        "pass: the others would check the same thing again)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "database_url: the test reads DATABASE_URL itself (a router it serves on the pass's "
+        "database): --database-tests-only keeps it",
+    )
+
+
+# Modules whose tests share one router served for the module (a fixture of scope="module").
+SHARED_ROUTER_MODULES = {
+    "tests/routing/test_deployment.py",
+    "tests/routing/test_gunicorn.py",
+    "tests/routing/test_slow_clients.py",
+}
+
+
+class SharedRouterScheduling(LoadScopeScheduling):
+    """xdist's load scheduling, but a module of SHARED_ROUTER_MODULES goes to one worker whole.
+
+    Sent test by test, a module's tests land on every worker, each then starting the
+    module's router. (xdist's own loadgroup does not group under pytest 9: it renames
+    the tests through an attribute pytest no longer reads.)
+    """
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return module if module in SHARED_ROUTER_MODULES else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    return SharedRouterScheduling(config, log)
+
+
+def uses_the_database(item) -> bool:
+    return bool(
+        item.get_closest_marker("django_db")
+        or item.get_closest_marker("database_url")
+        or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """--database-tests-only: leave out the tests no database plays a part in.
+
+    A test without the test database (pytest-django would refuse it a query) and
+    without the database_url mark runs the same on SQLite and on PostgreSQL: pure
+    code, or a router served on a database of its own (its SQLite file, a scratch
+    PostgreSQL database).
+    """
+    if not config.getoption("--database-tests-only"):
+        return
+    kept = [item for item in items if uses_the_database(item)]
+    config.hook.pytest_deselected(items=[item for item in items if not uses_the_database(item)])
+    items[:] = kept
 
 
 @pytest.fixture(autouse=True)
@@ -68,6 +143,14 @@ def fresh_router_state(settings, tmp_path_factory):
 
 @pytest.fixture
 def upstream():
+    server = UpstreamServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def module_upstream():
+    """The test upstream for a module whose tests share one served router (scope="module")."""
     server = UpstreamServer().start()
     yield server
     server.stop()

@@ -1,8 +1,9 @@
 """The real Claude Code through ``claude-*: auto``: "say hi" below the hard tier, a hard task to it.
 
 Runs bench/check_claude_code.py's routing check (the real client from npm,
-the router under gunicorn, the scripted Anthropic upstream, nothing leaving
-loopback): each run's tool loop on one model, a start and then held.
+the router under gunicorn, the scripted upstream of each kind, nothing leaving
+loopback): each run's tool loop on one model, a start and then held. This is
+what ``check_claude_code.py --routing`` runs, so CI runs it here only.
 """
 
 import pytest
@@ -16,6 +17,7 @@ def claude_bin():
     return claude_code_binary()
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
 @pytest.mark.parametrize("case", ROUTING_CASES.values(), ids=ROUTING_CASES.keys())
-def test_the_real_claude_code_is_routed_by_its_task(claude_bin, case, capsys):
-    assert check("anthropic", claude_bin, True, case), capsys.readouterr().out
+def test_the_real_claude_code_is_routed_by_its_task(claude_bin, case, kind, capsys):
+    assert check(kind, binary=claude_bin, quiet=True, case=case), capsys.readouterr().out

@@ -29,13 +29,15 @@ from tests.support.slowloris import Slowloris
 HI = {"model": "echo-medium", "messages": [{"role": "user", "content": "hi"}]}
 
 
-@pytest.fixture
-def behind_nginx(tmp_path, upstream):
+# One router and nginx for the module (its tests go to one worker: tests/conftest.py).
+@pytest.fixture(scope="module")
+def behind_nginx(tmp_path_factory, module_upstream):
     if nginx_binary() is None:
         if os.environ.get("CI"):
             pytest.fail("CI needs nginx (scripts/setup --test installs it as root)")
         pytest.skip("nginx is not installed (Debian: apt-get install nginx-light)")
-    env = router_env(tmp_path, base_config(upstream.base_url))
+    tmp_path = tmp_path_factory.mktemp("behind-nginx")
+    env = router_env(tmp_path, base_config(module_upstream.base_url))
     with (
         gunicorn_router(env, prepare(env)) as router,
         nginx_in_front(tmp_path / "nginx", router) as url,
@@ -62,12 +64,13 @@ def test_normal_requests_answer_while_40_slowloris_connections_trickle(behind_ng
         Slowloris(port, 20, "body", seconds=20) as bodies,
     ):
         time.sleep(1.5)  # every slow connection open and trickling
-        statuses = [ask(url, router.key).status_code for _ in range(20)]
+        answers = [ask(url, router.key) for _ in range(20)]
         held = heads.still_open() + bodies.still_open()
 
-    assert statuses == [200] * 20
+    assert [answer.status_code for answer in answers] == [200] * 20
     assert held == 40  # the attack was on the whole time: nginx held every slow client
-    assert router.count_rows(status_code=200) == 20
+    decisions = [answer.headers["X-Router-Decision-Id"] for answer in answers]
+    assert router.count_rows(pk__in=decisions, status_code=200) == 20
 
 
 def test_errors_nginx_answers_itself_are_json_too(behind_nginx):
@@ -153,4 +156,5 @@ def test_a_chunked_body_reaches_the_router_whole_through_nginx(behind_nginx):
     )
     assert response.request.headers.get("Transfer-Encoding") == "chunked"
     assert response.status_code == 200, response.text
-    assert router.count_rows(status_code=200) == 1
+    decision = response.headers["X-Router-Decision-Id"]
+    assert router.count_rows(pk=decision, status_code=200) == 1

@@ -121,6 +121,7 @@ def outage_database():
 
 
 @pytest.mark.skipif(not postgres_url(), reason="runs in the PostgreSQL pass (DATABASE_URL)")
+@pytest.mark.database_url
 def test_postgres_gone_answers_known_keys_spools_and_catches_up_once_it_is_back(
     tmp_path, upstream, outage_database
 ):

@@ -11,14 +11,16 @@ from tests.support.openai_upstream import ANSWER
 from tests.support.served import gunicorn_router, prepare, router_env
 
 
-@pytest.fixture
-def served_router(tmp_path, upstream):
-    env = router_env(tmp_path, base_config(upstream.base_url))
+# One router for the module (its tests go to one worker: tests/conftest.py).
+@pytest.fixture(scope="module")
+def served_router(tmp_path_factory, module_upstream):
+    env = router_env(tmp_path_factory.mktemp("served"), base_config(module_upstream.base_url))
     with gunicorn_router(env, prepare(env)) as served:
         yield served
 
 
 def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_router):
+    answered = served_router.count_rows(status_code=200)  # by the module's earlier tests
     sdk = openai.OpenAI(
         base_url=served_router.url + "/v1", api_key=served_router.key, max_retries=0, timeout=20
     )
@@ -31,7 +33,7 @@ def test_gunicorn_serves_plain_and_streamed_answers_to_the_openai_sdk(served_rou
     )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).strip() == ANSWER
 
-    assert served_router.count_rows(status_code=200) == 2
+    assert served_router.count_rows(status_code=200) == answered + 2
 
 
 def test_gunicorn_answers_unknown_paths_without_debug_pages(served_router):

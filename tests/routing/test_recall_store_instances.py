@@ -13,8 +13,12 @@ from routing.prefix_probe import PrefixProbe
 from routing.pruning import LedgerSlot, pinch_messages
 from tests.routing.test_payback_pipeline import session_requests
 from tests.support.config import base_config
-from tests.support.postgres import scratch_database
-from tests.support.served import gunicorn_router, prepare, router_env
+from tests.support.served import (
+    gunicorn_router,
+    migrated_scratch_database,
+    prepare,
+    router_env,
+)
 
 NAMED = re.compile(r"\[recall (r\d+)\]")
 
@@ -56,7 +60,7 @@ def two_instances(request, tmp_path, upstream):
     with contextlib.ExitStack() as stack:
         database = {}
         if request.param == "postgres":
-            database["DATABASE_URL"] = stack.enter_context(scratch_database())
+            database["DATABASE_URL"] = stack.enter_context(migrated_scratch_database())
         config = base_config(upstream.base_url)
         config["pinch"].update(
             budget_tokens=3000,

@@ -16,9 +16,10 @@ from tests.support.recall_scenario import AGENT_TOOLS, chat_conversation, model_
 from tests.support.recall_upstream import NOTE, VAULT_LINE
 from tests.support.served import two_routers
 
-pytestmark = pytest.mark.skipif(
-    not postgres_url(), reason="runs in the PostgreSQL pass (DATABASE_URL)"
-)
+pytestmark = [
+    pytest.mark.skipif(not postgres_url(), reason="runs in the PostgreSQL pass (DATABASE_URL)"),
+    pytest.mark.database_url,
+]
 
 MODEL = "recall-model"
 

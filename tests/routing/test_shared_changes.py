@@ -10,22 +10,18 @@ import subprocess
 import sys
 
 import pytest
-import redis
 
 from tests.support.config import base_config
+from tests.support.redis import redis_url_or_skip
 from tests.support.served import ROOT, gunicorn_router, prepare, router_env
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
 HI = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture
 def redis_url():
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=0.5).ping()
-    except redis.RedisError:
-        pytest.fail("Redis is not running on 127.0.0.1:6379 (CI starts it; see .ci/run)")
-    return REDIS_URL
+    # The worker's own test database (TEST_REDIS_SERVER): never another checkout's.
+    return redis_url_or_skip()
 
 
 def pinch_header(served):

@@ -21,11 +21,12 @@ HI = {"model": "echo-medium", "messages": [{"role": "user", "content": "hi"}]}
 THREADS = "8"
 
 
-@pytest.fixture
-def served(tmp_path, upstream):
+# One router for the module (its tests go to one worker: tests/conftest.py).
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, module_upstream):
     env = router_env(
-        tmp_path,
-        base_config(upstream.base_url),
+        tmp_path_factory.mktemp("served"),
+        base_config(module_upstream.base_url),
         ROUTER_THREADS=THREADS,
         ROUTER_MAX_BODY_BYTES="100000",
         ROUTER_REQUEST_READ_SECONDS="300",

@@ -18,9 +18,14 @@ import requests
 
 from tests.support.chat_turns import tool_call_round
 from tests.support.config import base_config
-from tests.support.postgres import scratch_database
 from tests.support.redis import REDIS_URL, redis_url_or_skip
-from tests.support.served import gunicorn_router, prepare, router_env, two_routers
+from tests.support.served import (
+    gunicorn_router,
+    migrated_scratch_database,
+    prepare,
+    router_env,
+    two_routers,
+)
 
 TURNS = 8
 
@@ -115,7 +120,7 @@ def two_instances_without_redis(request, tmp_path, upstream):
         # SQLite: the file router_env gives both; PostgreSQL: a scratch database.
         database = {}
         if request.param == "postgres":
-            database["DATABASE_URL"] = stack.enter_context(scratch_database())
+            database["DATABASE_URL"] = stack.enter_context(migrated_scratch_database())
         config = base_config(upstream.base_url)
         cached = {"id": "cache-medium", "upstream_model": "cache-medium", "routable": False}
         config["models"].append({**config["models"][1], **cached})

@@ -16,8 +16,9 @@ SERVER = os.environ.get("TEST_POSTGRES_SERVER", "postgres://postgres@127.0.0.1:5
 
 
 @contextlib.contextmanager
-def scratch_database():
-    """Yield the DATABASE_URL of a new, empty database; dropped afterwards."""
+def scratch_database(template: str = "template1"):
+    """Yield the DATABASE_URL of a new database, a copy of ``template`` (by default empty);
+    dropped afterwards."""
     import psycopg
 
     name = f"router_scratch_{uuid.uuid4().hex[:12]}"
@@ -28,7 +29,7 @@ def scratch_database():
             pytest.fail(f"CI needs PostgreSQL at {SERVER}: {error}")
         pytest.skip(f"no PostgreSQL at {SERVER}")
     with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
         try:
             yield f"{SERVER}/{name}"
         finally:
