@@ -58,6 +58,17 @@ LINGER_BYTES = 1024 * 1024
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")
 
 
+def _received(conn, size: int) -> bytes | None:
+    """What a readable connection holds (up to ``size`` bytes), b"" once the client is gone
+    or the socket failed, None when nothing was there after all."""
+    try:
+        return conn.sock.recv(size)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
 class Incoming:
     """What the worker has read of a connection's next request."""
 
@@ -150,12 +161,9 @@ class BufferedThreadWorker(ThreadWorker):
         incoming = self.incoming.get(conn)
         if incoming is None:
             return
-        try:
-            data = conn.sock.recv(READ_BYTES)
-        except (BlockingIOError, InterruptedError):
+        data = _received(conn, READ_BYTES)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:  # the client went away
             self._drop(conn)
             return
@@ -315,13 +323,7 @@ class BufferedThreadWorker(ThreadWorker):
         self.lingering[conn] = time.monotonic() + LINGER_SECONDS
 
     def _on_lingering(self, conn, _sock):
-        try:
-            data = conn.sock.recv(LINGER_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
+        if _received(conn, LINGER_BYTES) == b"":
             self._close(conn)
 
     def _drop(self, conn):
