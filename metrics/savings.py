@@ -14,12 +14,17 @@ construction: what the request would have cost
 
 Completion tokens are priced on the baseline model in 0 and on the chosen one
 after. ``routing_usd_30d`` is 0 - 1, ``cache_usd_30d`` 1 - 2, ``pinch_usd_30d``
-2 - 3 (pinch net of the cache, the figure ``pinch_summary`` calls
-``net_dollars_saved_usd_30d``) and ``bill_usd_30d`` is 3, so
-``baseline_usd_30d`` = bill + routing + cache + pinch, to the micro-dollar as
-shown (the total is the sum of the rounded parts). The unpruned prompt is
-the billed prompt tokens plus what pinch removed. A row whose model is no
-longer configured cannot be priced: ``unpriced_calls_30d`` counts them.
+2 - 3 and ``bill_usd_30d`` is 3, so ``baseline_usd_30d`` = bill + routing +
+cache + pinch, to the micro-dollar as shown (the total is the sum of the
+rounded parts). The unpruned prompt is the billed prompt tokens plus what
+pinch removed. A row whose model is no longer configured cannot be priced:
+``unpriced_calls_30d`` counts them, and they add to no cause but pinch.
+
+Pinch's figure is pinch net of the cache, the one ``pinch_summary`` shows as
+``net_dollars_saved_usd_30d``: both come from ``metrics.summary.net_saving_usd``
+(one home, so the two never differ by a rounding). Each row's net was priced
+when it was written, so a row of a model no longer configured still counts
+there.
 
 Against the cache the bill had (issue 41): a row the provider billed no cache
 read or write for (an upstream that reports no cached tokens) had its
@@ -31,7 +36,7 @@ on the baseline at the ratio of the two prompt prices. Otherwise the
 estimate's token count (characters / 3) and the provider's count would
 differ, and the difference would read as a cache saving nobody had.
 
-One grouped query over the window of ``pinch_summary`` (``summary_window``), on
+Two grouped queries over the window of ``pinch_summary`` (``summary_window``), on
 the summary tables (routing/summaries/); the arithmetic is Python's on the sums,
 so SQLite and PostgreSQL agree.
 """
@@ -43,7 +48,14 @@ from datetime import datetime
 
 from django.db.models import Sum
 
-from metrics.summary import DEFAULT_DAYS, DOLLAR_DIGITS, Window, summary_window
+from metrics.summary import (
+    DEFAULT_DAYS,
+    DOLLAR_DIGITS,
+    Window,
+    model_rows,
+    net_saving_usd,
+    summary_window,
+)
 from routing.config import RouterConfig
 from routing.formatting import format_money
 from routing.pricing import PER_TOKENS
@@ -73,9 +85,10 @@ def cause_rows(window: Window):
     )
 
 
-def causes_from_rows(rows: Iterable[tuple], config: RouterConfig) -> dict:
-    """The savings by cause from ``cause_rows``' tuples. Pure: no database."""
-    routing = cache = pinch = bill = 0.0
+def causes_from_rows(rows: Iterable[tuple], config: RouterConfig, pinch: float) -> dict:
+    """The savings by cause from ``cause_rows``' tuples and pinch's net saving
+    (``net_saving_usd``). Pure: no database."""
+    routing = cache = bill = 0.0
     billed_calls = unpriced = 0
     for (
         chosen_id,
@@ -115,7 +128,6 @@ def causes_from_rows(rows: Iterable[tuple], config: RouterConfig) -> dict:
         routing += full_on_baseline - full_on_chosen
         # Step 1 - step 2 over the rows with a cache alone: the rows without add 0 exactly.
         cache += cached_full - (unpruned - uncached_unpruned)
-        pinch += unpruned - (billed or 0.0)
         bill += as_billed
     figures = {
         "routing_usd_30d": round(routing, DOLLAR_DIGITS),
@@ -131,9 +143,12 @@ def causes_from_rows(rows: Iterable[tuple], config: RouterConfig) -> dict:
 
 
 def savings_by_cause(config: RouterConfig, now: datetime | None = None, days: int = DEFAULT_DAYS):
-    """What routing, pinch and the cache saved over the window, and the bill (one query)."""
-    window = summary_window(config, now, days)
-    return causes_from_rows(cause_rows(window), config)
+    """What routing, pinch and the cache saved over the window, and the bill (two queries)."""
+    return window_causes(config, summary_window(config, now, days))
+
+
+def window_causes(config: RouterConfig, window: Window) -> dict:
+    return causes_from_rows(cause_rows(window), config, net_saving_usd(model_rows(window)))
 
 
 # How the surfaces name the figures, in the order they list them.
@@ -153,5 +168,5 @@ def cause_lines(figures: dict) -> list[tuple[str, str, str, float]]:
 
 def savings_context(config: RouterConfig, window: Window) -> dict:
     """The dashboard include's context (templates/metrics/_savings_by_cause.html)."""
-    figures = causes_from_rows(cause_rows(window), config)
+    figures = window_causes(config, window)
     return {**figures, "lines": cause_lines(figures)}

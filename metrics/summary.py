@@ -130,13 +130,22 @@ def saved_histogram(window: Window) -> Counter:
     return Counter(dict(rows))
 
 
+def net_saving_usd(by_model: Iterable[tuple]) -> float:
+    """Pinch's saving net of the cache (from ``model_rows``), as every surface shows it: the
+    card's ``net_dollars_saved_usd_30d`` and savings by cause's ``pinch_usd_30d`` alike.
+
+    Each row's net was priced when it was written, so a model no longer configured
+    still counts. Sorted by model (model_rows), so the float sum runs in one order.
+    """
+    return round(sum(row[4] for row in by_model), DOLLAR_DIGITS)
+
+
 def net_figures(by_model: list[tuple], window: Window) -> dict:
     """The net saving and the billed calls (from ``model_rows``), and the conversations pinch
     made cheaper or dearer (each conversation's own net: ``ArmHour``, routing/summaries/units)."""
     counted = window.summaries(ArmHour).aggregate(cheaper=Sum("cheaper"), dearer=Sum("dearer"))
     return {
-        # Sorted by model (model_rows), so the float sum runs in one order.
-        "net_dollars_saved_usd_30d": round(sum(row[4] for row in by_model), DOLLAR_DIGITS),
+        "net_dollars_saved_usd_30d": net_saving_usd(by_model),
         "billed_calls_30d": sum(row[5] for row in by_model),
         "conversations_cheaper_30d": int(counted["cheaper"] or 0),
         "conversations_dearer_30d": int(counted["dearer"] or 0),

@@ -15,9 +15,9 @@ MODELS = ("gpt-4.1", "gpt-4.1-mini", "qwen-small", "retired-model")
 # savings per day and model, the newest 50 with their key,
 # the limited keys (none here: no spend query follows), the agent sessions
 # (the newest, grouped, and their models), the quality card's three (metrics.quality: each arm's
-# conversations, its tasks, its conversations stopped mid loop), the savings by cause and
-# the cache forecast's two (summaries, conversations surprised).
-DASHBOARD_QUERIES = 21
+# conversations, its tasks, its conversations stopped mid loop), the savings by cause's two
+# (its causes, pinch's net) and the cache forecast's two (summaries, conversations surprised).
+DASHBOARD_QUERIES = 22
 
 
 @pytest.mark.parametrize("rows", [10, 200])

@@ -50,8 +50,8 @@ def test_metrics_json(client, default_config, db, django_assert_num_queries, row
     seed_varied(rows)
 
     # config (2) + pinch summary (3) + cache forecast (2) + quality (3) + request totals
-    # + savings by cause
-    with django_assert_num_queries(12):
+    # + savings by cause (2: its causes, pinch's net)
+    with django_assert_num_queries(13):
         assert client.get("/metrics").status_code == 200
 
 
@@ -68,8 +68,8 @@ def test_prometheus(
     settings.METRICS_TOKEN = "scrape"  # every family, the tool-name one included
 
     # config (2) + requests + all-time aggregate + pinch summary (3) + pinch tools + limited keys
-    # + quality (3) + cache forecast (2) + savings by cause
-    with django_assert_num_queries(15):
+    # + quality (3) + cache forecast (2) + savings by cause (2: its causes, pinch's net)
+    with django_assert_num_queries(16):
         response = client.get(path, HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Bearer scrape")
         assert response.status_code == 200
 
@@ -80,8 +80,9 @@ def test_snapshot_with_a_staff_key(
 ):
     seed_varied(rows)
 
-    # key + config (2) + pinch summary (3) + overrides + recent decisions + savings + limited keys
-    with django_assert_num_queries(10):
+    # key + config (2) + pinch summary (3) + overrides + recent decisions + savings (2)
+    # + limited keys
+    with django_assert_num_queries(11):
         response = client.get("/admin/api/snapshot", HTTP_AUTHORIZATION=f"Bearer {staff_key}")
     assert response.status_code == 200
     assert len(response.json()["recent_decisions"]) == min(rows, 50)
@@ -95,6 +96,6 @@ def test_snapshot_with_a_staff_session(
     client.force_login(staff_user)
 
     # session + user + its permissions (2: the user's, its groups') + config (2)
-    # + pinch summary (3) + overrides + recent decisions + limited keys + savings by cause
-    with django_assert_num_queries(13):
+    # + pinch summary (3) + overrides + recent decisions + limited keys + savings by cause (2)
+    with django_assert_num_queries(14):
         assert client.get("/admin/api/snapshot").status_code == 200

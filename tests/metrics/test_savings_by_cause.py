@@ -136,3 +136,28 @@ def test_the_causes_add_up_in_the_tui(live_server, default_config, billed_rows):
     # As every surface reads money (routing.formatting); the figures
     # themselves add up (the tests above).
     assert shown == {key: format_money(value) for key, value in EXPECTED.items()}
+
+
+def test_a_model_no_longer_configured_adds_its_pinch_saving_to_both_surfaces_alike(
+    default_config, db
+):
+    seed(
+        decision(
+            saved=2_000,
+            chosen_model="retired-model",
+            prompt_tokens=1_000,
+            completion_tokens=100,
+            billed_prompt_cost_usd=0.001,
+            unpruned_cost_usd=0.003,
+        )
+    )
+
+    figures = savings_by_cause(default_config)
+
+    # Its bill and the other causes cannot be priced without the model; pinch's net was
+    # priced when the row was written, and the card shows the same figure.
+    assert figures["unpriced_calls_30d"] == 1
+    assert figures["bill_usd_30d"] == figures["routing_usd_30d"] == figures["cache_usd_30d"] == 0
+    assert figures["pinch_usd_30d"] == 0.002
+    assert pinch_summary(default_config)["net_dollars_saved_usd_30d"] == 0.002
+    adds_up(figures)
