@@ -277,7 +277,8 @@ def savings_by_cause(config, window: Window) -> dict:
         )
         .order_by("chosen_model", "baseline_model")
     )
-    return causes_from_rows(rows, config, pinch_summary(config, window)["net_dollars_saved_usd_30d"])
+    pinch = pinch_summary(config, window)["net_dollars_saved_usd_30d"]
+    return causes_from_rows(rows, config, pinch)
 
 
 def cache_forecast(window: Window) -> dict:
