@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pinch.core import CallIndex
 from pinch.digests import hex_digest
 from pinch.ledger import message_hash
 from pinch.prefix import common_prefix_length, fingerprint_parts
@@ -52,6 +53,8 @@ class Carried:
     # The planner's per-result figures (pinch.session.Session) and the knobs they were
     # made under; None: no plan read them.
     derived: Derived | None = None
+    # What each tool result answers, read to the request's end (None: not read).
+    calls: CallIndex | None = None
 
     @property
     def chars(self) -> int:
@@ -98,6 +101,7 @@ class MessageFacts:
         self._parts: list[tuple[bytes, str]] | None = None
         self._repeated: int | None = None
         self._figures: dict[str, list] = {}
+        self._calls: CallIndex | None = None
 
     @property
     def parts(self) -> list[tuple[bytes, str]]:
@@ -136,6 +140,18 @@ class MessageFacts:
         parts = self.parts
         return self._figure("fingerprints", lambda i, m: hex_digest(*parts[i], memo=self._digests))
 
+    def calls(self) -> CallIndex:
+        """What each tool result answers (``pinch.core.CallIndex``), read on from where the
+        previous request's reading stopped when this one repeats all it read."""
+        if self._calls is None:
+            carried = self._previous.calls if self._previous is not None else None
+            if carried is not None and carried.read <= self.repeated:
+                index = carried.copy()
+            else:
+                index = CallIndex()
+            self._calls = index.read_on(self.messages, len(self.messages))
+        return self._calls
+
     def derived_for(self, knobs: Any) -> Derived:
         """The planner's figures carried for the repeated messages under ``knobs`` (none
         when the knobs changed since), for the planner to add to."""
@@ -149,7 +165,7 @@ class MessageFacts:
 
     def carried(self) -> Carried:
         """What the conversation's next request takes over."""
-        return Carried(self.parts, dict(self._figures), self.derived)
+        return Carried(self.parts, dict(self._figures), self.derived, self._calls)
 
     def _figure(self, name: str, read) -> list:
         found = self._figures.get(name)

@@ -13,7 +13,7 @@ from hashlib import blake2b
 from typing import Any
 
 from pinch.carry import MessageFacts
-from pinch.core import _PLACEHOLDER, _call_arguments, _tool_names
+from pinch.core import _PLACEHOLDER
 from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
 from pinch.recall import noted
 from pinch.steps import CacheModel
@@ -87,8 +87,8 @@ class Session:
             self.leading.append(self.leading[-1] + count)
         # Only tool results are ever sent whole again: an index from an edited history is not.
         self.recalled = frozenset(self.recalled).intersection(self.results)
-        self.names = _tool_names(self.messages, self.results)
-        self.calls = _call_arguments(self.messages)
+        calls = facts.calls()
+        self.names, self.calls = calls.names, calls.arguments
         knobs = self.knobs
         self._sizes = f"{knobs.names_max_chars}:{knobs.names_share}:{knobs.lines_max_chars}"
         derived = facts.derived_for((knobs, self.notes))

@@ -52,8 +52,8 @@ ENCODES = 2
 # count, background work (2), the images check (once: cached on the request), the
 # probe's fingerprints, the quality signals, the session's user turn, the cache
 # forecast; and pinch's: the budget prune's one pass, or the payback plan's (the
-# results' calls, the recall handles; its roles, tokens and hashes are the facts').
-WALKS = {"budget prune": 11, "payback and recall": 12}
+# recall handles; the roles, tokens, hashes and calls it reads are the facts').
+WALKS = {"budget prune": 11, "payback and recall": 11}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, its conversation's and its task's quality units (read
 # locked, then written: routing/summaries/units.py), the three summary upserts, the
