@@ -38,6 +38,11 @@ under its own key prefix: a few integers
 that spare rebuilding the decisions from the messages. Both are also on the
 conversation's row, where a worker that did not serve the conversation's last
 request reads them (routing.pruning.LedgerSlot, routing.session_routing.load_state).
+
+Beside them, in this process's memory only (Python objects, never Redis), each
+conversation's last request's figures per message (pinch.carry: token counts,
+hashes, fingerprints, what pinch made of each result): the next request takes
+them over for the leading messages it repeats exactly, and reads only the rest.
 """
 
 import hashlib
