@@ -4,14 +4,15 @@ What pinch sends must not depend on whether a worker read a message afresh
 or took its figures over from the conversation's previous request: each
 request of generated agent sessions (every message a fresh copy, as parsed
 off the wire, some edited in place between requests, the knobs changed
-midway) is planned both ways and must come out byte for byte alike, ledger
-and stats included.
+midway), and each request of the real sessions of the corpus, is planned
+both ways and must come out byte for byte alike, ledger and stats included.
 """
 
 import copy
 import json
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,9 @@ from pinch.ledger import message_hash
 from pinch.payback import CacheModel, plan
 from pinch.prefix import message_fingerprints
 from pinch.tokens import estimate_tokens, extract_text, message_tokens
+from routing.replay.corpus import corpus_dir, load_sessions
 from tests.pinch.test_core_properties import agent_sessions
+from tests.support.ci import missing
 from tests.support.knobs import shipped_knobs
 
 ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
@@ -89,6 +92,37 @@ def test_every_request_is_planned_alike_with_its_figures_carried_or_read_afresh(
         assert stats_again == stats
         figures = fresh_figures(sent)
         assert {name: getattr(facts, name) for name in figures} == figures
+        carried = facts.carried()
+
+
+def _corpus():
+    folder = corpus_dir()
+    if not folder.is_dir():
+        return [pytest.param(None, id="no-corpus")]
+    return [pytest.param(s, id=s.name) for s in load_sessions([folder])]
+
+
+@pytest.mark.parametrize("recorded", _corpus())
+def test_every_request_of_a_real_session_is_planned_alike_carried_or_read_afresh(recorded):
+    if recorded is None:
+        missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")
+    knobs = shipped_knobs()
+    ledgers = {"fresh": None, "carried": None}
+    carried, memo = None, {}
+    for request in requests(recorded.messages):
+        payload, ledgers["fresh"], stats = plan(
+            wire_copy(request), ledgers["fresh"], knobs, ANTHROPIC, notes=True
+        )
+        sent = wire_copy(request)
+        facts = MessageFacts(sent, carried)
+        again, ledgers["carried"], stats_again = plan(
+            sent, ledgers["carried"], knobs, ANTHROPIC, memo=memo, notes=True, facts=facts
+        )
+        assert (json.dumps(again), ledgers["carried"], stats_again) == (
+            json.dumps(payload),
+            ledgers["fresh"],
+            stats,
+        )
         carried = facts.carried()
 
 
