@@ -21,9 +21,10 @@ from pinch.ledger import message_hash
 from pinch.payback import CacheModel, plan
 from pinch.prefix import message_fingerprints
 from pinch.tokens import estimate_tokens, extract_text, message_tokens
-from routing.replay.corpus import corpus_dir, load_sessions
+from routing.replay.corpus import corpus_dir
 from tests.pinch.test_core_properties import agent_sessions
 from tests.support.ci import missing
+from tests.support.corpus import recorded_sessions
 from tests.support.knobs import shipped_knobs
 
 ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
@@ -95,14 +96,7 @@ def test_every_request_is_planned_alike_with_its_figures_carried_or_read_afresh(
         carried = facts.carried()
 
 
-def _corpus():
-    folder = corpus_dir()
-    if not folder.is_dir():
-        return [pytest.param(None, id="no-corpus")]
-    return [pytest.param(s, id=s.name) for s in load_sessions([folder])]
-
-
-@pytest.mark.parametrize("recorded", _corpus())
+@pytest.mark.parametrize("recorded", recorded_sessions())
 def test_every_request_of_a_real_session_is_planned_alike_carried_or_read_afresh(recorded):
     if recorded is None:
         missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")
