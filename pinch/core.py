@@ -318,44 +318,55 @@ def _ordered(order: Iterable[Any], candidates: list[int]) -> Iterator[int]:
             yield candidates[k]
 
 
-def _call_arguments(messages: Sequence[Any]) -> dict[int, str]:
-    """For each tool result, the raw arguments of the assistant call it answers (by id)."""
-    by_id: dict[Any, str] = {}
-    asked: dict[int, str] = {}
-    for i, message in enumerate(messages):
-        role = _role(message)
-        if role == "assistant":
-            for call in message.get("tool_calls") or ():
-                if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                    arguments = call["function"].get("arguments")
-                    if isinstance(call.get("id"), (str, int)) and isinstance(arguments, str):
-                        by_id[call["id"]] = arguments
-        elif role == "tool":
-            call_id = message.get("tool_call_id")
-            if isinstance(call_id, (str, int)) and call_id in by_id:
-                asked[i] = by_id[call_id]
-    return asked
+class CallIndex:
+    """What each tool result answers, read in one forward pass that can go on where it stopped.
 
-
-def _tool_names(messages: Sequence[Any], wanted: list[int]) -> dict[int, str]:
-    """Name the tool behind each wanted result, in one forward pass.
-
-    A result's own ``name`` wins; otherwise the nearest earlier assistant call
-    with its ``tool_call_id`` (clients that reuse ids like ``call_0`` mean the
-    latest one); otherwise a generic name.
+    ``names``: the tool behind each result (by message index): its own
+    ``name``, else the nearest earlier assistant call with its
+    ``tool_call_id`` (clients that reuse ids like ``call_0`` mean the latest
+    one), else a generic name. ``arguments``: the raw arguments of the call
+    a result answers, when one did. ``read``: how many leading messages are
+    read; ``read_on`` reads on to ``stop``, so the next request of a
+    conversation that only adds messages reads only those (pinch.carry).
     """
-    if not wanted:
-        return {}
-    wanted_set = set(wanted)
-    by_call_id: dict[str | int, str] = {}
-    names: dict[int, str] = {}
-    for i, message in enumerate(messages[: max(wanted) + 1]):
-        if i in wanted_set:
-            names[i] = _result_name(message, by_call_id)
-            continue
-        calls = message.get("tool_calls") if isinstance(message, dict) else None
-        if not calls or not isinstance(calls, list) or message.get("role") != "assistant":
-            continue
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.names: dict[int, str] = {}
+        self.arguments: dict[int, str] = {}
+        self._names_by_id: dict[str | int, str] = {}
+        self._arguments_by_id: dict[Any, str] = {}
+
+    def copy(self) -> CallIndex:
+        other = CallIndex()
+        other.read = self.read
+        other.names, other.arguments = dict(self.names), dict(self.arguments)
+        other._names_by_id = dict(self._names_by_id)
+        other._arguments_by_id = dict(self._arguments_by_id)
+        return other
+
+    def read_on(self, messages: Sequence[Any], stop: int) -> CallIndex:
+        for i in range(self.read, stop):
+            message = messages[i]
+            role = _role(message)
+            if role == "tool":
+                self.names[i] = _result_name(message, self._names_by_id)
+                call_id = message.get("tool_call_id")
+                if isinstance(call_id, (str, int)) and call_id in self._arguments_by_id:
+                    self.arguments[i] = self._arguments_by_id[call_id]
+            elif role == "assistant":
+                calls = message.get("tool_calls")
+                for call in calls or ():
+                    if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                        arguments = call["function"].get("arguments")
+                        if isinstance(call.get("id"), (str, int)) and isinstance(arguments, str):
+                            self._arguments_by_id[call["id"]] = arguments
+                if calls and isinstance(calls, list):
+                    self._name_calls(calls)
+        self.read = max(self.read, stop)
+        return self
+
+    def _name_calls(self, calls: list) -> None:
         for call in calls:
             # Malformed calls are skipped; a well-formed one is a dict all the way.
             try:
@@ -364,8 +375,15 @@ def _tool_names(messages: Sequence[Any], wanted: list[int]) -> dict[int, str]:
             except (TypeError, KeyError):
                 continue
             if isinstance(call_id, (str, int)) and isinstance(name, str) and name:
-                by_call_id[call_id] = name
-    return names
+                self._names_by_id[call_id] = name
+
+
+def _tool_names(messages: Sequence[Any], wanted: list[int]) -> dict[int, str]:
+    """The tool behind each wanted result (``CallIndex.names``), in one forward pass."""
+    if not wanted:
+        return {}
+    names = CallIndex().read_on(messages, max(wanted) + 1).names
+    return {i: names[i] for i in wanted}
 
 
 def _result_name(message: dict, by_call_id: dict[str | int, str]) -> str:

@@ -60,6 +60,7 @@ def plan(
     recalled: frozenset[int] = frozenset(),
     notes: bool = False,
     digests: Any = None,
+    facts: Any = None,
 ) -> tuple[list[Any], Ledger, dict[str, Any]]:
     """The payload to send for ``messages``, the ledger after it, and stats like prune_context's.
 
@@ -80,8 +81,13 @@ def plan(
     shorter, and the ledger books what is left. ``digests``, another mapping
     the caller owns (and bounds), keeps long texts' hashes between calls
     (``pinch.digests``): the ledger's digest is the same without it.
+    ``facts``: the request's ``pinch.carry.MessageFacts`` of ``messages``, which
+    carry what the conversation's previous request read of the messages it
+    repeats: the plan is the same without them.
     """
-    session = Session(messages, knobs, cache, extra_fixed_tokens, memo, recalled, notes, digests)
+    session = Session(
+        messages, knobs, cache, extra_fixed_tokens, memo, recalled, notes, digests, facts
+    )
     fingerprints = session.hashes
     ledger = _trusted(ledger, fingerprints)
     # Every earlier request the ledger does not cover, then this one.

@@ -30,7 +30,7 @@ _PACKED_BYTES = 3
 _PACKED_CHARS = 4
 
 
-def message_fingerprints(messages: Sequence[Any], memo: Any = None) -> list[str]:
+def message_fingerprints(messages: Sequence[Any], memo: Any = None, facts: Any = None) -> list[str]:
     """Return one hex digest per message: equal messages hash alike, different ones not.
 
     The digest covers the message's canonical JSON (sorted keys, no spaces,
@@ -38,8 +38,36 @@ def message_fingerprints(messages: Sequence[Any], memo: Any = None) -> list[str]
     content is hashed as raw text beside the other fields' JSON. ``memo``:
     the caller's, carrying long texts' hashes from request to request
     (``pinch.digests.hex_digest``); the fingerprints are the same without it.
+    ``facts``: the request's ``pinch.carry.MessageFacts``, whose fingerprints
+    serve each message that is the very object they were read of (a payload
+    is the request's messages but for the few pinch rewrote).
     """
-    return [_fingerprint(message, memo) for message in messages]
+    if facts is None:
+        return [_fingerprint(message, memo) for message in messages]
+    read, known = facts.messages, facts.fingerprints
+    return [
+        known[i] if i < len(read) and message is read[i] else _fingerprint(message, memo)
+        for i, message in enumerate(messages)
+    ]
+
+
+def fingerprint_parts(message: Any) -> tuple[bytes, str]:
+    """What a message's fingerprint hashes: (its canonical JSON but for a string content, that
+    content; "" when the content is not a string, and then the whole message is the JSON).
+
+    Two messages with equal parts are the same JSON value: the canonical form
+    tells 1, 1.0 and true apart, which Python's ``==`` takes for equal.
+    """
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        return _canonical(message), ""
+    # The text is nearly all of a message: hashed as it is rather than through
+    # json.dumps, which escapes every character of it first (measured: the
+    # probe cost more than parsing the whole request body). The other fields
+    # are small and go through the canonical JSON; the NUL cannot occur in it.
+    rest = dict(message)  # a copy, then a deletion: a fifth faster than a comprehension
+    del rest["content"]
+    return _canonical(rest) + b"\0", content
 
 
 def packed(fingerprints: Sequence[str]) -> str:
@@ -72,17 +100,9 @@ def common_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int
 
 
 def _fingerprint(message: Any, memo: Any) -> str:
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        return hex_digest(_canonical(message), "")
-    # The text is nearly all of a message: hash it as it is rather than through
-    # json.dumps, which escapes every character of it first (measured: the
-    # probe cost more than parsing the whole request body). The other fields
-    # are small and go through the canonical JSON; the NUL cannot occur in it.
-    rest = dict(message)  # a copy, then a deletion: a fifth faster than a comprehension
-    del rest["content"]
     # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8: hex_digest keeps them.
-    return hex_digest(_canonical(rest) + b"\0", content, memo=memo)
+    head, text = fingerprint_parts(message)
+    return hex_digest(head, text, memo=memo)
 
 
 def _canonical(value: Any) -> bytes:

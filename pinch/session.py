@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import Any
 
-from pinch.core import _PLACEHOLDER, _call_arguments, _role, _tool_names, _tool_results
-from pinch.ledger import message_hash
+from pinch.carry import MessageFacts
+from pinch.core import _PLACEHOLDER
 from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
 from pinch.recall import noted
 from pinch.steps import CacheModel
@@ -62,6 +62,9 @@ class Session:
     # The caller's memo of long texts' hashes, carried from request to request
     # (pinch.digests.hex_digest): the hashes are the same without it.
     digests: Any = None
+    # The request's pinch.carry.MessageFacts: its figures per message, the planner's
+    # own carried from the conversation's previous request (None: each read here).
+    facts: Any = None
     tokens: list[int] = field(default_factory=list)
     leading: list[int] = field(default_factory=list)
     results: list[int] = field(default_factory=list)
@@ -69,31 +72,32 @@ class Session:
     compressed: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # What is read of each message, in one pass: its token estimate, its
-        # hash (role and text, for the ledger's digest and the memo's keys: no
-        # JSON), whether it opens a user turn or is an answer.
-        self.tokens, self.hashes, self.users, self.assistants = [], [], [], []
-        for t, message in enumerate(self.messages):
-            self.tokens.append(estimate_tokens(extract_text(message)))
-            self.hashes.append(message_hash(message, self.digests))
-            role = _role(message)
-            if role == "user":
-                self.users.append(t)
-            elif role == "assistant" and t:
-                self.assistants.append(t)
+        # Each message's role, token estimate and hash (role and text, for the ledger's
+        # digest and the memo's keys: no JSON) from the request's facts, carried from the
+        # conversation's previous request where it repeats it.
+        facts = self.facts
+        if facts is None or facts.messages is not self.messages:
+            facts = MessageFacts(self.messages, digests=self.digests)
+        self.tokens, self.hashes, roles = facts.tokens, facts.hashes, facts.roles
+        self.users = [t for t, role in enumerate(roles) if role == "user"]
+        self.assistants = [t for t, role in enumerate(roles) if role == "assistant" and t]
+        self.results = [t for t, role in enumerate(roles) if role == "tool"]
         self.leading = [0]
         for count in self.tokens:
             self.leading.append(self.leading[-1] + count)
-        self.results = _tool_results(self.messages, 0, len(self.messages))
         # Only tool results are ever sent whole again: an index from an edited history is not.
         self.recalled = frozenset(self.recalled).intersection(self.results)
-        self.names = _tool_names(self.messages, self.results)
-        self.calls = _call_arguments(self.messages)
+        calls = facts.calls()
+        self.names, self.calls = calls.names, calls.arguments
         knobs = self.knobs
         self._sizes = f"{knobs.names_max_chars}:{knobs.names_share}:{knobs.lines_max_chars}"
-        self._mentions: dict[int, set[str]] = {}
+        derived = facts.derived_for((knobs, self.notes))
+        self.compressed, self._savings, self._mentions = (
+            derived.compressed,
+            derived.savings,
+            derived.mentions,
+        )
         self.removed_at = (0, 0)  # (results decided, the tokens their compressions removed)
-        self._savings: dict[int, int] = {}
 
     def whole(self, kept) -> set[int]:
         """The results sent whole: those kept, and the recalled ones."""

@@ -44,7 +44,7 @@ from routing.local_vision import with_local_vision
 from routing.model_list import unknown_model_error
 from routing.models import RouteDecision
 from routing.plan import Plan
-from routing.prefix_probe import PrefixProbe, conversation_key, prefix_probe
+from routing.prefix_probe import PrefixProbe, carried_facts, conversation_key, prefix_probe
 from routing.pricing import blended_prompt_price
 from routing.protocols.canonical import ChatRequest
 from routing.providers import providers_for
@@ -110,9 +110,14 @@ def plan_request(
     recalled = None
     if probe is None:
         recalled = partial(restored, store=store, recorded=reader("recall_restored"))
+    # What is read of each message, read once, and carried from the conversation's
+    # previous request where this one repeats it (pinch.carry).
+    facts = carried_facts(request.messages, store.last_facts(key)) if store is not None else None
     # The request as sent, measured once: routing reads it, and it is the payload's
     # figure too when pinch and local vision leave the messages as they are.
-    unpruned = measure_prompt_tokens(request.messages, tools)
+    unpruned = measure_prompt_tokens(
+        request.messages, tools, facts.sizes if facts is not None else None
+    )
     if routed:
         path = RouteDecision.PATH_ROUTED
         route, remember_route = route_request(
@@ -141,6 +146,7 @@ def plan_request(
             raise unknown_model_error(config, request.model)
         path, tier, classifier_name = RouteDecision.PATH_PASSTHROUGH, pinned.tier, ""
         price_model = pinned
+    keeper = store
     if not config.pinch.enabled:
         store = None  # the ledger and the probe are pinch's
     # Images for a model without vision, described by a local model when configured.
@@ -155,6 +161,7 @@ def plan_request(
         if store is None
         else LedgerSlot(store, key, reader("pinch_ledger"), recalled=recalled),
         now=now,
+        facts=facts,
     )
     measured = unpruned
     if send_messages is not sent_as:
@@ -196,9 +203,11 @@ def plan_request(
     prefix, prefix_fallback, fingerprints = None, False, ""
     if measure_prefix and store is not None and config.pinch.prefix_probe:
         recorded = reader("payload_fingerprints")
-        figures = store.figures(key, send_messages, turn_lengths(request.messages), recorded)
+        figures = store.figures(key, send_messages, turn_lengths(request.messages), recorded, facts)
         prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
         fingerprints = figures.packed
+    if keeper is not None:
+        keeper.keep_facts(key, facts)
 
     return Plan(
         request=request,

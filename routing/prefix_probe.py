@@ -38,6 +38,11 @@ under its own key prefix: a few integers
 that spare rebuilding the decisions from the messages. Both are also on the
 conversation's row, where a worker that did not serve the conversation's last
 request reads them (routing.pruning.LedgerSlot, routing.session_routing.load_state).
+
+Beside them, in this process's memory only (Python objects, never Redis), each
+conversation's last request's figures per message (pinch.carry: token counts,
+hashes, fingerprints, what pinch made of each result): the next request takes
+them over for the leading messages it repeats exactly, and reads only the rest.
 """
 
 import hashlib
@@ -52,6 +57,7 @@ from typing import NamedTuple
 from cachetools import TTLCache
 
 from pinch import extract_text
+from pinch.carry import Carried, MessageFacts
 from pinch.prefix import common_prefix_length, message_fingerprints, packed, unpacked
 from routing.registry import Registry
 from routing.shared_redis import FallbackLog, RedisUnavailable, shared_redis
@@ -69,6 +75,9 @@ ENTRY_OVERHEAD_BYTES = 200
 # Characters of text whose hashes are kept per process (DigestMemo): about a
 # hundred conversations like session 026 (300,000 characters at its last request).
 DIGEST_MEMO_CHARS = 32 * 1024 * 1024
+# ... and of the conversations' last requests whose figures per message are kept
+# (pinch.carry: their texts, shared with the hash memo's while both hold them).
+FACTS_MEMO_CHARS = 32 * 1024 * 1024
 REDIS_PREFIX = "router:prefix:"
 LEDGER_PREFIX = "router:ledger:"
 ROUTE_PREFIX = "router:route:"
@@ -178,41 +187,39 @@ class RedisPrefixStore:
         self.redis.call(lambda client: client.set(prefix + key, value, ex=self.ttl))
 
 
-class DigestMemo:
-    """Long texts' hashes (pinch.digests), carried from request to request in this process.
+class CharMemo:
+    """A mapping bounded by the characters of what it keeps, the least recently used dropped
+    first; ``size(key, value)`` says what an entry weighs. Faster than a cachetools cache
+    (its bookkeeping is Python), which matters at a lookup per message."""
 
-    An agent's request repeats the one before it but for its last few
-    messages, so the ledger's digest and the probe's fingerprints find
-    nearly every text hashed already. The keys hold the texts themselves:
-    bounded by their characters, the least recently used dropped first.
-    Faster than a cachetools cache (its bookkeeping is Python), which
-    matters at a lookup per message.
-    """
-
-    def __init__(self, max_chars: int = DIGEST_MEMO_CHARS):
+    def __init__(self, max_chars: int, size):
         self.max_chars = max_chars
-        self._items: OrderedDict = OrderedDict()
+        self._size = size
+        self._items: OrderedDict = OrderedDict()  # key -> (value, its size)
         self._chars = 0
         self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
             found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
 
     def __setitem__(self, key, value) -> None:
-        size = sum(map(len, key))
+        size = self._size(key, value)
         if size > self.max_chars:
-            return  # larger than the whole budget: hashed every time
+            return  # larger than the whole budget: kept nowhere
         with self._lock:
-            if self._items.setdefault(key, value) is not value:
-                return  # another thread kept it first
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._chars -= old[1]
+            self._items[key] = (value, size)
             self._chars += size
             while self._chars > self.max_chars:
-                dropped, _ = self._items.popitem(last=False)
-                self._chars -= sum(map(len, dropped))
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._chars -= dropped
 
     def clear(self) -> None:
         with self._lock:
@@ -224,8 +231,27 @@ class DigestMemo:
         return self._chars
 
 
+class DigestMemo(CharMemo):
+    """Long texts' hashes (pinch.digests), carried from request to request in this process.
+
+    An agent's request repeats the one before it but for its last few
+    messages, so the ledger's digest and the probe's fingerprints find
+    nearly every text hashed already. The keys hold the texts themselves:
+    bounded by their characters.
+    """
+
+    def __init__(self, max_chars: int = DIGEST_MEMO_CHARS):
+        super().__init__(max_chars, lambda key, _: sum(map(len, key)))
+
+
 # One per process: the probe's fingerprints and pinch's ledger digest (routing.pruning) share it.
 digests = DigestMemo()
+
+
+def carried_facts(messages, previous: Carried | None) -> MessageFacts:
+    """The request's figures per message (pinch.carry), those of the messages ``previous`` (the
+    conversation's, ``PrefixProbe.last_facts``) read already carried over."""
+    return MessageFacts(messages, previous, digests)
 
 
 class PrefixFigures(NamedTuple):
@@ -242,6 +268,10 @@ class PrefixProbe:
         self.ledgers = MemoryPrefixStore()
         self.routes = MemoryPrefixStore()  # routing.session_routing's state per conversation
         self.restored = MemoryPrefixStore()  # routing.recall.store.restored, per conversation
+        # Each conversation's last request's figures per message (pinch.carry): Python
+        # objects, this process's alone, whichever store the rest is in. Keyed by the
+        # conversation's slot, checked message by message: any earlier request serves.
+        self.facts = CharMemo(FACTS_MEMO_CHARS, lambda _, carried: carried.chars)
         self.redis = RedisPrefixStore(redis_url) if redis_url else None
         self._on_memory = False  # Redis failed and memory holds the outage's turns
         # Each kind of state logs its outage once, not once a request.
@@ -297,16 +327,26 @@ class PrefixProbe:
                 return
         memory.put(key, raw)
 
-    def figures(self, key: str, payload_messages, turn_lengths=(), recorded=None) -> PrefixFigures:
+    def last_facts(self, key: str) -> Carried | None:
+        """What the conversation's last request planned in this process read of its messages."""
+        return self.facts.get(key)
+
+    def keep_facts(self, key: str, facts: MessageFacts) -> None:
+        self.facts[key] = facts.carried()
+
+    def figures(
+        self, key: str, payload_messages, turn_lengths=(), recorded=None, facts=None
+    ) -> PrefixFigures:
         """This payload against the conversation's previous one.
 
         ``turn_lengths``: the lengths the previous payload has when it was the
         turn just before this one, or this same request (a retry). Otherwise
         another worker may have served the turns since, and ``recorded(key)``
         (the conversation row's ``payload_fingerprints``; None in a replay)
-        is compared instead, when there is one.
+        is compared instead, when there is one. ``facts``: the request's
+        (``carried_facts``), whose fingerprints serve the messages pinch left as they were.
         """
-        current = message_fingerprints(payload_messages, digests)
+        current = message_fingerprints(payload_messages, digests, facts)
         fallback = False
         if self.redis is None:
             previous = self.memory.swap(key, current)
@@ -348,5 +388,5 @@ def forget_conversations() -> None:
     """Empty every process's memory of conversations (hashes, ledgers, routing state)."""
     digests.clear()
     for probe in _probes.items():
-        for store in (probe.memory, probe.ledgers, probe.routes, probe.restored):
+        for store in (probe.memory, probe.ledgers, probe.routes, probe.restored, probe.facts):
             store.clear()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from django.conf import settings
 
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
+from pinch.carry import MessageFacts
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
 from pinch.recall import index_of, with_handles
 from pinch.relevance import relevance_for
@@ -180,6 +181,7 @@ def pinch_messages(
     cache: CacheModel | None = None,
     slot: LedgerSlot | None = None,
     now: float | None = None,
+    facts: MessageFacts | None = None,
 ):
     """(messages to send, PinchOutcome or None when pinch is off).
 
@@ -187,14 +189,16 @@ def pinch_messages(
     conversation's ledger) serve the payback steps; without a slot the ledger
     is rebuilt from the messages, to the same decisions. ``now`` (seconds;
     the wall clock when None) is when the request is planned: the replay
-    passes the recorded time.
+    passes the recorded time. ``facts``: the request's figures per message
+    (pinch.carry, carried from the conversation's previous request), which
+    spare the payback steps reading them again; the same decisions without.
     """
     if not pinch_config.enabled:
         return messages, None
     now = time.time() if now is None else now
     cache = cache if cache is not None else _STRICTEST
     if pinch_config.payback.enabled:
-        return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now)
+        return _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now, facts)
     known = slot.load(messages) if slot is not None else None
     cold = _cold(known, cache, now)
     # The budget prune keeps no decisions; the ledger only carries the clock.
@@ -273,7 +277,7 @@ def _stable_prefix(messages, pinch_config: PinchConfig, tokens: int, outcome: Pi
     )
 
 
-def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
+def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now, facts):
     cold = known = None
     try:
         ledger = known = slot.load(messages) if slot is not None else None
@@ -289,6 +293,7 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now):
             recalled=_recalled(slot, pinch_config, messages),
             notes=pinch_config.recall.enabled,
             digests=digests,
+            facts=facts,
         )
         ledger = replace(ledger, at=now)
         recorded = slot.save(ledger) if slot is not None else ledger.as_json()

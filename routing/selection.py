@@ -30,7 +30,7 @@ def estimated_tokens(messages, tools) -> int:
     return sum(estimate_tokens(extract_text(m)) for m in messages) + tools_overhead_tokens(tools)
 
 
-def measure_prompt_tokens(messages, tools) -> int:
+def measure_prompt_tokens(messages, tools, sizes=None) -> int:
     """The prompt the router fits into a context window and prices.
 
     Every part of each message at three characters a token (``pinch.message_tokens``:
@@ -39,10 +39,14 @@ def measure_prompt_tokens(messages, tools) -> int:
     overhead per message. The window, the price, the budget's estimate and the
     key's tpm all read this one figure. The pinch core keeps its plain text
     characters / 3 for its budget, so pinch's figures stay comparable across versions.
+    ``sizes``: each message's ``message_tokens`` when the caller has them
+    (pinch.carry.MessageFacts, carried from the conversation's previous request).
     """
     total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
-    for message in messages:
-        total += _measure(message)
+    if sizes is None:
+        sizes = [message_tokens(message) for message in messages]
+    for i, tokens in enumerate(sizes):
+        total += _with_overhead(messages[i], tokens)
     return total
 
 
@@ -61,7 +65,10 @@ def remeasured(measured: int, before, after) -> int | None:
 
 
 def _measure(message) -> int:
-    tokens = message_tokens(message)
+    return _with_overhead(message, message_tokens(message))
+
+
+def _with_overhead(message, tokens: int) -> int:
     if not tokens and extract_text(message):
         tokens = 1  # "hi" is 0 by characters / 3, but it is not nothing
     return MESSAGE_OVERHEAD_TOKENS + tokens

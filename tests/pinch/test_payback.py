@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from pinch import estimate_tokens, extract_text
 from pinch.payback import CacheModel, Ledger, plan
 from pinch.prefix import common_prefix_length
-from routing.replay.corpus import corpus_dir, load_sessions
+from routing.replay.corpus import corpus_dir
 from tests.pinch.test_core_properties import agent_sessions, conversations
 from tests.support.ci import missing
+from tests.support.corpus import recorded_sessions
 from tests.support.knobs import shipped_knobs
 
 ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
@@ -198,14 +199,7 @@ def test_without_a_ledger_every_request_gets_the_same_payload(messages):
         assert ledger == rebuilt_ledger
 
 
-def _corpus():
-    folder = corpus_dir()
-    if not folder.is_dir():
-        return [pytest.param(None, id="no-corpus")]
-    return [pytest.param(s, id=s.name) for s in load_sessions([folder])]
-
-
-@pytest.mark.parametrize("recorded", _corpus())
+@pytest.mark.parametrize("recorded", recorded_sessions())
 def test_every_real_session_keeps_every_promise_and_rebuilds_alike(recorded):
     if recorded is None:
         missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")

@@ -46,13 +46,14 @@ DECODES = 2
 # per-message fingerprints are the write path's and pinch's, not counted here).
 ENCODES = 2
 # Walks of the client's message list (each a pass over all of it) by planning's
-# readers: the conversation's key, the measure (once: the payload's figure is
-# the request's, but for the messages pinch changed), the turn count, background
-# work (2), the images check (once: cached on the request), the probe's
-# fingerprints, the quality signals, the session's user turn, the cache forecast;
-# and pinch's: the budget prune's one pass, or the payback plan's (its session's
-# figures per message in one pass, the results' calls, the recall handles).
-WALKS = {"budget prune": 11, "payback and recall": 13}
+# readers: the conversation's key, the identity of each message (pinch.carry: the
+# measure, the ledger's hashes and the probe's fingerprints read only the messages
+# the conversation's previous request did not send, and walk none), the turn
+# count, background work (2), the images check (once: cached on the request), the
+# probe's fingerprints, the quality signals, the session's user turn, the cache
+# forecast; and pinch's: the budget prune's one pass, or the payback plan's (the
+# recall handles; the roles, tokens, hashes and calls it reads are the facts').
+WALKS = {"budget prune": 11, "payback and recall": 11}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, its conversation's and its task's quality units (read
 # locked, then written: routing/summaries/units.py), the three summary upserts, the

@@ -215,3 +215,27 @@ def test_redis_down_keeps_the_ledger_in_memory(caplog):
         probe.save_ledger("k", '[1,0,[],[],"x"]')
         assert probe.load_ledger("k") == '[1,0,[],[],"x"]'
     assert "pinch_ledger_redis_unavailable" in caplog.text
+
+
+def test_a_conversation_is_sent_alike_whether_the_worker_kept_its_figures_or_not(
+    live_server, payback_config, upstream, corpus_dir, monkeypatch
+):
+    requests = session_requests(corpus_dir)[-8:]
+
+    def serve(name):
+        _, raw = create_api_key(name)
+        client = openai.OpenAI(base_url=live_server.url + "/v1", api_key=raw, max_retries=0)
+        already = len(upstream.bodies())
+        for messages in requests:
+            client.chat.completions.create(model="echo-hard", messages=messages)
+        rows = RouteDecision.objects.filter(api_key__name=name).order_by("id")
+        figures = [
+            (r.pinch_original_tokens, r.pinch_final_tokens, r.prefix_match, r.measured_tokens)
+            for r in rows
+        ]
+        return upstream.bodies()[already:], figures
+
+    kept = serve("kept")
+    monkeypatch.setattr(PrefixProbe, "last_facts", lambda self, key: None)
+    assert serve("read afresh") == kept
+    assert any(final < original for original, final, _, _ in kept[1])
