@@ -67,6 +67,7 @@ def alternate_turns(first, second, model="echo-medium", opening="task"):
         "r.prefix_fallback, r.status_code, r.predicted_cache_read_tokens, r.cache_read_tokens, "
         "r.cache_surprise] for r in R.objects.order_by('created_at')]))"
     )
+    first.recorded()  # both instances serve from one data folder
     rows = json.loads(first.manage("shell", "-c", code).strip().splitlines()[-1])
     # Every request, from both, in order (by time: each worker reserves its ids in blocks).
     assert [str(r[0]) for r in rows] == served_by
