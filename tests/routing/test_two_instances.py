@@ -55,6 +55,9 @@ def alternate_turns(first, second, model="echo-medium", opening="task"):
             timeout=20,
         )
         assert response.status_code == 200
+        # Written before the other instance reads the conversation's row (an agent's next
+        # request comes after its tool runs; the row is written behind the answer).
+        instance.recorded()
         served_by.append(response.headers["X-Router-Decision-Id"])
         messages += [
             response.json()["choices"][0]["message"],
@@ -67,7 +70,6 @@ def alternate_turns(first, second, model="echo-medium", opening="task"):
         "r.prefix_fallback, r.status_code, r.predicted_cache_read_tokens, r.cache_read_tokens, "
         "r.cache_surprise] for r in R.objects.order_by('created_at')]))"
     )
-    first.recorded()  # both instances serve from one data folder
     rows = json.loads(first.manage("shell", "-c", code).strip().splitlines()[-1])
     # Every request, from both, in order (by time: each worker reserves its ids in blocks).
     assert [str(r[0]) for r in rows] == served_by
@@ -142,6 +144,7 @@ def test_a_conversation_alternating_between_instances_without_redis_holds_its_mo
     def send(instance):
         response = instance.chat({"model": "auto", "messages": messages, "tools": TOOLS})
         assert response.status_code == 200
+        instance.recorded()  # as in alternate_turns
         routes.append((response.headers["X-Router-Route"], response.json()["model"]))
 
     for turn in range(4):  # the agent's tool loop, each request on the other instance
