@@ -67,3 +67,19 @@ def when_ready(server):
 
     for listener in server.LISTENERS:
         server.log.info("Router serving on %s (create a key: %s)", listener, CREATE_KEY_COMMAND)
+
+
+def post_fork(server, worker):
+    """Write decision rows behind the answers, in batches, on a thread of each worker
+    (routing/recording/writer.py); a process without it writes each row before its answer."""
+    from routing.recording.decisions import write_behind
+
+    write_behind()
+
+
+def worker_exit(server, worker):
+    """A worker's graceful exit (SIGTERM, a max_requests restart) writes the rows still
+    queued before the process ends; a killed one leaves them in its journal."""
+    from routing.recording import writer
+
+    writer.stop()

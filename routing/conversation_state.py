@@ -8,12 +8,15 @@ decision is recorded). A worker takes its own while the request follows on
 from the one that saved it: then no other worker served the conversation
 since. Otherwise another worker or instance may have, with no Redis between
 them, and the conversation's state is the later of the worker's own and the
-one its row holds. The prefix probe (routing.prefix_probe) compares with the
-payload fingerprints on that same row. A request reads the row at most once,
-its state columns in one query by its unique key (``RecordedState``),
-whichever reader needs it first (the recalled results pinch sends whole with
-them: routing.recall.store.restored). A row that cannot be read is logged
-and taken as absent, as a lost state always was.
+one its row holds. A served worker writes a row behind its answer
+(routing/recording/writer.py): read before that, the row holds the turn
+before, which is taken as any older state is. The prefix probe
+(routing.prefix_probe) compares with the payload fingerprints on that same
+row. A request reads the row at most once, its state columns in one query by
+its unique key (``RecordedState``), whichever reader needs it first (the
+recalled results pinch sends whole with them: routing.recall.store.restored).
+A row that cannot be read is logged and taken as absent, as a lost state
+always was.
 """
 
 from __future__ import annotations

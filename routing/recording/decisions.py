@@ -4,7 +4,9 @@
 and gives it its id: no write yet, so a request rejected before the upstream
 call leaves nothing behind. ``finish_decision`` completes it with what
 happened upstream (status, attempts, latency, usage or an estimate) and writes
-it: one transaction after the network wait, so no write lock is ever held
+it, or, in a served worker, hands it to the process's writer, which writes it
+behind the answer, batched with others (routing/recording/writer.py,
+``write_batch`` here): one transaction after the network wait, so no write lock is ever held
 while an upstream answers: the row, its conversation's row updated in place
 (routing.conversations, through routing/recording/inserts.py, the insert the
 spool's drain uses too) and the key's ``last_used_at`` (at most once a minute).
@@ -12,7 +14,9 @@ If the database cannot take the write, the row goes to the spool
 (routing/recording/spool.py) and reaches the database later, exactly once.
 
 A worker killed between the two (a crash mid-stream) leaves its row in its
-journal (routing/recording/journal.py), and the next drain writes it marked interrupted.
+journal (routing/recording/journal.py), and the next drain writes it marked
+interrupted; one killed with rows queued for its writer left their final lines
+there, which the drain writes as they are.
 docs/durability.md tells the whole path.
 """
 
@@ -32,9 +36,9 @@ from routing.db_writes import request_write
 from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
-from routing.recall.keeping import book_round_trips, note_recalled
+from routing.recall.keeping import ORIGINALS, book_round_trips, note_recalled
 from routing.recall.keeping import decision_fields as recall_fields
-from routing.recording import health, journal, room, spool, stored
+from routing.recording import health, journal, room, spool, stored, writer
 from routing.recording import ids as decision_ids
 from routing.recording.inserts import insert_decisions
 from routing.recording.values import fit
@@ -53,6 +57,8 @@ class OpenDecision:
     # The config the request is served under: its prices are the summaries' (one read of
     # the config a request, not a second one in the write).
     config: object = None
+    # The id its journal entry goes by: the row's own unless a write had to replace it.
+    journaled: int | None = None
 
     @property
     def id(self) -> int | None:
@@ -119,7 +125,7 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
         size = 0
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields["id"], line)
-    return OpenDecision(fields, api_key, size, plan.config)
+    return OpenDecision(fields, api_key, size, plan.config, fields["id"])
 
 
 def finish_decision(decision: OpenDecision, outcome) -> None:
@@ -166,27 +172,87 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
     if outcome.stored_response is not None:
         # Kept with its decision, in one transaction or one spool line.
         fields[stored.STORED_KEY] = outcome.stored_response
-    journaled_id = decision.id
     # Whatever a client or an upstream put in it, the row fits its columns.
     decision.fields = fit(fields)
+    if not _queued(decision):
+        _keep(decision)
+
+
+def _queued(decision: OpenDecision) -> bool:
+    """Hand the finished row to this process's writer (routing/recording/writer.py), its
+    final line in the journal first; False when it must be written now: no writer runs
+    here, its backlog is full, the row has no id to journal it by, or it carries what the
+    client's next request may read on any worker: a stored response (its
+    ``previous_response_id``), originals for the recall tool (a result the client has
+    cleared since is recalled from the store alone)."""
+    fields = decision.fields
+    if not writer.running() or decision.journaled is None:
+        return False
+    if stored.STORED_KEY in fields or ORIGINALS in fields:
+        return False
+    line = spool.encode_row({**fields, journal.FINISHED_KEY: True})
+    journal.finished(spool.spool_dir(), decision.journaled, line)
+    return writer.submit(decision)
+
+
+def write_behind() -> None:
+    """Start this process's writer: rows are written behind their answers from now on (a
+    served worker: router_project/gunicorn.conf.py)."""
+    writer.start(write_batch)
+
+
+def write_batch(decisions: list[OpenDecision]) -> None:
+    """Write the writer's batch of finished rows in one transaction; a batch the database
+    refuses goes row by row as a request's own row does (written, else spooled), one it
+    cannot take at all (locked, away) is spooled whole."""
+    try:
+        _write_together(decisions)
+    except Exception as error:
+        log.warning("decision_batch_failed rows=%d reason=%s", len(decisions), type(error).__name__)
+        for decision in decisions:
+            if isinstance(error, spool.REFUSED_VALUE):
+                _keep(decision, drain=False)
+            else:
+                _spooled(decision, error)
+        return
+    for decision in decisions:
+        room.release(decision.room)
+    health.row_kept()
+    _drain_pending()
+    # Last: an empty journal says the rows are written and what they found spooled too.
+    for decision in decisions:
+        journal.closed(decision.journaled)
+
+
+def _keep(decision: OpenDecision, drain: bool = True) -> None:
+    """Write the row now, or spool it; then give back its room and its journal entry."""
     try:
         _write(decision)
     except Exception as error:  # whatever kept the row from the database: spool it
-        if isinstance(error, DatabaseFailure):
-            log.warning("decision_write_failed reason=%s: %s", type(error).__name__, error)
-        else:
-            log.exception("decision_write_failed")
-        if decision.id != journaled_id:
-            # An id the failed insert got from the database was rolled back with it, and
-            # will be handed out again: the spooled row must not carry it.
-            decision.fields["id"] = None
-        _spool(decision)
-        room.release(decision.room)
-        journal.closed(journaled_id)
+        _spooled(decision, error)
         return
     room.release(decision.room)
     health.row_kept()
-    journal.closed(journaled_id)
+    if drain:
+        _drain_pending()
+    journal.closed(decision.journaled)
+
+
+def _spooled(decision: OpenDecision, error: Exception) -> None:
+    if isinstance(error, DatabaseFailure):
+        log.warning("decision_write_failed reason=%s: %s", type(error).__name__, error)
+    else:
+        log.error("decision_write_failed", exc_info=error)
+    if decision.id != decision.journaled:
+        # An id the failed insert got from the database was rolled back with it, and
+        # will be handed out again: the spooled row must not carry it.
+        decision.fields["id"] = None
+    _spool(decision)
+    room.release(decision.room)
+    journal.closed(decision.journaled)
+
+
+def _drain_pending() -> None:
     try:
         if spool.pending():
             spool.drain()
@@ -213,18 +279,27 @@ def _spool(decision: OpenDecision) -> None:
     health.row_kept()
 
 
+def _write_together(decisions: list[OpenDecision]) -> None:
+    """The rows, their conversations and their figures in one transaction, the summaries'
+    and units' upserts of rows served under one config grouped; the keys' touches join it."""
+    by_config: dict[int, tuple] = {}
+    for decision in decisions:
+        by_config.setdefault(id(decision.config), (decision.config, []))[1].append(decision)
+    keys = {d.api_key.pk: d.api_key for d in decisions if touch_due(d.api_key)}
+    with request_write(), transaction.atomic():
+        for config, group in by_config.values():
+            insert_decisions([d.fields for d in group], replayed=False, config=config)
+        for key in keys.values():
+            touch_api_key(key)
+
+
 def _write(decision: OpenDecision) -> None:
-    key = decision.api_key
-    touch = touch_due(key)
-    with request_write():
-        try:
-            # The row, its conversation and its figures are one transaction
-            # (routing/recording/inserts.py); the key's touch joins it.
-            with transaction.atomic():
-                insert_decisions([decision.fields], replayed=False, config=decision.config)
-                if touch:
-                    touch_api_key(key)
-        except IntegrityError:
+    try:
+        # The row, its conversation and its figures are one transaction
+        # (routing/recording/inserts.py); the key's touch joins it.
+        _write_together([decision])
+    except IntegrityError:
+        with request_write():
             fixed = spool.without_stale_key(decision.fields)
             if fixed is None:
                 if decision.id is None or not RouteDecision.objects.filter(pk=decision.id).exists():

@@ -11,9 +11,12 @@ and followed by a zero byte: the journal's rows end at its first zero byte
 empties it: one write of a byte into the page cache, where truncating the
 file after each request changed its size on disk (13 us against 2 us). The
 process holds an flock on its journal for as long as it lives; a journal
-whose lock can be taken belongs to a dead process, and ``recover`` turns its
+whose lock can be taken belongs to a dead process, and the spool's drain turns its
 entries into rows marked interrupted (status 500, ``error`` saying so, the
-prompt tokens estimated, no completion). Entries
+prompt tokens estimated, no completion). A row whose answer ended but which
+the process's writer had not committed yet (routing/recording/writer.py) has
+its final line appended, marked ``FINISHED_KEY``: that one is written as it
+is, with its real figures (``final_rows``). Entries
 whose request did finish are in the database or the spool under the same id
 already, and the spool's "ignore a row whose id exists" skips them; the spool
 is drained first so a finished row always wins over its interrupted twin.
@@ -36,6 +39,8 @@ log = logging.getLogger(__name__)
 MAX_BYTES = 4 * 1024 * 1024
 INTERRUPTED = "interrupted: the router worker stopped before the answer ended"
 END = b"\0"  # after the rows in flight; what follows it is rows already finished
+# A line's own key, no column: the row is final (its answer ended), recovered as it is.
+FINISHED_KEY = "_finished"
 
 _lock = threading.Lock()
 # end: where the rows in flight end in the file (its next row goes there).
@@ -61,6 +66,18 @@ def _fd(directory: Path) -> int:
 
 def opened(directory: Path, decision_id, line: bytes) -> None:
     """Note a decision in flight (``line``: its row as the spool encodes it)."""
+    _note(directory, decision_id, line)
+
+
+def finished(directory: Path, decision_id, line: bytes) -> None:
+    """Note a decision's final row (``line``, marked ``FINISHED_KEY``), queued for the
+    process's writer (routing/recording/writer.py): a worker that dies before the writer
+    commits it leaves the row as it ended, not interrupted."""
+    _note(directory, decision_id, line)
+
+
+def _note(directory: Path, decision_id, line: bytes) -> None:
+    """Append ``line`` after the rows in flight; the decision's last line is the one kept."""
     if decision_id is None:
         return
     try:
@@ -116,6 +133,18 @@ def dead_journals(directory: Path):
             path.unlink(missing_ok=True)
         finally:
             os.close(fd)
+
+
+def final_rows(rows: list[dict]) -> list[dict]:
+    """The row each decision of a dead journal ends with: its finished line as it is (its
+    request was answered, its row queued), else its opening line marked interrupted."""
+    final: dict = {}
+    for row in rows:
+        if row.pop(FINISHED_KEY, False):
+            final[row["id"]] = row
+        elif row["id"] not in final:
+            final[row["id"]] = interrupted(row)
+    return list(final.values())
 
 
 def interrupted(fields: dict) -> dict:

@@ -387,7 +387,7 @@ def _drain_rooms(progress: dict) -> None:
 
 def _recover_journals(progress: dict) -> None:
     for path, lines in journal.dead_journals(spool_dir()):
-        rows = [journal.interrupted(row) for row in _decode_lines(lines)]
+        rows = journal.final_rows(_decode_lines(lines))
         _write(rows)
         progress["rows"] += len(rows)
         if rows:

@@ -98,6 +98,7 @@ def test_an_instance_that_did_not_serve_the_conversation_gives_its_originals_bac
     handles = [h for m in sent if m["role"] == "tool" for h in NAMED.findall(m["content"])]
     assert handles, "pinch should have trimmed the older listings"
     # Another process of the other instance, with nothing of this request in memory.
+    first.recorded()
     answer = second.manage("shell", "-c", LOOKUP.format(handles=handles))
     found = json.loads(answer.strip().splitlines()[-1])
     messages = agent_turns(outputs)

@@ -46,6 +46,7 @@ def _decision(instance, decision_id: str) -> dict:
         "print(json.dumps([r.conversation, r.recalls, r.recalled_tokens, r.status_code, "
         "r.pinch_original_tokens > r.pinch_final_tokens]))"
     )
+    instance.recorded()
     conversation, recalls, tokens, status, pruned = json.loads(
         instance.manage("shell", "-c", code).strip().splitlines()[-1]
     )

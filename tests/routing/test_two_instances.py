@@ -55,6 +55,9 @@ def alternate_turns(first, second, model="echo-medium", opening="task"):
             timeout=20,
         )
         assert response.status_code == 200
+        # Written before the other instance reads the conversation's row (an agent's next
+        # request comes after its tool runs; the row is written behind the answer).
+        instance.recorded()
         served_by.append(response.headers["X-Router-Decision-Id"])
         messages += [
             response.json()["choices"][0]["message"],
@@ -141,6 +144,7 @@ def test_a_conversation_alternating_between_instances_without_redis_holds_its_mo
     def send(instance):
         response = instance.chat({"model": "auto", "messages": messages, "tools": TOOLS})
         assert response.status_code == 200
+        instance.recorded()  # as in alternate_turns
         routes.append((response.headers["X-Router-Route"], response.json()["model"]))
 
     for turn in range(4):  # the agent's tool loop, each request on the other instance

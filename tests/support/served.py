@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import functools
 import os
 import re
@@ -19,9 +20,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import requests
 import yaml
 
@@ -69,12 +72,54 @@ class Served:
             **kwargs,
         )
 
+    def recorded(self, seconds: float = 20.0) -> None:
+        """Wait until this router has written the rows of every answer it gave."""
+        wait_until_recorded(Path(self.env["ROUTER_DATA_DIR"]), seconds)
+
     def count_rows(self, **filters) -> int:
+        self.recorded()
         code = (
             "from routing.models import RouteDecision as R; "
             f"print(R.objects.filter(**{filters!r}).count())"
         )
         return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+
+
+def wait_until_recorded(data_dir: Path, seconds: float = 20.0) -> None:
+    """Wait until the router serving from ``data_dir`` has written (or spooled) the row of
+    every answer it gave: a served worker writes rows behind its answers
+    (routing/recording/writer.py) and closes each row's journal entry once it is kept, so
+    every live worker's journal is empty then. A dead worker's journal is the drain's."""
+    deadline = time.monotonic() + seconds
+    while True:
+        waiting = [path.name for path in _live_journals(data_dir / "spool") if _holds_rows(path)]
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            pytest.fail(f"the router had not written its rows within {seconds}s: {waiting}")
+        time.sleep(0.02)
+
+
+def _live_journals(spool: Path):
+    for path in spool.glob("inflight-*.jsonl"):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield path  # its worker holds it: alive
+        finally:
+            os.close(fd)  # a dead one's lock, if taken, goes with the descriptor
+
+
+def _holds_rows(journal: Path) -> bool:
+    try:
+        with open(journal, "rb") as handle:
+            return handle.read(1) not in (b"", b"\0")
+    except FileNotFoundError:
+        return False
 
 
 def router_env(tmp_path: Path, config: dict, **extra) -> dict:
