@@ -28,6 +28,13 @@ Bounded, so that buffering is not the new way to hold a worker:
 Every refusal is JSON in the OpenAI error shape (with Anthropic's
 ``"type": "error"``), the connection closed after it. Keep-alive and
 pipelining work: bytes read past the end of one request start the next.
+
+gthread's loop tells the arbiter it is alive (``notify``: the time of a
+file set, a system call) on each of its turns, two or three a request; here
+at most once every ``HEARTBEAT_SECONDS``. The loop turns at least once a
+second when idle (its poll's timeout), so the arbiter's view is never much
+older than gthread's, far inside ``timeout``; a worker whose loop is stuck
+stops notifying and is killed as before.
 TLS and HTTP/2 are left to gthread as it is (the router serves plain HTTP/1.1
 behind a proxy that terminates TLS).
 """
@@ -54,6 +61,10 @@ READ_BYTES = 256 * 1024
 # sees its answer rather than a reset.
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 1024 * 1024
+
+# How often the loop tells the arbiter it is alive, at most (a quarter of its timeout, if
+# less): gunicorn asks for once per ``timeout / 2``, gthread does it on every turn.
+HEARTBEAT_SECONDS = 1.0
 
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")
 
@@ -94,6 +105,7 @@ class BufferedThreadWorker(ThreadWorker):
         self.lingering: dict[TConn, float] = {}
         self.buffered = 0
         self.limits = None
+        self.next_heartbeat = 0.0
 
     def _limits(self):
         if self.limits is None:
@@ -106,6 +118,13 @@ class BufferedThreadWorker(ThreadWorker):
                 settings.ROUTER_WORKER_BUFFER_BYTES,
             )
         return self.limits
+
+    def notify(self):
+        now = time.monotonic()
+        if now >= self.next_heartbeat:
+            # self.timeout is already half the arbiter's (gunicorn's Arbiter.spawn_worker).
+            self.next_heartbeat = now + min(HEARTBEAT_SECONDS, self.timeout / 2)
+            super().notify()
 
     # Connections come to the poller, not to a thread.
 
