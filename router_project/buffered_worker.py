@@ -42,9 +42,11 @@ behind a proxy that terminates TLS).
 from __future__ import annotations
 
 import errno
+import queue
 import re
 import selectors
 import socket
+import threading
 import time
 from functools import partial
 
@@ -95,6 +97,52 @@ class Incoming:
         self.continued = False  # "100 Continue" sent
 
 
+class Finished:
+    """A served connection's outcome, in the shape gthread's ``finish_request`` reads."""
+
+    def __init__(self, keep):
+        self.keep = keep
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self):
+        return self.keep
+
+
+class Threads:
+    """The worker's threads, each serving the connections put on one queue.
+
+    What gthread's ThreadPoolExecutor did, without a future, its condition
+    and its callbacks per request: a served connection goes back to the
+    loop through the loop's own queue. A thread is started when every one
+    started is busy, up to ``threads``; ``busy`` is counted by the loop alone.
+    """
+
+    def __init__(self, size: int, serve):
+        self.size = size
+        self.serve = serve
+        self.queue = queue.SimpleQueue()
+        self.started: list[threading.Thread] = []
+        self.busy = 0
+
+    def submit(self, conn):
+        self.busy += 1
+        if self.busy > len(self.started) and len(self.started) < self.size:
+            thread = threading.Thread(target=self._run, name=f"request-{len(self.started)}")
+            thread.start()
+            self.started.append(thread)
+        self.queue.put(conn)
+
+    def _run(self):
+        while (conn := self.queue.get()) is not None:
+            self.serve(conn)
+
+    def shutdown(self, wait=False):
+        for _ in self.started:
+            self.queue.put(None)
+
+
 class BufferedThreadWorker(ThreadWorker):
     """gthread, the request buffered whole by the poller first (see the module's doc)."""
 
@@ -126,6 +174,26 @@ class BufferedThreadWorker(ThreadWorker):
             self.next_heartbeat = now + min(HEARTBEAT_SECONDS, self.timeout / 2)
             super().notify()
 
+    # Threads meet whole requests only.
+
+    def get_thread_pool(self):
+        return Threads(self.cfg.threads, self._serve)
+
+    def enqueue_req(self, conn):
+        self.tpool.submit(conn)
+
+    def _serve(self, conn):
+        """In a thread: the request, then the connection back to the loop."""
+        try:
+            keep = self.handle(conn)
+        except BaseException:  # gthread's handle answers its own errors; this is the rest
+            keep = False
+        self.method_queue.defer(self._served, conn, keep)
+
+    def _served(self, conn, keep):
+        self.tpool.busy -= 1
+        self.finish_request(conn, Finished(keep))
+
     # Connections come to the poller, not to a thread.
 
     def accept(self, listener):
@@ -144,10 +212,7 @@ class BufferedThreadWorker(ThreadWorker):
     def finish_request(self, conn, fs):
         if conn not in self.ours:
             return super().finish_request(conn, fs)
-        try:
-            keep = fs.result() if not fs.cancelled() else False
-        except Exception:
-            keep = False
+        keep = fs.result()
         if keep and self.alive:
             # Bytes the client sent past that request are the start of its next one.
             self._read_next(conn, conn.parser.unreader.take_buffered())
