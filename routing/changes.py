@@ -97,8 +97,6 @@ def _read():
 
 
 def _bump_now():
-    if getattr(_held, "value", _OUTSIDE) is not _OUTSIDE:
-        _held.value = _UNREAD  # this thread's own change: read again, not the value before it
     client = _redis()
     if client is not None:
         try:
