@@ -28,15 +28,18 @@ Bounded, so that buffering is not the new way to hold a worker:
 Every refusal is JSON in the OpenAI error shape (with Anthropic's
 ``"type": "error"``), the connection closed after it. Keep-alive and
 pipelining work: bytes read past the end of one request start the next.
-
-gthread's loop tells the arbiter it is alive (``notify``: the time of a
-file set, a system call) on each of its turns, two or three a request; here
-at most once every ``HEARTBEAT_SECONDS``. The loop turns at least once a
-second when idle (its poll's timeout), so the arbiter's view is never much
-older than gthread's, far inside ``timeout``; a worker whose loop is stuck
-stops notifying and is killed as before.
 TLS and HTTP/2 are left to gthread as it is (the router serves plain HTTP/1.1
 behind a proxy that terminates TLS).
+
+Two costs of gthread per request are cut (docs/deployment.md, "The front"):
+its thread pool's future, condition and callbacks (``Threads`` takes a
+connection off a queue and hands it back through the loop's own queue), and
+its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
+time of a file set, a system call) on each of its turns, two or three a
+request; here at most once every ``HEARTBEAT_SECONDS``. The loop turns at
+least once a second when idle (its poll's timeout), so the arbiter's view is
+never much older than gthread's, far inside ``timeout``; a worker whose loop
+is stuck stops notifying and is killed as before.
 """
 
 from __future__ import annotations
@@ -139,6 +142,7 @@ class Threads:
             self.serve(conn)
 
     def shutdown(self, wait=False):
+        """Each thread ends once its request is served (gthread never waits for them)."""
         for _ in self.started:
             self.queue.put(None)
 
