@@ -24,14 +24,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import bench_proxy as proxy  # noqa: E402
-from bench.bench_ab import checkout  # noqa: E402
+from bench.bench_ab import side_by_side  # noqa: E402
 from bench.machine import describe_machine  # noqa: E402
 
 ENDPOINTS = ("GET /v1/models", "POST /v1/chat/completions (2 KB)")
@@ -70,51 +69,31 @@ def main() -> None:
     name = args.candidate or "this checkout"
     with (
         tempfile.TemporaryDirectory(prefix="bench-front-") as tmp,
-        checkout(args.baseline) as old,
-        checkout(args.candidate) if args.candidate else nullcontext(ROOT) as new_root,
+        side_by_side(args.baseline, args.candidate) as routers,
     ):
         body_file = Path(tmp) / "body.json"
         body_file.write_bytes(body.data)
-        upstream_port = proxy.free_port()
-        upstream = proxy.start(
-            [proxy.PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)]
-        )
-        routers = {}
-        try:
-            proxy.wait_for(upstream_port, upstream, "fast_upstream")
-            upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
-            for served, root in ((name, new_root), (args.baseline, old)):
-                folder = Path(tmp) / str(len(routers))
-                folder.mkdir()
-                routers[served] = proxy.prepare_router(folder, upstream_url, root=root)
-                proxy.serve_router(routers[served])
-                for _ in range(proxy.WARMUP_REQUESTS):
-                    proxy.check_target(
-                        proxy.Target(served, routers[served].port, routers[served].key), body
-                    )
-            runs: dict[tuple, list] = {}
-            for round_ in range(args.rounds):
-                order = list(routers) if round_ % 2 else list(reversed(routers))
-                for endpoint in ENDPOINTS:
-                    method, path = endpoint.split()[:2]
-                    for clients in proxy.CONCURRENCY:
-                        for served in order:
-                            router = routers[served]
-                            figures = wrk(
-                                router.url,
-                                method,
-                                path,
-                                body_file if method == "POST" else None,
-                                router.key,
-                                clients,
-                                args.duration,
-                            )
-                            runs.setdefault((endpoint, clients, served), []).append(figures)
-        finally:
-            for router in routers.values():
-                if router.process is not None:
-                    proxy.stop(router.process)
-            proxy.stop(upstream)
+        for served, router in routers.items():
+            for _ in range(proxy.WARMUP_REQUESTS):
+                proxy.check_target(proxy.Target(served, router.port, router.key), body)
+        runs: dict[tuple, list] = {}
+        for round_ in range(args.rounds):
+            order = list(routers) if round_ % 2 else list(reversed(routers))
+            for endpoint in ENDPOINTS:
+                method, path = endpoint.split()[:2]
+                for clients in proxy.CONCURRENCY:
+                    for served in order:
+                        router = routers[served]
+                        figures = wrk(
+                            router.url,
+                            method,
+                            path,
+                            body_file if method == "POST" else None,
+                            router.key,
+                            clients,
+                            args.duration,
+                        )
+                        runs.setdefault((endpoint, clients, served), []).append(figures)
     rows = []
     for endpoint in ENDPOINTS:
         for clients in proxy.CONCURRENCY:
