@@ -27,7 +27,7 @@ API_ROOT = "/v1"
 
 def is_api_path(path: str) -> bool:
     """Under /v1, where only API views are mounted (router_project/urls.py)."""
-    return path.startswith(API_ROOT) and (len(path) == len(API_ROOT) or path[3] == "/")
+    return path.startswith(API_ROOT) and path[len(API_ROOT) : len(API_ROOT) + 1] in ("", "/")
 
 
 def pages_only(middleware: type) -> type:

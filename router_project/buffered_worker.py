@@ -32,8 +32,7 @@ TLS and HTTP/2 are left to gthread as it is (the router serves plain HTTP/1.1
 behind a proxy that terminates TLS).
 
 Two costs of gthread per request are cut (docs/deployment.md, "The front"):
-its thread pool's future, condition and callbacks (``Threads`` takes a
-connection off a queue and hands it back through the loop's own queue), and
+its thread pool's future, condition and callbacks (router_project/worker_threads.py), and
 its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
 time of a file set, a system call) on each of its turns, two or three a
 request; here at most once every ``HEARTBEAT_SECONDS``. The loop turns at
@@ -45,16 +44,15 @@ is stuck stops notifying and is killed as before.
 from __future__ import annotations
 
 import errno
-import queue
 import re
 import selectors
 import socket
-import threading
 import time
 from functools import partial
 
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
 
 # A head this large is no agent's: 64 KB holds gunicorn's default request line
@@ -98,53 +96,6 @@ class Incoming:
         self.scanned = 0  # a chunked body: how far its framing is checked
         self.decoded = 0  # a chunked body: its bytes without the framing
         self.continued = False  # "100 Continue" sent
-
-
-class Finished:
-    """A served connection's outcome, in the shape gthread's ``finish_request`` reads."""
-
-    def __init__(self, keep):
-        self.keep = keep
-
-    def cancelled(self) -> bool:
-        return False
-
-    def result(self):
-        return self.keep
-
-
-class Threads:
-    """The worker's threads, each serving the connections put on one queue.
-
-    What gthread's ThreadPoolExecutor did, without a future, its condition
-    and its callbacks per request: a served connection goes back to the
-    loop through the loop's own queue. A thread is started when every one
-    started is busy, up to ``threads``; ``busy`` is counted by the loop alone.
-    """
-
-    def __init__(self, size: int, serve):
-        self.size = size
-        self.serve = serve
-        self.queue = queue.SimpleQueue()
-        self.started: list[threading.Thread] = []
-        self.busy = 0
-
-    def submit(self, conn):
-        self.busy += 1
-        if self.busy > len(self.started) and len(self.started) < self.size:
-            thread = threading.Thread(target=self._run, name=f"request-{len(self.started)}")
-            thread.start()
-            self.started.append(thread)
-        self.queue.put(conn)
-
-    def _run(self):
-        while (conn := self.queue.get()) is not None:
-            self.serve(conn)
-
-    def shutdown(self, wait=False):
-        """Each thread ends once its request is served (gthread never waits for them)."""
-        for _ in self.started:
-            self.queue.put(None)
 
 
 class BufferedThreadWorker(ThreadWorker):
