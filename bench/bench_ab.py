@@ -57,6 +57,40 @@ def checkout(revision: str):
             )
 
 
+@contextmanager
+def side_by_side(baseline: str, candidate: str | None):
+    """This checkout (or ``candidate``) and ``baseline`` served at once on one upstream.
+
+    Yields {name: bench_proxy.Router}, this checkout's name "this checkout"; all stopped at exit.
+    """
+    name = candidate or "this checkout"
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp,
+        checkout(baseline) as old,
+        checkout(candidate) if candidate else nullcontext(ROOT) as new_root,
+    ):
+        upstream_port = proxy.free_port()
+        upstream = proxy.start(
+            [proxy.PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)]
+        )
+        routers = {}
+        try:
+            proxy.wait_for(upstream_port, upstream, "fast_upstream")
+            upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
+            for served, root in ((name, new_root), (baseline, old)):
+                folder = Path(tmp) / str(len(routers))
+                folder.mkdir()
+                routers[served] = proxy.prepare_router(folder, upstream_url, root=root)
+                proxy.serve_router(routers[served])
+                proxy.wait_for(routers[served].port, routers[served].process, f"router at {served}")
+            yield routers
+        finally:
+            for router in routers.values():
+                if router.process is not None:
+                    proxy.stop(router.process)
+            proxy.stop(upstream)
+
+
 def timed(conn: http.client.HTTPConnection, body: bytes, key: str, stream: bool) -> float:
     """Milliseconds to the whole answer, or to the first SSE line of a streamed one."""
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
@@ -96,46 +130,23 @@ def main() -> None:
     print(describe_machine())
     bodies = proxy.corpus_bodies()
     name = args.candidate or "this checkout"
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp,
-        checkout(args.baseline) as old,
-        checkout(args.candidate) if args.candidate else nullcontext(ROOT) as new_root,
-    ):
-        upstream_port = proxy.free_port()
-        upstream = proxy.start(
-            [proxy.PYTHON, str(ROOT / "bench" / "fast_upstream.py"), str(upstream_port)]
-        )
-        routers = {}
-        try:
-            proxy.wait_for(upstream_port, upstream, "fast_upstream")
-            upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
-            for served, root in ((name, new_root), (args.baseline, old)):
-                folder = Path(tmp) / str(len(routers))
-                folder.mkdir()
-                routers[served] = proxy.prepare_router(folder, upstream_url, root=root)
-                proxy.serve_router(routers[served])
-                proxy.wait_for(routers[served].port, routers[served].process, f"router at {served}")
-            rows = []
-            for body in bodies:
-                for stream, what in ((False, "answer"), (True, "first SSE event")):
-                    data = body.stream_data if stream else body.data
-                    medians = alternate(routers, data, stream, args.requests, args.skip)
-                    new, then = medians[name], medians[args.baseline]
-                    rows.append(
-                        [
-                            body.label,
-                            what,
-                            f"{new:.2f}",
-                            f"{then:.2f}",
-                            f"{new - then:+.2f}",
-                            f"{new / then:.2f}x",
-                        ]
-                    )
-        finally:
-            for router in routers.values():
-                if router.process is not None:
-                    proxy.stop(router.process)
-            proxy.stop(upstream)
+    with side_by_side(args.baseline, args.candidate) as routers:
+        rows = []
+        for body in bodies:
+            for stream, what in ((False, "answer"), (True, "first SSE event")):
+                data = body.stream_data if stream else body.data
+                medians = alternate(routers, data, stream, args.requests, args.skip)
+                new, then = medians[name], medians[args.baseline]
+                rows.append(
+                    [
+                        body.label,
+                        what,
+                        f"{new:.2f}",
+                        f"{then:.2f}",
+                        f"{new - then:+.2f}",
+                        f"{new / then:.2f}x",
+                    ]
+                )
     print(
         f"{args.requests} requests to each router a row, alternating; medians after {args.skip}, ms"
     )

@@ -30,6 +30,15 @@ Every refusal is JSON in the OpenAI error shape (with Anthropic's
 pipelining work: bytes read past the end of one request start the next.
 TLS and HTTP/2 are left to gthread as it is (the router serves plain HTTP/1.1
 behind a proxy that terminates TLS).
+
+Two costs of gthread per request are cut (docs/deployment.md, "The front"):
+its thread pool's future, condition and callbacks (router_project/worker_threads.py), and
+its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
+time of a file set, a system call) on each of its turns, two or three a
+request; here at most once every ``HEARTBEAT_SECONDS``. The loop turns at
+least once a second when idle (its poll's timeout), so the arbiter's view is
+never much older than gthread's, far inside ``timeout``; a worker whose loop
+is stuck stops notifying and is killed as before.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from functools import partial
 
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
 
 # A head this large is no agent's: 64 KB holds gunicorn's default request line
@@ -54,6 +64,10 @@ READ_BYTES = 256 * 1024
 # sees its answer rather than a reset.
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 1024 * 1024
+
+# How often the loop tells the arbiter it is alive, at most (a quarter of its timeout, if
+# less): gunicorn asks for once per ``timeout / 2``, gthread does it on every turn.
+HEARTBEAT_SECONDS = 1.0
 
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")
 
@@ -94,6 +108,7 @@ class BufferedThreadWorker(ThreadWorker):
         self.lingering: dict[TConn, float] = {}
         self.buffered = 0
         self.limits = None
+        self.next_heartbeat = 0.0
 
     def _limits(self):
         if self.limits is None:
@@ -106,6 +121,33 @@ class BufferedThreadWorker(ThreadWorker):
                 settings.ROUTER_WORKER_BUFFER_BYTES,
             )
         return self.limits
+
+    def notify(self):
+        now = time.monotonic()
+        if now >= self.next_heartbeat:
+            # self.timeout is already half the arbiter's (gunicorn's Arbiter.spawn_worker).
+            self.next_heartbeat = now + min(HEARTBEAT_SECONDS, self.timeout / 2)
+            super().notify()
+
+    # Threads meet whole requests only.
+
+    def get_thread_pool(self):
+        return Threads(self.cfg.threads, self._serve)
+
+    def enqueue_req(self, conn):
+        self.tpool.submit(conn)
+
+    def _serve(self, conn):
+        """In a thread: the request, then the connection back to the loop."""
+        try:
+            keep = self.handle(conn)
+        except BaseException:  # gthread's handle answers its own errors; this is the rest
+            keep = False
+        self.method_queue.defer(self._served, conn, keep)
+
+    def _served(self, conn, keep):
+        self.tpool.busy -= 1
+        self.finish_request(conn, Finished(keep))
 
     # Connections come to the poller, not to a thread.
 
@@ -125,10 +167,7 @@ class BufferedThreadWorker(ThreadWorker):
     def finish_request(self, conn, fs):
         if conn not in self.ours:
             return super().finish_request(conn, fs)
-        try:
-            keep = fs.result() if not fs.cancelled() else False
-        except Exception:
-            keep = False
+        keep = fs.result()
         if keep and self.alive:
             # Bytes the client sent past that request are the start of its next one.
             self._read_next(conn, conn.parser.unreader.take_buffered())

@@ -55,12 +55,13 @@ MIDDLEWARE = [
     "routing.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "router_project.security.ContentSecurityPolicyMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # router_project.api_front: these four serve pages only; an API request passes them by.
+    "router_project.api_front.WhiteNoiseMiddleware",
+    "router_project.api_front.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "router_project.api_front.AuthenticationMiddleware",
+    "router_project.api_front.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "routing.error_handlers.ApiErrorMiddleware",
 ]

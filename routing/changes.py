@@ -14,12 +14,19 @@ another host without Redis) takes to apply.
 ``version()`` returns None when the counter cannot be read (Redis down, or
 its breaker open: routing/shared_redis.py): the callers then read the
 database, as if nothing were cached.
+
+An API request reads the counter once (``read_once``, opened by the API
+views): the key check and every read of the config in it get that value, so
+the request sees one state from start to end, and pays one ``stat`` (or one
+Redis round trip) instead of one per reader; a change is seen at the next
+request, as before.
 """
 
 import logging
 import os
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -44,8 +51,33 @@ def _redis():
     return shared_redis(settings.REDIS_URL) if settings.REDIS_URL else None
 
 
+# The value read in this thread's read_once() scope; absent outside one.
+_held = threading.local()
+_OUTSIDE = object()
+_UNREAD = object()
+
+
+@contextmanager
+def read_once():
+    """Within: version() reads the counter the first time and returns that value after."""
+    _held.value = _UNREAD
+    try:
+        yield
+    finally:
+        del _held.value
+
+
 def version():
     """An opaque value that changes whenever bump() is called, or None if unknown."""
+    value = getattr(_held, "value", _OUTSIDE)
+    if value is _OUTSIDE:
+        return _read()
+    if value is _UNREAD:
+        value = _held.value = _read()
+    return value
+
+
+def _read():
     client = _redis()
     if client is not None:
         try:

@@ -18,10 +18,9 @@ import time
 
 from django.conf import settings
 from django.http import JsonResponse
-from django.utils.decorators import method_decorator
 from django.views import View
-from django.views.decorators.csrf import csrf_exempt
 
+from routing import changes
 from routing.auth import KeyCheckUnavailable, key_for_request
 from routing.completion import complete
 from routing.config.store import api_config
@@ -51,22 +50,32 @@ def authenticated_key(request):
     return key
 
 
-@method_decorator(csrf_exempt, name="dispatch")
 class ApiView(View):
     """The policy of every API view: a router key first, every refusal in the protocol's shape.
 
     ``request.api_key`` is the caller's key when the handler runs. A method
-    the view does not serve is a 405 before the key is looked at.
+    the view does not serve is a 405 before the key is looked at. The
+    request sees one state of the keys and the config: the change counter is
+    read once for all of it (routing.changes.read_once).
     """
 
     protocol: ClientProtocol = CHAT
+
+    @classmethod
+    def as_view(cls, **initkwargs):
+        view = super().as_view(**initkwargs)
+        # API clients send no cookie. Marked once here: csrf_exempt through
+        # method_decorator wrapped dispatch again on every request.
+        view.csrf_exempt = True
+        return view
 
     def dispatch(self, request, *args, **kwargs):
         if request.method.lower() not in self.http_method_names:
             return self.http_method_not_allowed(request)
         try:
-            request.api_key = authenticated_key(request)
-            return super().dispatch(request, *args, **kwargs)
+            with changes.read_once():
+                request.api_key = authenticated_key(request)
+                return super().dispatch(request, *args, **kwargs)
         except RouterError as error:
             return self.protocol.render_error(error)
 

@@ -136,6 +136,30 @@ def test_a_key_revoked_behind_djangos_back_stops_within_the_key_cache_time(post,
     assert post().status_code == 401
 
 
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/v1/chat/completions", {"model": "echo-medium", "messages": HI}),
+        ("/v1/messages", {"model": "echo-medium", "max_tokens": 50, "messages": HI}),
+        ("/v1/messages/count_tokens", {"model": "echo-medium", "messages": HI}),
+    ],
+)
+def test_a_request_reads_the_change_counter_once_for_its_key_and_its_config(
+    db, router_config, api_key, monkeypatch, path, body
+):
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    read = changes._read
+    reads = []
+    monkeypatch.setattr(changes, "_read", lambda: reads.append(path) or read())
+
+    for _ in range(2):  # the first fills the caches
+        reads.clear()
+        response = client.post(path, data=json.dumps(body), content_type="application/json")
+        assert response.status_code == 200, response.content
+
+    assert len(reads) == 1
+
+
 def test_an_unexpected_failure_answers_json_500_and_logs_the_traceback(post, monkeypatch, caplog):
     def broken(*args, **kwargs):
         raise RuntimeError("boom in the pipeline")

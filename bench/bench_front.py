@@ -1,0 +1,122 @@
+"""The router's front (gunicorn's worker, Django around the view, the key check) against an
+earlier revision's, served side by side, with wrk alternating between them.
+
+bench_ab.py times completions one request at a time on one connection; the
+front's cost shows best where the view does next to nothing, and under load.
+This serves both routers as bench_proxy.py serves one (gunicorn, the shipped
+config on bench/fast_upstream.py, a temp SQLite file, one key) and runs wrk,
+``--rounds`` times, on each endpoint and concurrency, this checkout and the
+baseline in turn (the order flipped every round, so that a noisy moment costs
+both alike): ``GET /v1/models`` (authenticated; the view reads the cached
+config and lists it) and the 2 KB chat completion of bench_proxy.py.
+Reported: the medians over the rounds of wrk's p50 and requests/s.
+
+Run: ``.venv/bin/python bench/bench_front.py --baseline REV [--candidate REV] [--rounds 3]
+[--duration 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import bench_proxy as proxy  # noqa: E402
+from bench.bench_ab import side_by_side  # noqa: E402
+from bench.machine import describe_machine  # noqa: E402
+
+ENDPOINTS = ("GET /v1/models", "POST /v1/chat/completions (2 KB)")
+
+
+def wrk(url: str, method: str, path: str, body: Path | None, key: str, clients: int, seconds):
+    script = Path(tempfile.mkstemp(suffix=".lua")[1])
+    lines = [f"wrk.method = '{method}'", f"wrk.headers['Authorization'] = 'Bearer {key}'"]
+    if body is not None:
+        lines += [
+            f"local f = io.open({json.dumps(str(body))}, 'rb')",
+            "wrk.body = f:read('*a')",
+            "f:close()",
+            "wrk.headers['Content-Type'] = 'application/json'",
+        ]
+    script.write_text("\n".join(lines) + "\n")
+    command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", "--latency", "-s", str(script)]
+    out = subprocess.run([*command, url + path], capture_output=True, text=True, check=True).stdout
+    script.unlink()
+    p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if p50 is None or rps is None or "Non-2xx" in out:
+        sys.exit(f"wrk on {url}{path}:\n{out}")
+    return float(p50.group(1)) * proxy.UNITS[p50.group(2)], float(rps.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", required=True, help="the git revision to compare with")
+    parser.add_argument("--candidate", help="a git revision to serve instead of this checkout")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    args = parser.parse_args()
+    print(describe_machine())
+    body = proxy.corpus_bodies()[0]
+    name = args.candidate or "this checkout"
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-front-") as tmp,
+        side_by_side(args.baseline, args.candidate) as routers,
+    ):
+        body_file = Path(tmp) / "body.json"
+        body_file.write_bytes(body.data)
+        for served, router in routers.items():
+            for _ in range(proxy.WARMUP_REQUESTS):
+                proxy.check_target(proxy.Target(served, router.port, router.key), body)
+        runs: dict[tuple, list] = {}
+        for round_ in range(args.rounds):
+            order = list(routers) if round_ % 2 else list(reversed(routers))
+            for endpoint in ENDPOINTS:
+                method, path = endpoint.split()[:2]
+                for clients in proxy.CONCURRENCY:
+                    for served in order:
+                        router = routers[served]
+                        figures = wrk(
+                            router.url,
+                            method,
+                            path,
+                            body_file if method == "POST" else None,
+                            router.key,
+                            clients,
+                            args.duration,
+                        )
+                        runs.setdefault((endpoint, clients, served), []).append(figures)
+    rows = []
+    for endpoint in ENDPOINTS:
+        for clients in proxy.CONCURRENCY:
+            new, then = (
+                [statistics.median(f[i] for f in runs[(endpoint, clients, served)]) for i in (0, 1)]
+                for served in (name, args.baseline)
+            )
+            rows.append(
+                [
+                    endpoint,
+                    str(clients),
+                    f"{new[0]:.3f}",
+                    f"{then[0]:.3f}",
+                    f"{new[1]:.0f}",
+                    f"{then[1]:.0f}",
+                    f"{new[1] / then[1]:.2f}x",
+                ]
+            )
+    print(f"wrk -t1, {args.duration:g} s a run, medians of {args.rounds} rounds, alternating")
+    header = ["endpoint", "clients", f"p50 ms {name}", f"p50 ms {args.baseline}"]
+    header += [f"req/s {name}", f"req/s {args.baseline}", "req/s ratio"]
+    print(proxy.table(header, rows))
+
+
+if __name__ == "__main__":
+    main()
