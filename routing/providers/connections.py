@@ -318,14 +318,35 @@ class Response:
         return data
 
     def release(self) -> None:
-        """Done with the answer: its connection pooled if read to its end, else closed."""
-        conn, self._conn = self._conn, None
+        """Done with the answer: its connection pooled if read to its end, else closed.
+
+        A stream the relay left at its last event (``[DONE]``, ``message_stop``)
+        has its end framing still unread; when it has already arrived it is
+        read here, without waiting, and the connection kept: each stream would
+        otherwise cost the next request a new connection (and TLS handshake).
+        """
+        conn = self._conn
         if conn is None:
             return
+        if not self._done and self._keep and (self._chunked or self._left is not None):
+            self._read_what_arrived()
+            if self._conn is None:
+                return  # read to its end, and pooled
+        self._conn = None
         if self._done and self._keep and not conn.buffer:
             self._pool.put(conn)
         else:
             conn.close()
+
+    def _read_what_arrived(self) -> None:
+        """Read on, up to ``READ_BYTES`` and without waiting, towards the answer's end."""
+        left = READ_BYTES
+        try:
+            self._conn.sock.settimeout(0)
+            while left > 0 and self._conn is not None and not self._done:
+                left -= len(self._raw_read1(left)) or left
+        except OSError:  # nothing more has arrived (would block), or it broke: closed
+            pass
 
     def close(self) -> None:
         self.release()

@@ -183,6 +183,18 @@ def test_a_stream_left_before_its_end_never_goes_back_to_the_pool(raw_upstream):
     assert server.connections == 2
 
 
+def test_a_stream_whose_end_came_with_its_last_event_keeps_its_connection(raw_upstream):
+    events = sse(CHUNK) + b"data: [DONE]\n\n"
+    answer = chunked_head(b"text/event-stream") + b"%x\r\n%s\r\n0\r\n\r\n" % (len(events), events)
+    server = raw_upstream(lambda conn, req: (answer, False))
+    provider = provider_for(server)
+    for _ in range(3):
+        reply = provider.chat_stream({**HELLO, "stream": True})
+        assert any(event.done for event in reply.events)  # stops at [DONE], as the relay does
+        reply.close()
+    assert server.connections == 1
+
+
 def test_a_head_that_is_not_http_is_a_connect_error(raw_upstream):
     server = raw_upstream(lambda conn, req: (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", True))
     with pytest.raises(ProviderError) as caught:
