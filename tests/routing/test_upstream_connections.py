@@ -126,6 +126,10 @@ FRAMINGS = {
         [b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + BODY],
         False,
     ),
+    "content-length, Connection: close": (
+        [with_length(BODY, extra=b"Connection: close\r\n")],
+        False,
+    ),
     "a 100 Continue first": ([b"HTTP/1.1 100 Continue\r\n\r\n", with_length(BODY)], True),
     "bare newlines": ([with_length(BODY).replace(b"\r\n", b"\n")], True),
 }
