@@ -36,8 +36,9 @@ class UpstreamResponse:
 
     ``raw`` is the connection's answer (routing.providers.connections.Response),
     read with ``read1``. Closed, a connection read to its end goes back to the
-    pool for the next request; one left mid-answer (a stream the relay stopped
-    at [DONE], a deadline) is closed.
+    pool for the next request, and so does one whose rest has already arrived
+    (a stream the relay stopped at [DONE]); one left mid-answer (a deadline, a
+    client gone) is closed.
     """
 
     def __init__(self, response, started: float, deadline: float, provider, url: str):
