@@ -19,9 +19,10 @@ import time
 from routing import jsonio
 from routing.errors import ProviderError
 from routing.protocols.base import Event
-from routing.providers import connections
 from routing.providers.base import Provider
+from routing.providers.connections import CannotConnect, ConnectTimeout, target
 from routing.providers.deadlines import attempt_seconds, read_body, read_events
+from routing.providers.framing import BrokenAnswer
 from routing.providers.redact import StreamRedactor
 
 # Sent with every request (urllib3 sent its own name and version).
@@ -80,8 +81,8 @@ class HttpProvider(Provider):
         # Never past the whole request's deadline (routing.request_deadline_seconds).
         deadline = attempt_seconds(deadline)
         started = time.monotonic()
-        pool, target = connections.target(url)
-        head = _request_head(target, pool.host_header, headers, len(data))
+        pool, path = target(url)
+        head = _request_head(path, pool.host_header, headers, len(data))
         try:
             response = pool.request(
                 head,
@@ -90,11 +91,11 @@ class HttpProvider(Provider):
                 started + deadline,
                 time.monotonic,
             )
-        except connections.ConnectTimeout:
+        except ConnectTimeout:
             raise ProviderError(
                 "connect", f"provider {self.name!r}: connection timed out"
             ) from None
-        except connections.CannotConnect:
+        except CannotConnect:
             raise ProviderError(
                 "connect", f"cannot connect to provider {self.name!r} at {self.config.shown_url}"
             ) from None
@@ -102,7 +103,7 @@ class HttpProvider(Provider):
             raise ProviderError(
                 "timeout", f"provider {self.name!r} sent nothing for {deadline:g}s"
             ) from None
-        except connections.BrokenAnswer:
+        except BrokenAnswer:
             raise ProviderError(
                 "connect",
                 f"provider {self.name!r} closed the connection or answered with no valid HTTP",

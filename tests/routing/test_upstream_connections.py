@@ -1,7 +1,7 @@
 """The router's HTTP client against upstreams that misbehave the way real servers do.
 
-routing/providers/connections.py pools kept-alive connections and reads
-answers itself; these hold it to what a user relies on: a connection the
+routing/providers/connections.py pools kept-alive connections and
+routing/providers/framing.py reads answers; these hold it to what a user relies on: a connection the
 upstream closed is never the cause of a failed request, a connection left
 mid-answer is never used again, every framing HTTP/1.1 allows reads the same
 answer, a head that is not HTTP is a connect error (never a crash), and TLS is
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from routing.config import ProviderConfig
 from routing.errors import ProviderError
-from routing.providers import connections
+from routing.providers import connections, framing
 from routing.providers.openai import OpenAICompatibleProvider
 from tests.support.openai_upstream import UpstreamServer
 from tests.support.raw_upstream import RawUpstream, completion_bytes, with_length
@@ -207,7 +207,7 @@ def test_a_head_that_is_not_http_is_a_connect_error(raw_upstream):
 
 
 def test_a_head_that_never_ends_is_refused_at_its_limit(raw_upstream):
-    endless = b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * (2 * connections.MAX_HEAD_BYTES)
+    endless = b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * (2 * framing.MAX_HEAD_BYTES)
     server = raw_upstream(lambda conn, req: (endless, False))
     with pytest.raises(ProviderError) as caught:
         provider_for(server).chat(HELLO)
@@ -328,15 +328,15 @@ def test_a_well_formed_head_reads_back_as_written(status, headers):
     for name, value in headers.items():
         by_name.setdefault(name.lower(), []).append(value)
     head = f"HTTP/1.1 {status} Whatever\r\n" + "".join(f"{n}: {v}\r\n" for n, v in headers.items())
-    parsed = connections.parse_head(head.encode("latin-1"))
+    parsed = framing.parse_head(head.encode("latin-1"))
     assert parsed == (status, True, {n: ", ".join(v) for n, v in by_name.items()})
 
 
 @given(st.binary(max_size=400))
 def test_a_hostile_head_is_read_or_refused_never_a_crash(head):
     try:
-        status, keep, headers = connections.parse_head(head)
-    except connections.BrokenAnswer:
+        status, keep, headers = framing.parse_head(head)
+    except framing.BrokenAnswer:
         return
     assert 100 <= status <= 999 and isinstance(keep, bool)
     assert all(name == name.lower() for name in headers)

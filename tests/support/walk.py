@@ -25,6 +25,7 @@ SHARED = (
     "routing.providers.base",
     "routing.providers.http",
     "routing.providers.connections",
+    "routing.providers.framing",
     "routing.providers.sse",
     "routing.providers.deadlines",
     "routing.providers.redact",
