@@ -62,6 +62,7 @@ class Provider:
     def __init__(self, name: str, config: ProviderConfig):
         self.name = name
         self.config = config
+        self._redactor: tuple[str | None, Redactor] | None = None
 
     def api_key(self) -> str | None:
         """The key from the variable the config names; ``unconfigured`` when it is unset."""
@@ -104,8 +105,12 @@ class Provider:
         raise NotImplementedError
 
     def redactor(self) -> Redactor:
-        """What must never leave through this provider's answers: its key."""
-        return Redactor([self.config.api_key()])
+        """What must never leave through this provider's answers: its key (as it is now)."""
+        key = self.config.api_key()
+        made = self._redactor
+        if made is None or made[0] != key:
+            made = self._redactor = (key, Redactor([key]))
+        return made[1]
 
 
 # Errors are small; a hostile upstream must not make us read a huge one.
@@ -135,7 +140,7 @@ def error_from_response(response, provider_name, api_key=None, key_env=None) -> 
             f"to {location}); the router follows no redirects: fix the provider's base_url",
         )
     try:
-        raw = next(response.iter_content(MAX_ERROR_BYTES), b"")
+        raw = response.read(MAX_ERROR_BYTES)
     except Exception:  # noqa: BLE001 - an unreadable error body is just absent
         raw = b""
     try:

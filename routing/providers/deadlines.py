@@ -27,15 +27,11 @@ from __future__ import annotations
 
 import contextvars
 import time
+import zlib
 from contextlib import contextmanager
-
-from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from routing.errors import ProviderError
 from routing.providers.sse import SseBuffer
-
-# Read size: read1 returns whatever has arrived, up to this.
-READ_BYTES = 65536
 
 # When the request being served must have its answer (monotonic), if it has a deadline.
 _request_due: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -65,26 +61,24 @@ def attempt_seconds(seconds: float) -> float:
     return seconds if left is None else max(round(min(seconds, left), 3), 0.001)
 
 
-def _set_read_timeout(response, seconds: float) -> None:
-    connection = getattr(response.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        sock.settimeout(max(seconds, 0.001))
-
-
 def read_some(response, due: float, provider_name: str, waiting_for: str) -> bytes:
     """The next bytes of an answer, or ProviderError("timeout") once ``due`` (monotonic) passes."""
     left = due - time.monotonic()
     if left <= 0:
         raise ProviderError("timeout", f"provider {provider_name!r} {waiting_for}")
-    _set_read_timeout(response, left)
+    response.raw.settimeout(max(left, 0.001))
     try:
-        # Decoded: an upstream may gzip a plain answer unasked (a stream asks for identity).
-        return response.raw.read1(READ_BYTES, decode_content=True)
-    except (ReadTimeoutError, TimeoutError):
+        # Decoded, when the provider takes compressed answers (routing/providers/http.py).
+        return response.raw.read1()
+    except TimeoutError:
         raise ProviderError("timeout", f"provider {provider_name!r} {waiting_for}") from None
-    except (ProtocolError, OSError, ValueError):
-        # Reset, or the connection closed mid-answer (urllib3 says IncompleteRead).
+    except zlib.error:
+        raise ProviderError(
+            "malformed", f"provider {provider_name!r} answered with a body that does not decode"
+        ) from None
+    except (OSError, ValueError):
+        # Reset, or the connection closed mid-answer, or a broken chunk
+        # (routing.providers.connections.BrokenAnswer).
         raise ProviderError(
             "connect", f"provider {provider_name!r} stream broke mid-answer"
         ) from None

@@ -7,7 +7,6 @@ their place, and the block (and the provider's cache behind it) stays the
 same from a conversation's first request to its last.
 """
 
-import copy
 import json
 from dataclasses import dataclass
 
@@ -54,8 +53,9 @@ def with_tool(body: dict, tool: dict) -> dict:
     if not isinstance(tools, list) or not tools:
         return body
     # A copy each time: the Anthropic provider marks cache breakpoints on blocks in place,
-    # the last tool among them.
-    return {**body, "tools": [*tools, copy.deepcopy(tool)]}
+    # the last tool among them. A shallow one: a breakpoint is a key of the block itself
+    # (a deep copy of the schema was 11 us a request).
+    return {**body, "tools": [*tools, {**tool}]}
 
 
 def offers_tool(pinch_config) -> bool:

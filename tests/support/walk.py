@@ -24,6 +24,8 @@ SHARED = (
     "routing.protocols.schema",
     "routing.providers.base",
     "routing.providers.http",
+    "routing.providers.connections",
+    "routing.providers.framing",
     "routing.providers.sse",
     "routing.providers.deadlines",
     "routing.providers.redact",
