@@ -190,7 +190,8 @@ def _queued(decision: OpenDecision) -> bool:
         return False
     if stored.STORED_KEY in fields or ORIGINALS in fields:
         return False
-    line = spool.encode_row({**fields, journal.FINISHED_KEY: True})
+    # Fitted just now (finish_decision): not fitted a second time on the request's path.
+    line = spool.encode_fitted({**fields, journal.FINISHED_KEY: True})
     journal.finished(spool.spool_dir(), decision.journaled, line)
     return writer.submit(decision)
 
