@@ -93,6 +93,8 @@ class ConfigSource:
         self._mtime = None
         self._data = None
         self._validated = {}
+        # (file data, overrides, models, their config): the last one effective() gave.
+        self._last = None
         # The file changed since it was first read: its warnings are logged once it validates.
         self._reloaded = False
 
@@ -112,6 +114,12 @@ class ConfigSource:
 
     def effective(self, overrides: dict, models: list[dict]) -> RouterConfig:
         data = self.data()
+        # The config again while the file and the admin rows are the very objects it was
+        # made of (routing.config.store keeps the rows until they change): no key built
+        # from the repr of every override and model, on each request.
+        last = self._last
+        if last is not None and last[0] is data and last[1] is overrides and last[2] is models:
+            return last[3]
         key = (repr(sorted(overrides.items())), repr(models))
         cached = self._validated.get(key)
         if cached is None:
@@ -124,4 +132,5 @@ class ConfigSource:
             if reloaded:
                 for warning in unset_key_warnings(cached):
                     log.warning("config_reloaded %s: %s", self.path, warning)
+        self._last = (data, overrides, models, cached)
         return cached

@@ -39,10 +39,6 @@ FILE_ONLY_KEYS = ("providers", "pinch.relevance.base_url", "pinch.relevance.api_
 _sources: Registry[ConfigSource] = Registry()
 # (counter version, monotonic time read, overrides, models), or None
 _rows = None
-# (file data, overrides, models, their effective config), or None: the config again while the
-# file and the rows are the very objects it was made of, without the key of source.effective's
-# memo (the repr of every override and registered model, on each request).
-_effective = None
 
 
 def config_path() -> Path:
@@ -104,21 +100,12 @@ def _admin_rows() -> tuple[dict, list[dict]]:
 
 def forget_cached_config() -> None:
     """Drop this process's cached admin rows (the next request reads them)."""
-    global _rows, _effective
-    _rows = _effective = None
+    global _rows
+    _rows = None
 
 
 def current_config() -> RouterConfig:
-    global _effective
-    source = config_source()
-    data = source.data()  # re-read if the file changed, the same object while it has not
-    overrides, models = _admin_rows()
-    last = _effective
-    if last is not None and last[0] is data and last[1] is overrides and last[2] is models:
-        return last[3]
-    config = source.effective(overrides, models)
-    _effective = (data, overrides, models, config)
-    return config
+    return config_source().effective(*_admin_rows())
 
 
 def api_config() -> RouterConfig:
