@@ -30,6 +30,7 @@ process ends, and any row finished after that is written by its own thread.
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -42,13 +43,26 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 64
 # Rows queued at most (see the docstring); past it a request writes its own.
 MAX_BACKLOG = 4 * BATCH_ROWS
+# Bytes of rows (their journal lines) queued at most: a row with recall originals
+# holds what pinch took out of its request, up to a whole payload's tool results.
+MAX_BACKLOG_BYTES = 32 * 1024 * 1024
+# How long the oldest queued row waits for others before its batch is written. A
+# write per row ran beside the next request and fought it for the GIL on 2 cores;
+# collecting rows cut the 2 KB body's p50 at 1 client (see the docstring). What a
+# reader gives up: a row is seen that much later (plus its batch's write).
+WAIT_SECONDS = 0.1
+# A row queued is written within this (its wait, the batch in front of it and its
+# own): how long a reader elsewhere may have to wait for it (routing/recall/store.py).
+WRITTEN_WITHIN_SECONDS = WAIT_SECONDS + 0.25
 # How long a graceful exit waits for the queue to be written.
 STOP_SECONDS = 20.0
 
 _cond = threading.Condition()
+# (queued at: time.monotonic(), row, its bytes), oldest first.
 _queue: deque = deque()
-# pid: the process the thread runs in (a fork has none); busy: rows taken, not yet written.
-_state = {"pid": None, "thread": None, "stopping": False, "busy": 0}
+# pid: the process the thread runs in (a fork has none); busy: rows taken, not yet
+# written; bytes: those of the rows queued or busy.
+_state = {"pid": None, "thread": None, "stopping": False, "busy": 0, "bytes": 0}
 
 
 def start(write_batch: Callable[[list], None]) -> None:
@@ -60,7 +74,7 @@ def start(write_batch: Callable[[list], None]) -> None:
         thread = threading.Thread(
             target=_run, args=(write_batch,), name="decision-writer", daemon=True
         )
-        _state.update(pid=os.getpid(), thread=thread, stopping=False, busy=0)
+        _state.update(pid=os.getpid(), thread=thread, stopping=False, busy=0, bytes=0)
     thread.start()
 
 
@@ -69,14 +83,20 @@ def running() -> bool:
     return _state["pid"] == os.getpid() and not _state["stopping"]
 
 
-def submit(item) -> bool:
-    """Queue a finished row for the writer; False when none runs here or its backlog is
-    full: the caller writes the row itself."""
+def submit(item, size: int = 0) -> bool:
+    """Queue a finished row (``size``: its bytes) for the writer; False when none runs here
+    or its backlog is full: the caller writes the row itself."""
     with _cond:
         if not running() or len(_queue) >= MAX_BACKLOG:
             return False
-        _queue.append(item)
-        _cond.notify()
+        if _state["bytes"] + size > MAX_BACKLOG_BYTES:
+            return False
+        _queue.append((time.monotonic(), item, size))
+        _state["bytes"] += size
+        # Woken for the first row (its wait starts) and for a full batch; the rows
+        # between join the wait without waking the thread.
+        if len(_queue) == 1 or len(_queue) >= BATCH_ROWS:
+            _cond.notify()
     return True
 
 
@@ -87,7 +107,7 @@ def backlog() -> int:
 
 
 def stop(timeout: float = STOP_SECONDS) -> None:
-    """Write what is queued, then end the thread (a worker's graceful exit)."""
+    """Write what is queued at once, then end the thread (a worker's graceful exit)."""
     with _cond:
         if _state["pid"] != os.getpid():
             return
@@ -102,6 +122,15 @@ def stop(timeout: float = STOP_SECONDS) -> None:
         _state.update(pid=None, thread=None)
 
 
+def _due() -> bool:
+    """Is the queue's next batch to be written now? Called holding ``_cond``."""
+    return (
+        len(_queue) >= BATCH_ROWS
+        or _state["stopping"]
+        or time.monotonic() - _queue[0][0] >= WAIT_SECONDS
+    )
+
+
 def _run(write_batch: Callable[[list], None]) -> None:
     while True:
         with _cond:
@@ -109,16 +138,19 @@ def _run(write_batch: Callable[[list], None]) -> None:
                 _cond.wait()
             if not _queue:
                 return  # stopping, and everything is written
-            batch = [_queue.popleft() for _ in range(min(len(_queue), BATCH_ROWS))]
-            _state["busy"] = len(batch)
+            while not _due():
+                _cond.wait(WAIT_SECONDS - (time.monotonic() - _queue[0][0]))
+            taken = [_queue.popleft() for _ in range(min(len(_queue), BATCH_ROWS))]
+            _state["busy"] = len(taken)
         try:
-            write_batch(batch)
+            write_batch([item for _, item, _ in taken])
         except Exception:  # write_batch spools what it cannot write; this is a bug's last net
-            log.exception("decision_writer_failed rows=%d", len(batch))
+            log.exception("decision_writer_failed rows=%d", len(taken))
         finally:
             # As at a request's end: a connection an error left unusable, or past its
             # CONN_MAX_AGE, is replaced at the next batch.
             close_old_connections()
             with _cond:
                 _state["busy"] = 0
+                _state["bytes"] -= sum(size for _, _, size in taken)
                 _cond.notify_all()
