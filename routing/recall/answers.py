@@ -7,6 +7,8 @@ and the request goes on. The tally (calls answered, their tokens)
 goes on the request's outcome, hence the decision row.
 """
 
+import time
+
 from pinch import estimate_tokens
 from routing.recall.excerpt import excerpt
 from routing.recall.store import lookup
@@ -22,6 +24,8 @@ class Recalls:
         self.pending = plan.pinch.recallable if plan.pinch is not None else {}
         self.limit = plan.config.pinch.recall.max_per_request
         self.outcome = outcome
+        # Every row this request can recall from was queued before now (routing.recall.store).
+        self.asked_at = time.monotonic()
 
     def restart(self, offered: bool) -> None:
         """A new attempt (a retry, a fallback): its calls alone are counted; None when the
@@ -41,7 +45,7 @@ class Recalls:
         arguments = read_arguments(raw_arguments)
         if arguments is None:
             return 'router_recall needs the id named in a shortened result, e.g. {"id": "r12"}.'
-        recall = lookup(self.conversation, arguments.handle, self.pending)
+        recall = lookup(self.conversation, arguments.handle, self.pending, self.asked_at)
         if recall.text is None:
             return recall.answer
         # A result the model asked for mattered: its row is marked, and pinch learns

@@ -40,6 +40,7 @@ from routing.config.pinch_blocks import RecallConfig
 from routing.config.store import current_config
 from routing.models import Conversation, RecallOriginal, RecallUsage
 from routing.prefix_probe import prefix_probe
+from routing.recall import store
 from routing.recall.store import restored_in_store, restored_text
 
 log = logging.getLogger(__name__)
@@ -147,22 +148,44 @@ def _note_restored(conversation: str) -> None:
     transaction.on_commit(remember)
 
 
+def queued(fields: dict, bounds: RecallConfig) -> None:
+    """A row's originals are queued for the worker's writer (routing/recording/writer.py):
+    this process's recalls read them from memory, as ``keep`` will store them within
+    ``bounds``, until ``written``."""
+    if fields.get(ORIGINALS) and fields.get("conversation"):
+        originals = {
+            h: _kept(t, bounds)[0] for h, t in fields[ORIGINALS].items() if isinstance(t, str)
+        }
+        store.hold(fields["conversation"], originals)
+
+
+def written(fields: dict) -> None:
+    """The row ``queued`` held is written, or spooled: recalls read the store again."""
+    if fields.get(ORIGINALS) and fields.get("conversation"):
+        store.release(fields["conversation"], fields[ORIGINALS])
+
+
+def _kept(text: str, bounds: RecallConfig) -> tuple[str, int]:
+    """An original as the store keeps it, and its bytes: ("", 0) when it is kept as gone from
+    the start (empty, or over a bound: it would only push everything else out, then itself)."""
+    text = text.replace("\x00", "")  # PostgreSQL's text refuses NUL
+    size = len(text.encode("utf-8", "replace"))
+    limit = min(bounds.max_conversation_bytes, bounds.max_total_bytes)
+    return ("", 0) if size > limit else (text, size)
+
+
 def _store(conversation: str, originals: dict, at: datetime, bounds: RecallConfig) -> None:
     held = set(
         RecallOriginal.objects.filter(
             conversation=conversation, handle__in=list(originals)
         ).values_list("handle", flat=True)
     )
-    # A single original over a bound would only push everything else out, then itself:
-    # its handle is kept as gone from the start.
-    limit = min(bounds.max_conversation_bytes, bounds.max_total_bytes)
     rows = []
-    for handle, text in originals.items():
-        if handle in held or not isinstance(text, str):
+    for handle, original in originals.items():
+        if handle in held or not isinstance(original, str):
             continue
-        text = text.replace("\x00", "")  # PostgreSQL's text refuses NUL
-        size = len(text.encode("utf-8", "replace"))
-        if size > limit or size == 0:
+        text, size = _kept(original, bounds)
+        if not size:
             rows.append(
                 RecallOriginal(
                     conversation=conversation, handle=handle, created_at=at, evicted_at=at

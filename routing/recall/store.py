@@ -3,10 +3,23 @@
 The loop that answers ``router_recall`` asks ``lookup``:
 this request's own originals first (``pending``: PinchOutcome.recallable,
 which holds every result its payload carries compressed, so most recalls
-never reach the database), then the conversation's stored rows
+never reach the database), then the originals of this process's rows still
+queued for its writer (``hold``: a served worker writes its rows behind the
+answers, routing/recording/writer.py), then the conversation's stored rows
 (routing/models/recall.py), which every worker and instance sharing the
 database sees. A database that cannot answer degrades to "not available",
 logged: a recall never fails a request.
+
+A row queued by another worker or instance is in none of these until its
+writer commits it, within ``writer.WRITTEN_WITHIN_SECONDS`` of its queueing.
+Every row a request can recall from was queued before the request reached
+its recall loop (a row is queued before its answer's last byte goes out,
+so before the client can send the next request), so a miss reads the store
+again until that long after the loop started, then answers "unknown". Only
+a miss waits (a handle the client dropped from its history, or one the
+model made up), only in a served worker (where rows are written behind),
+and only what is left of that bound: an upstream's first answer usually
+takes longer, so the loop mostly starts past it and reads once.
 
 What a recall teaches pinch (docs/pinch.md, "Recall") is the conversation's
 results the model recalled in ``RESTORE_AFTER`` requests or more, which pinch
@@ -21,6 +34,7 @@ without a query while the worker's state follows on from the request before
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from django.db import DatabaseError
@@ -28,8 +42,12 @@ from django.db import DatabaseError
 from pinch.recall import index_of
 from routing.models import RecallOriginal
 from routing.models.recall import RESTORE_AFTER
+from routing.recording import writer
 
 log = logging.getLogger(__name__)
+
+# How often a miss reads the store again while a row may still be queued elsewhere.
+REREAD_SECONDS = 0.05
 
 KEPT = "kept"
 GONE = "gone"  # stored once, pushed out by a bound since (its handle stays)
@@ -62,11 +80,29 @@ class Recall:
         return _ANSWERS[self.status].format(handle=self.handle)
 
 
-def lookup(conversation: str, handle: str, pending: dict) -> Recall:
+# (conversation, handle) -> the original as the store will keep it ("": kept as gone),
+# of this process's rows queued for its writer; each dict operation is atomic.
+_queued: dict[tuple[str, str], str] = {}
+
+
+def hold(conversation: str, originals: dict) -> None:
+    """Answer recalls of ``originals`` from memory while their row waits for the writer."""
+    _queued.update({(conversation, handle): text for handle, text in originals.items()})
+
+
+def release(conversation: str, handles) -> None:
+    """The row of these originals is written (or spooled): the store answers from now on."""
+    for handle in handles:
+        _queued.pop((conversation, handle), None)
+
+
+def lookup(conversation: str, handle: str, pending: dict, asked_at: float = 0.0) -> Recall:
     """The original behind ``handle`` in ``conversation``, or why there is none.
 
     ``pending``: what this very request's pinch took out (PinchOutcome.recallable),
     which the model may ask for before the request's originals are stored.
+    ``asked_at``: when the request's recall loop started (``time.monotonic()``); a miss
+    reads the store again until every row queued before it is written.
     """
     if not isinstance(handle, str):
         return Recall(str(handle)[:40], UNKNOWN)
@@ -74,15 +110,26 @@ def lookup(conversation: str, handle: str, pending: dict) -> Recall:
         return Recall(handle, KEPT, pending[handle])
     if not conversation or index_of(handle) is None:
         return Recall(handle[:40], UNKNOWN)
-    try:
-        row = (
-            RecallOriginal.objects.filter(conversation=conversation, handle=handle)
-            .values_list("text", "evicted_at")
-            .first()
-        )
-    except DatabaseError as error:
-        log.warning("recall_unavailable reason=%s", type(error).__name__)
-        return Recall(handle, UNAVAILABLE)
+    # Memory before the store: a row is released from it only once committed, so one
+    # missed here and then in the store was not queued here.
+    queued = _queued.get((conversation, handle))
+    if queued is not None:
+        return Recall(handle, KEPT, queued) if queued else Recall(handle, GONE)
+    deadline = asked_at + writer.WRITTEN_WITHIN_SECONDS
+    while True:
+        try:
+            row = (
+                RecallOriginal.objects.filter(conversation=conversation, handle=handle)
+                .values_list("text", "evicted_at")
+                .first()
+            )
+        except DatabaseError as error:
+            log.warning("recall_unavailable reason=%s", type(error).__name__)
+            return Recall(handle, UNAVAILABLE)
+        left = deadline - time.monotonic()
+        if row is not None or left <= 0 or not writer.running():
+            break
+        time.sleep(min(left, REREAD_SECONDS))
     if row is None:
         return Recall(handle, UNKNOWN)
     text, evicted_at = row

@@ -36,7 +36,8 @@ from routing.db_writes import request_write
 from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
-from routing.recall.keeping import ORIGINALS, book_round_trips, note_recalled
+from routing.recall import keeping
+from routing.recall.keeping import book_round_trips, note_recalled
 from routing.recall.keeping import decision_fields as recall_fields
 from routing.recording import health, journal, room, spool, stored, writer
 from routing.recording import ids as decision_ids
@@ -181,19 +182,23 @@ def finish_decision(decision: OpenDecision, outcome) -> None:
 def _queued(decision: OpenDecision) -> bool:
     """Hand the finished row to this process's writer (routing/recording/writer.py), its
     final line in the journal first; False when it must be written now: no writer runs
-    here, its backlog is full, the row has no id to journal it by, or it carries what the
-    client's next request may read on any worker: a stored response (its
-    ``previous_response_id``), originals for the recall tool (a result the client has
-    cleared since is recalled from the store alone)."""
+    here, its backlog is full, the row has no id to journal it by, or it carries a stored
+    response (the client's next request may name it, ``previous_response_id``, on any
+    worker). A row's recall originals are read from memory here until it is written
+    (routing/recall/store.py reads the store again on a miss for the rows elsewhere)."""
     fields = decision.fields
     if not writer.running() or decision.journaled is None:
         return False
-    if stored.STORED_KEY in fields or ORIGINALS in fields:
+    if stored.STORED_KEY in fields:
         return False
     # Fitted just now (finish_decision): not fitted a second time on the request's path.
     line = spool.encode_fitted({**fields, journal.FINISHED_KEY: True})
     journal.finished(spool.spool_dir(), decision.journaled, line)
-    return writer.submit(decision)
+    keeping.queued(fields, decision.config.pinch.recall)
+    if writer.submit(decision, len(line)):
+        return True
+    keeping.written(fields)  # the request writes it: the store answers once it has
+    return False
 
 
 def write_behind() -> None:
@@ -215,8 +220,10 @@ def write_batch(decisions: list[OpenDecision]) -> None:
                 _keep(decision, drain=False)
             else:
                 _spooled(decision, error)
+            keeping.written(decision.fields)
         return
     for decision in decisions:
+        keeping.written(decision.fields)
         room.release(decision.room)
     health.row_kept()
     _drain_pending()
