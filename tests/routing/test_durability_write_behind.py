@@ -112,6 +112,15 @@ def test_past_its_backlog_the_writer_takes_no_more_and_the_request_writes_its_ow
     assert sorted(RouteDecision.objects.values_list("id", flat=True)) == [first, *queued, own]
 
 
+def test_a_row_past_the_backlogs_bytes_is_written_by_its_own_request(post, held, monkeypatch):
+    # Rows with recall originals can be large: the backlog is bounded in bytes too.
+    monkeypatch.setattr(writer, "MAX_BACKLOG_BYTES", 1)
+    held.start()
+    own = post()
+    assert list(RouteDecision.objects.values_list("id", flat=True)) == [own]
+    assert writer.backlog() == 0
+
+
 def test_a_database_failure_mid_batch_spools_the_rows_and_each_is_written_once(
     post, held, monkeypatch
 ):
@@ -134,6 +143,27 @@ def test_a_database_failure_mid_batch_spools_the_rows_and_each_is_written_once(
     assert spool.drain(raise_errors=True) == 0
     assert sorted(RouteDecision.objects.values_list("id", flat=True)) == ids
     assert Conversation.objects.get().requests == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lone_row_is_written_after_the_writers_wait_without_more_requests(post):
+    decisions.write_behind()  # the writer as a served worker runs it
+    try:
+        decision_id = post()
+        # Not held until a batch fills: written within the wait (and its write), well inside this.
+        wait_for(lambda: RouteDecision.objects.filter(pk=decision_id).exists(), seconds=10)
+        assert not journal_holds_rows()
+    finally:
+        writer.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_graceful_stop_writes_a_row_still_waiting_for_its_batch(post):
+    decisions.write_behind()
+    decision_id = post()
+    writer.stop()  # a worker's exit: the row's wait is cut short, not the row
+    assert RouteDecision.objects.filter(pk=decision_id).exists()
+    assert not journal_holds_rows()
 
 
 def test_a_worker_killed_with_rows_queued_leaves_them_with_their_real_figures(tmp_path, upstream):

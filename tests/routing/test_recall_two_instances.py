@@ -1,7 +1,8 @@
-"""Two router instances sharing PostgreSQL recall each other's results, end to end: a
-conversation's request through one gunicorn router is pruned (its originals stored), its
-next request goes to the other, whose upstream recalls the handle the first one wrote, and
-the client (the official openai SDK) gets one clean answer with the line only the original
+"""Two router instances sharing a database (PostgreSQL in its pass, one SQLite file
+otherwise) recall each other's results, end to end: a conversation's request through one
+gunicorn router is pruned (its originals stored, behind the answer), its next request goes
+at once to the other, whose upstream recalls the handle the first one wrote, and the
+client (the official openai SDK) gets one clean answer with the line only the original
 held."""
 
 import json
@@ -14,12 +15,9 @@ from tests.routing.test_durability import postgres_url
 from tests.support.config import base_config
 from tests.support.recall_scenario import AGENT_TOOLS, chat_conversation, model_like, recall_pinch
 from tests.support.recall_upstream import NOTE, VAULT_LINE
-from tests.support.served import two_routers
+from tests.support.served import gunicorn_router, prepare, router_env, two_routers
 
-pytestmark = [
-    pytest.mark.skipif(not postgres_url(), reason="runs in the PostgreSQL pass (DATABASE_URL)"),
-    pytest.mark.database_url,
-]
+pytestmark = pytest.mark.database_url
 
 MODEL = "recall-model"
 
@@ -29,8 +27,14 @@ def instances(tmp_path, upstream):
     config = recall_pinch(base_config(upstream.base_url))
     config["models"] += [model_like(config, "echo-medium", m) for m in (MODEL, SCRIPTED)]
     # No Redis: what one instance leaves for the other is in the database alone.
-    with two_routers(tmp_path, config, redis_url="") as pair:
-        yield pair
+    if postgres_url():
+        with two_routers(tmp_path, config, redis_url="") as pair:
+            yield pair
+        return
+    env = router_env(tmp_path, config, REDIS_URL="")
+    key = prepare(env)
+    with gunicorn_router(env, key) as first, gunicorn_router(env, key) as second:
+        yield first, second
 
 
 def _sdk(instance) -> openai.OpenAI:
@@ -128,7 +132,8 @@ def test_a_result_the_client_cleared_since_is_recalled_from_what_the_other_insta
     upstream.script.append({"call": TOOL_NAME, "arguments": {"id": handle, "pattern": "VAULT"}})
 
     # The client clears the old result it holds (its own context management): the second
-    # instance's request no longer carries the original; only the store has it.
+    # instance's request, sent at once, no longer carries the original; only the store has
+    # it, or will once the first instance's writer has written its row.
     messages[2] = {**messages[2], "content": CLEARED}
     [call] = asked.tool_calls
     messages += [
