@@ -74,6 +74,7 @@ def test_a_locked_sqlite_file_answers_the_client_spools_the_row_and_writes_it_on
 ):
     with serve(tmp_path, upstream) as served:
         assert ask(served) == ANSWER  # the worker now knows the key and the config
+        served.recorded()  # its row is written behind the answer: in before the lock
         locker = lock_sqlite(tmp_path / "router.sqlite3")
         try:
             assert ask(served) == ANSWER
