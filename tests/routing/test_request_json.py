@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from routing.jsonio import loads_request
+from routing.jsonio import dumps_text, loads_request
 
 
 def pydantic_reads(raw: bytes):
@@ -125,3 +125,24 @@ def test_an_integer_past_64_bits_stays_an_integer():
         "seed": 123456789012345678901234567890
     }
     assert type(loads_request(b"[-9223372036854775809]")[0]) is int
+
+
+# Any JSON value a parsed body holds, lone surrogates and every float included.
+written = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(st.characters(exclude_categories=()), max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.characters(exclude_categories=()), max_size=3), inner)
+    ),
+    max_leaves=12,
+)
+
+
+@PROPERTY
+@given(value=written)
+def test_a_translated_tool_calls_arguments_are_written_as_json_dumps_writes_them(value):
+    assert dumps_text(value) == json.dumps(value, ensure_ascii=False)
