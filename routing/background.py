@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 
 from pinch import extract_text
 from routing.config import RouterConfig
-from routing.task_text import last_index, may_hold, typed_text
+from routing.task_text import last_index, may_hold, roles_of, typed_text
 
 SMALL_MODEL = "small_model"
 TITLE = "title"
@@ -89,7 +89,7 @@ def background_kind(
     if any(fnmatchcase(client_model, pattern) for pattern in rules.model_names):
         return SMALL_MODEL
     if roles is None:
-        roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+        roles = roles_of(messages)
     heads = [
         extract_text(messages[i])[:_HEAD_CHARS]
         for i, role in enumerate(roles)

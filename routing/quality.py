@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import Any
 
 from pinch import extract_text
-from routing.task_text import last_index
+from routing.task_text import last_index, roles_of
 
 # How far into a tool result an error reads: the status lines agents put first.
 ERROR_HEAD_CHARS = 300
@@ -178,7 +178,7 @@ def request_signals(
     agent's messages and the tool results are then read.
     """
     if roles is None:
-        roles = [_role(m) for m in messages]
+        roles = roles_of(messages)
     task = roles.count("user")
     newest = last_index(roles, "assistant")
     if newest is None:

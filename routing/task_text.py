@@ -76,6 +76,11 @@ def task_start(messages, facts=None) -> int | None:
     return None
 
 
+def roles_of(messages) -> list:
+    """Each message's role, None for one that is no object (``MessageFacts.roles``' reading)."""
+    return [m.get("role") if isinstance(m, dict) else None for m in messages]
+
+
 def last_index(values: list, wanted) -> int | None:
     """The index of the last item of ``values`` equal to ``wanted``, or None."""
     for index in range(len(values) - 1, -1, -1):
