@@ -121,24 +121,24 @@ class MessageFacts:
 
     @property
     def roles(self) -> list:
-        return self._figure("roles", lambda i, m: m.get("role") if isinstance(m, dict) else None)
+        return self.figure("roles", lambda i, m: m.get("role") if isinstance(m, dict) else None)
 
     @property
     def tokens(self) -> list[int]:
-        return self._figure("tokens", lambda i, m: estimate_tokens(extract_text(m)))
+        return self.figure("tokens", lambda i, m: estimate_tokens(extract_text(m)))
 
     @property
     def sizes(self) -> list[int]:
-        return self._figure("sizes", lambda i, m: message_tokens(m))
+        return self.figure("sizes", lambda i, m: message_tokens(m))
 
     @property
     def hashes(self) -> list[str]:
-        return self._figure("hashes", lambda i, m: message_hash(m, self._digests))
+        return self.figure("hashes", lambda i, m: message_hash(m, self._digests))
 
     @property
     def fingerprints(self) -> list[str]:
         parts = self.parts
-        return self._figure("fingerprints", lambda i, m: hex_digest(*parts[i], memo=self._digests))
+        return self.figure("fingerprints", lambda i, m: hex_digest(*parts[i], memo=self._digests))
 
     def calls(self) -> CallIndex:
         """What each tool result answers (``pinch.core.CallIndex``), read on from where the
@@ -167,7 +167,10 @@ class MessageFacts:
         """What the conversation's next request takes over."""
         return Carried(self.parts, dict(self._figures), self.derived, self._calls)
 
-    def _figure(self, name: str, read) -> list:
+    def figure(self, name: str, read) -> list:
+        """``read(i, message)`` of every message, carried by ``name`` for the repeated ones: a
+        reader outside pinch (routing's) keeps its own figure of a message so. ``read``
+        must depend on the message alone."""
         found = self._figures.get(name)
         if found is None:
             previous = self._previous.figures.get(name) if self._previous is not None else None

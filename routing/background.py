@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 
 from pinch import extract_text
 from routing.config import RouterConfig
-from routing.task_text import may_hold, typed_text
+from routing.task_text import last_index, may_hold, roles_of, typed_text
 
 SMALL_MODEL = "small_model"
 TITLE = "title"
@@ -74,27 +74,35 @@ _HEAD_CHARS = 2000
 
 
 def background_kind(
-    client_model: str, messages, tools, measured_tokens: int, config: RouterConfig
+    client_model: str, messages, tools, measured_tokens: int, config: RouterConfig, roles=None
 ) -> str:
-    """The kind of background work this request is ("" for the agent's main loop)."""
+    """The kind of background work this request is ("" for the agent's main loop).
+
+    ``roles``: each message's role (None for no object), when the caller has them
+    (pinch.carry.MessageFacts.roles, carried through the conversation): the
+    messages are then not walked to find the system prompts and the last user
+    message.
+    """
     rules = config.routing.background
     if not rules.enabled:
         return ""
     if any(fnmatchcase(client_model, pattern) for pattern in rules.model_names):
         return SMALL_MODEL
-    heads = [extract_text(m)[:_HEAD_CHARS] for m in messages if _role(m) in ("system", "developer")]
-    last_user = next((m for m in reversed(messages) if _role(m) == "user"), None)
+    if roles is None:
+        roles = roles_of(messages)
+    heads = [
+        extract_text(messages[i])[:_HEAD_CHARS]
+        for i, role in enumerate(roles)
+        if role in ("system", "developer")
+    ]
+    last_user = last_index(roles, "user")
     if last_user is not None:
-        heads.append(typed_text(last_user)[:_HEAD_CHARS])
+        heads.append(typed_text(messages[last_user])[:_HEAD_CHARS])
     heads = [head for head in heads if may_hold(head, _CUES) and _ANY_PROMPT.search(head)]
     for kind, pattern in _PROMPTS:
         if any(pattern.search(head) for head in heads):
             return kind
     short = not tools and measured_tokens <= rules.short_tokens
-    if short and not any(_role(m) == "tool" for m in messages):
+    if short and "tool" not in roles:
         return SHORT
     return ""
-
-
-def _role(message) -> str | None:
-    return message.get("role") if isinstance(message, dict) else None

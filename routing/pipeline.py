@@ -134,6 +134,7 @@ def plan_request(
             remember=measure_prefix,
             recorded=reader("route_state"),
             measured=unpruned,
+            facts=facts,
         )
         tier, classifier_name, hold = route.tier, route.classifier, route.hold
         if cheaper_tier:
@@ -234,7 +235,7 @@ def plan_request(
         route_state=route_state,
         baseline=baseline_model(config, path, candidates[0], measured, request),
         arm=arm,
-        signals=_signals(request.messages, pinch),
+        signals=_signals(request.messages, pinch, facts),
     )
 
 
@@ -249,11 +250,11 @@ def _upstream_body(request: ChatRequest, send_messages: list) -> dict:
     return body
 
 
-def _signals(messages, pinch: PinchOutcome | None) -> RequestSignals | None:
+def _signals(messages, pinch: PinchOutcome | None, facts) -> RequestSignals | None:
     """The quality signals, or None (logged): a measurement never fails a request."""
     compressed = [*pinch.compressed, *pinch.capped] if pinch is not None else ()
     try:
-        return request_signals(messages, compressed)
+        return request_signals(messages, compressed, facts.roles if facts is not None else None)
     except Exception as error:  # noqa: BLE001 - measurement only
         log.warning("quality_signals_failed reason=%s", type(error).__name__)
         return None

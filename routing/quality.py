@@ -41,6 +41,7 @@ from functools import lru_cache
 from typing import Any
 
 from pinch import extract_text
+from routing.task_text import last_index, roles_of
 
 # How far into a tool result an error reads: the status lines agents put first.
 ERROR_HEAD_CHARS = 300
@@ -167,10 +168,19 @@ def newest_agent_message(messages: Sequence[Any]) -> int | None:
     )
 
 
-def request_signals(messages: Sequence[Any], compressed: Iterable[int] = ()) -> RequestSignals:
-    """The signals of one request; ``compressed``: indexes the agent saw compressed."""
-    task = sum(1 for m in messages if _role(m) == "user")
-    newest = newest_agent_message(messages)
+def request_signals(
+    messages: Sequence[Any], compressed: Iterable[int] = (), roles: list | None = None
+) -> RequestSignals:
+    """The signals of one request; ``compressed``: indexes the agent saw compressed.
+
+    ``roles``: each message's role (None for no object), when the caller has them
+    (pinch.carry.MessageFacts.roles, carried through the conversation): only the
+    agent's messages and the tool results are then read.
+    """
+    if roles is None:
+        roles = roles_of(messages)
+    task = roles.count("user")
+    newest = last_index(roles, "assistant")
     if newest is None:
         return RequestSignals(task=task)
     compressed = set(compressed)
@@ -179,13 +189,12 @@ def request_signals(messages: Sequence[Any], compressed: Iterable[int] = ()) -> 
     pending: dict[Any, tuple[str, str]] = {}
     seen_compressed = seen_whole = 0
     for i in range(newest):
-        message = messages[i]
-        role = _role(message)
+        role = roles[i]
         if role == "assistant":
-            for call_id, name, arguments in _calls(message):
+            for call_id, name, arguments in _calls(messages[i]):
                 pending[call_id] = call_signature(name, arguments)
         elif role == "tool":
-            signature = pending.get(message.get("tool_call_id"))
+            signature = pending.get(messages[i].get("tool_call_id"))
             if signature is not None:
                 answered[signature] = i
             if i in compressed:
@@ -202,7 +211,7 @@ def request_signals(messages: Sequence[Any], compressed: Iterable[int] = ()) -> 
             repeats_compressed += 1
         else:
             repeats_whole += 1
-    answers = [m for m in messages[newest + 1 :] if _role(m) == "tool"]
+    answers = [messages[i] for i in range(newest + 1, len(roles)) if roles[i] == "tool"]
     return RequestSignals(
         calls=len(calls),
         repeats_compressed=repeats_compressed,

@@ -153,14 +153,17 @@ def choose(
     now: float,
     classify: Callable,
     rank: Callable,
+    facts=None,
 ) -> SessionChoice:
     """Where a routed request goes: the tier, why, and the model to hold (pure but ``classify``).
 
     ``classify()`` returns the task's Classification and is called only when
     the tier is decided anew; ``rank(model)`` orders models by price.
+    ``facts``: what is read of each message (pinch.carry.MessageFacts), or None.
     """
     tiers = config.routing.tiers
-    kind = background_kind(client_model, messages, tools, measured_tokens, config)
+    roles = facts.roles if facts is not None else None
+    kind = background_kind(client_model, messages, tools, measured_tokens, config, roles)
     classification = None
     if kind == SHORT:
         # A short question can still be hard work: then it is not background.
@@ -183,7 +186,7 @@ def choose(
         classification = classification or classify()
         return SessionChoice(classification.tier, classification.outcome, PER_REQUEST)
 
-    task = task_start(messages)
+    task = task_start(messages, facts)
     task = -1 if task is None else task
     if state is not None and held is not None and state.tier in tiers and state.task == task:
         return SessionChoice(state.tier, HELD_CLASSIFIER, HELD, hold=held.id, task=task)
@@ -254,23 +257,37 @@ def route_request(
     remember: bool,
     recorded=None,
     measured: int | None = None,
+    facts=None,
 ):
     """``choose`` with the conversation's state (``load_state``); returns (choice, save).
 
     ``measured``: the request's prompt as measured (routing.selection), when the
-    caller has it already.
+    caller has it already; ``facts``: what is read of each message, carried
+    through the conversation (pinch.carry.MessageFacts), when the caller has it.
 
     ``save(model)`` returns the state after the request once its model is
     known, for the conversation's row, and keeps it in ``store`` (not when
     ``remember`` is false: a dry run or a token count).
     """
     now = time.time()
-    turns = assistant_turns(request.messages)
+    if facts is not None:
+        turns = facts.roles.count("assistant")
+    else:
+        turns = assistant_turns(request.messages)
     state = load_state(store, key, turns, recorded)
     if measured is None:
         measured = measure_prompt_tokens(request.messages, request.tools)
     choice = choose(
-        request.model, request.messages, request.tools, measured, config, state, now, classify, rank
+        request.model,
+        request.messages,
+        request.tools,
+        measured,
+        config,
+        state,
+        now,
+        classify,
+        rank,
+        facts,
     )
 
     def save(model: ModelConfig) -> RouteState:

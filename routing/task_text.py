@@ -59,10 +59,32 @@ def is_user_turn(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") == "user" and _has_image(message)
 
 
-def task_start(messages) -> int | None:
-    """Index of the message that began the current task (the last user turn), or None."""
+def task_start(messages, facts=None) -> int | None:
+    """Index of the message that began the current task (the last user turn), or None.
+
+    ``facts`` (pinch.carry.MessageFacts of ``messages``): whether each message is a
+    user turn is carried from the conversation's previous request, so only the
+    messages it did not send are read (the search back from the end otherwise reads
+    every tool result and agent message since the user last spoke).
+    """
+    if facts is not None:
+        turns = facts.figure("user_turn", lambda i, message: is_user_turn(message))
+        return last_index(turns, True)
     for index in range(len(messages) - 1, -1, -1):
         if is_user_turn(messages[index]):
+            return index
+    return None
+
+
+def roles_of(messages) -> list:
+    """Each message's role, None for one that is no object (``MessageFacts.roles``' reading)."""
+    return [m.get("role") if isinstance(m, dict) else None for m in messages]
+
+
+def last_index(values: list, wanted) -> int | None:
+    """The index of the last item of ``values`` equal to ``wanted``, or None."""
+    for index in range(len(values) - 1, -1, -1):
+        if values[index] == wanted:
             return index
     return None
 

@@ -21,8 +21,6 @@ inbound raises for a body it cannot express.
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pydantic_core
-
 from routing import jsonio
 from routing.errors import Failure, ProviderError, RouterError
 
@@ -42,7 +40,7 @@ class TranslationError(ValueError):
 def json_body(raw: bytes):
     """Raw request bytes parsed as JSON, or RouterError(400); the one JSON reader of the API."""
     try:
-        return pydantic_core.from_json(raw, allow_inf_nan=False)
+        return jsonio.loads_request(raw)
     except ValueError as error:
         raise RouterError(400, f"The body is not valid JSON: {error}", "invalid_json") from None
 

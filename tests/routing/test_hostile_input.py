@@ -71,6 +71,11 @@ HOSTILE = {
     "invalid UTF-8 bytes": b'{"model": "echo-medium", "messages": '
     b'[{"role": "user", "content": "\xff\xfe"}]}',
     "[ nested 100,000 deep": b"[" * 100_000 + b"]" * 100_000,
+    "an extra field nested 300 deep": body(messages=HI)[:-1]
+    + b', "metadata": '
+    + b"[" * 300
+    + b"]" * 300
+    + b"}",
     "nested 100,000 deep inside a message": body(messages=[{"role": "user", "content": "x"}])[:-1]
     + b', "metadata": '
     + b'{"a": ' * 100_000
@@ -142,6 +147,14 @@ def test_unknown_fields_pass_through_untouched(call, upstream):
     sent = json.loads(upstream.received[0]["body"])
     assert sent["x_vendor"] == {"z": 1, "a": [True, None]}
     assert list(sent["messages"][0]["x_meta"]) == ["b", "a"]
+
+
+def test_an_integer_past_64_bits_goes_upstream_as_sent(call, upstream):
+    raw = body(messages=HI)[:-1] + b', "seed": 123456789012345678901234567890}'
+    status, _, _ = call(raw)
+
+    assert status == 200
+    assert b'"seed":123456789012345678901234567890' in upstream.received[0]["body"]
 
 
 # --- Property-based: generated bodies through the whole stack ---

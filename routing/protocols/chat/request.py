@@ -3,8 +3,9 @@
 Hostile or broken bodies (a role that is a list, text that is not UTF-8, ``[``
 nested 100,000 deep, a million messages) must end as a 400 in the OpenAI error
 shape, never as a crash further down the pipeline. So the raw bytes go through
-one step: pydantic-core's JSON parser (which refuses lone surrogates, invalid
-UTF-8 and nesting deeper than its recursion limit) and then one pydantic model,
+one step: a JSON parse that reads as pydantic-core's parser does
+(routing.jsonio.loads_request: it refuses lone surrogates, invalid UTF-8 and
+nesting deeper than its recursion limit) and then one pydantic model,
 written in the config's style (routing/config/schema.py), strict types; what
 it holds (messages, their parts and calls, tools) are TypedDicts, checked as
 strictly without a model instance built of each (nothing would read it).

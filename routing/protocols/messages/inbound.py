@@ -26,20 +26,15 @@ scratch work, and a signature only an Anthropic model can check).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pinch import value_tokens
+from routing import jsonio
 from routing.protocols.messages.shapes import THINKING_BLOCKS, blocks_of
 
 # Blocks the chat messages carry (every other block is measured apart: left_out_tokens).
 _MAPPED_BLOCKS = frozenset({"text", "tool_use", "tool_result", "image"})
-
-# A tool call's input as chat's arguments string: json.dumps(input, ensure_ascii=False)
-# to the byte, without the encoder json.dumps builds anew for every call it is given
-# options (0.38 -> 0.10 ms for the 100 calls of session 026's 368 KB request).
-_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
 
 # Anthropic tool_choice type -> chat-completions tool_choice.
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
@@ -182,7 +177,8 @@ def _assistant_message(blocks: list, tool_names: dict, t: int, untranslatable: l
                     "type": "function",
                     "function": {
                         "name": block.get("name"),
-                        "arguments": _ARGUMENTS.encode(block.get("input") or {}),
+                        # As json.dumps(input, ensure_ascii=False) writes it.
+                        "arguments": jsonio.dumps_text(block.get("input") or {}),
                     },
                 }
             )

@@ -1,9 +1,10 @@
 """A /v1/messages body: its one schema, and its parse into the request the pipeline plans on.
 
-As for a chat body (routing.protocols.chat.request), the bytes go through
-pydantic-core's JSON parser and then one strict pydantic model, so a broken
-or hostile body ends as a 400 in Anthropic's shape naming the field in the
-one path style (``messages[3].role``), never as a crash further down.
+As for a chat body (routing.protocols.chat.request), the bytes are parsed
+as pydantic-core's JSON parser reads them (routing.jsonio.loads_request) and
+then go through one strict pydantic model, so a broken or hostile body ends
+as a 400 in Anthropic's shape naming the field in the one path style
+(``messages[3].role``), never as a crash further down.
 
 Only what the router or an upstream relies on is checked: model,
 max_tokens, the turns (their role, their content's blocks: the type of

@@ -36,6 +36,7 @@ import json
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from routing import jsonio
 from routing.protocols.base import TranslationError
 from routing.protocols.responses.shapes import TEXT_PARTS, input_items, new_id
 
@@ -51,9 +52,6 @@ _CHAT_ROLES = {"developer": "system"}
 # Items a chat model has no use for: the model's own earlier reasoning.
 _DROPPED_FOR_CHAT = ("reasoning",)
 _TOOL_CHOICES = ("auto", "none", "required")
-# json.dumps(value, ensure_ascii=False) to the byte, without the encoder json.dumps
-# builds anew for every call it is given options: a custom tool call's arguments.
-_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
 # A custom tool's free-form input, as the one argument of a chat function.
 _CUSTOM_PARAMETERS = {
     "type": "object",
@@ -249,7 +247,7 @@ class _ChatMessages:
             raise _bad(f"{where}: a {kind} needs a call_id and a name", where)
         if kind == "custom_tool_call":
             name = item["name"]
-            arguments = _ARGUMENTS.encode({"input": item.get("input") or ""})
+            arguments = jsonio.dumps_text({"input": item.get("input") or ""})
         else:
             namespace = item.get("namespace")
             name = chat_tool_name(item["name"], namespace if isinstance(namespace, str) else None)

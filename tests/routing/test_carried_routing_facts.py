@@ -1,0 +1,101 @@
+"""Routing's readings of a conversation (background work, the task's start, the turn count,
+the quality signals) are the same whether each message is read afresh or carried over from
+the conversation's previous request (pinch.carry.MessageFacts).
+
+Every request of every real session of the corpus, and of generated agent sessions whose
+earlier messages are edited between requests (a user turn that becomes harness text only, a
+role that changes), is read both ways.
+"""
+
+import copy
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pinch.carry import MessageFacts
+from routing.background import background_kind
+from routing.config import validate_config
+from routing.quality import request_signals
+from routing.replay.corpus import corpus_dir
+from routing.session_routing import assistant_turns
+from routing.task_text import task_start
+from tests.pinch.test_core_properties import agent_sessions
+from tests.support.ci import missing
+from tests.support.config import base_config
+from tests.support.corpus import recorded_sessions
+
+CONFIG = validate_config(base_config("http://127.0.0.1:9/v1"))
+TOOLS = [{"type": "function", "function": {"name": "bash"}}]
+
+
+def requests(messages):
+    """Each request of a session: the messages before each of the agent's answers, and all."""
+    for t, message in enumerate(messages):
+        if t > 0 and message.get("role") == "assistant":
+            yield messages[:t]
+    yield messages
+
+
+def wire_copy(messages):
+    """The request as a worker parses it: equal content, none of the same objects."""
+    return json.loads(json.dumps(messages))
+
+
+def readings(messages, facts=None):
+    roles = facts.roles if facts is not None else None
+    compressed = range(0, len(messages), 3)
+    return {
+        "background": [
+            background_kind(model, messages, tools, tokens, CONFIG, roles)
+            for model in ("auto", "claude-haiku-4-5")
+            for tools, tokens in ((TOOLS, 50_000), (None, 10))
+        ],
+        "task start": task_start(messages, facts),
+        "assistant turns": roles.count("assistant") if roles else assistant_turns(messages),
+        "signals": request_signals(messages, compressed, roles),
+    }
+
+
+def assert_read_alike_carried(sessions_requests):
+    carried = None
+    for request in sessions_requests:
+        sent = wire_copy(request)
+        facts = MessageFacts(sent, carried)
+        assert readings(sent, facts) == readings(wire_copy(request)), len(request)
+        carried = facts.carried()
+
+
+@pytest.mark.parametrize("recorded", recorded_sessions())
+def test_every_request_of_a_real_session_is_routed_alike_carried_or_read_afresh(recorded):
+    if recorded is None:
+        missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")
+    assert_read_alike_carried(requests(recorded.messages))
+
+
+# An earlier message edited in place between two requests: a user turn left with only the
+# harness's text (no longer a turn), a message given another role, a background prompt.
+EDITS = {
+    "harness only": lambda m: {**m, "content": "<system-reminder>x</system-reminder>"},
+    "becomes a user turn": lambda m: {**m, "role": "user", "content": "Now fix it."},
+    "becomes a tool result": lambda m: {**m, "role": "tool", "tool_call_id": "call_0_0"},
+    "asks for a title": lambda m: {**m, "role": "system", "content": "Give a 3-5 word title."},
+}
+edits = st.lists(st.tuples(st.integers(0, 400), st.sampled_from(sorted(EDITS))), max_size=3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(agent_sessions(), edits)
+def test_every_request_of_an_edited_session_is_routed_alike_carried_or_read_afresh(
+    messages, changes
+):
+    def edited_requests():
+        for n, request in enumerate(requests(messages)):
+            request = copy.deepcopy(request)
+            for at, name in changes:
+                if at // 10 <= n:
+                    request[at % len(request)] = EDITS[name](request[at % len(request)])
+            yield request
+
+    assert_read_alike_carried(edited_requests())
