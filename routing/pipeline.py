@@ -253,8 +253,11 @@ def _upstream_body(request: ChatRequest, send_messages: list) -> dict:
 def _signals(messages, pinch: PinchOutcome | None, facts) -> RequestSignals | None:
     """The quality signals, or None (logged): a measurement never fails a request."""
     compressed = [*pinch.compressed, *pinch.capped] if pinch is not None else ()
+    # The facts' roles are those of the messages they were read of (local vision may have
+    # made new ones since).
+    roles = facts.roles if facts is not None and facts.messages is messages else None
     try:
-        return request_signals(messages, compressed, facts.roles if facts is not None else None)
+        return request_signals(messages, compressed, roles)
     except Exception as error:  # noqa: BLE001 - measurement only
         log.warning("quality_signals_failed reason=%s", type(error).__name__)
         return None
