@@ -32,7 +32,10 @@ _HARNESS_BLOCK = re.compile(
     r".*?</\1>",
     re.DOTALL,
 )
-# Codex's heading above the AGENTS.md block (the block itself is INSTRUCTIONS).
+# Codex's heading above the AGENTS.md block (the block itself is INSTRUCTIONS). Its ``^``
+# under re.MULTILINE is tried at every position: a text without the heading's words is not
+# searched (9 us on a 2 KB message, the substring test 0.4).
+_HARNESS_HEADING = "# AGENTS.md instructions for "
 _HARNESS_LINE = re.compile(r"^# AGENTS\.md instructions for .*$", re.MULTILINE)
 _IMAGE_PARTS = ("image_url", "input_image", "image")
 
@@ -42,7 +45,9 @@ def typed_text(message: Any) -> str:
     if not isinstance(message, dict) or message.get("role") != "user":
         return ""
     text = _HARNESS_BLOCK.sub("", extract_text(message))
-    return _HARNESS_LINE.sub("", text).strip()
+    if _HARNESS_HEADING in text:
+        text = _HARNESS_LINE.sub("", text)
+    return text.strip()
 
 
 def _has_image(message: dict) -> bool:
