@@ -195,7 +195,7 @@ def plan_request(
         order = sorted(range(len(candidates)), key=lambda i: candidates[i].id != hold)
         candidates = [candidates[i] for i in order]
         providers = tuple(providers[i] for i in order)
-        route_state = remember_route(candidates[0]).as_json()
+        route_state = remember_route(candidates[0])
     else:
         candidates = [pinned]
         providers = providers_for(config, candidates)
