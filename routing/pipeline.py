@@ -167,7 +167,8 @@ def plan_request(
     if send_messages is not sent_as:
         # Only what pinch or local vision changed is measured again.
         same_tools = request.tools is sent_tools
-        measured = remeasured(unpruned, sent_as, send_messages) if same_tools else None
+        sizes = facts.sizes if facts is not None else None
+        measured = remeasured(unpruned, sent_as, send_messages, sizes) if same_tools else None
         if measured is None:
             measured = measure_prompt_tokens(send_messages, tools)
     if request.source is not None:
