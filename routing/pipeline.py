@@ -168,7 +168,8 @@ def plan_request(
     if send_messages is not sent_as:
         # Only what pinch or local vision changed is measured again.
         same_tools = request.tools is sent_tools
-        measured = remeasured(unpruned, sent_as, send_messages) if same_tools else None
+        sizes = facts.sizes if facts is not None else None
+        measured = remeasured(unpruned, sent_as, send_messages, sizes) if same_tools else None
         if measured is None:
             measured = measure_prompt_tokens(send_messages, tools)
     if request.source is not None:
@@ -196,7 +197,7 @@ def plan_request(
         order = sorted(range(len(candidates)), key=lambda i: candidates[i].id != hold)
         candidates = [candidates[i] for i in order]
         providers = tuple(providers[i] for i in order)
-        route_state = remember_route(candidates[0]).as_json()
+        route_state = remember_route(candidates[0])
     else:
         candidates = [pinned]
         providers = providers_for(config, candidates)

@@ -161,10 +161,20 @@ def _role(message) -> str | None:
     return message.get("role") if isinstance(message, dict) else None
 
 
+# The knobs of each pinch block served lately (a config's, an arm's), by the block's id, with
+# the block itself: an id is not reused while its block is held here. Built afresh, they
+# took ~40 us a request (fourteen lookups in the blocks' pydantic field lists).
+_knobs: dict[int, tuple[PinchConfig, PaybackKnobs]] = {}
+KNOBS_KEPT = 16
+
+
 def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
     """Each knob is the ``pinch.payback`` key of its name, else the ``pinch`` key of its name."""
+    held = _knobs.get(id(pinch_config))
+    if held is not None and held[0] is pinch_config:
+        return held[1]
     payback = pinch_config.payback
-    return PaybackKnobs(
+    knobs = PaybackKnobs(
         **{
             knob.name: getattr(
                 payback if knob.name in type(payback).model_fields else pinch_config, knob.name
@@ -172,6 +182,10 @@ def payback_knobs(pinch_config: PinchConfig) -> PaybackKnobs:
             for knob in fields(PaybackKnobs)
         }
     )
+    if len(_knobs) >= KNOBS_KEPT:
+        _knobs.clear()  # configs replaced: the blocks served now come back at once
+    _knobs[id(pinch_config)] = (pinch_config, knobs)
+    return knobs
 
 
 def pinch_messages(
@@ -327,29 +341,33 @@ def _recallable(
     pruned, recallable, added = with_handles(
         messages, pruned, sorted([*outcome.compressed, *outcome.capped])
     )
-    outcome = replace(outcome, recallable=recallable, final_tokens=outcome.final_tokens + added)
-    if known is None:
-        # The first request the router serves of it (a conversation begun elsewhere,
-        # or before recall was on): every original, once.
-        return pruned, replace(outcome, to_store=recallable)
-    return pruned, replace(outcome, to_store=_to_store(messages, outcome, pinch_config, extra))
+    # The first request the router serves of it (a conversation begun elsewhere, or before
+    # recall was on): every original, once.
+    to_store = recallable
+    if known is not None:
+        to_store = _to_store(messages, recallable, outcome, pinch_config, extra)
+    final_tokens = outcome.final_tokens + added
+    return pruned, replace(
+        outcome, recallable=recallable, final_tokens=final_tokens, to_store=to_store
+    )
 
 
-def _to_store(messages, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int) -> dict:
-    """The originals new in this request: those past the last turn's stable prefix.
+def _to_store(
+    messages, recallable: dict, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int
+) -> dict:
+    """Of ``recallable``, the originals new in this request: those past the last turn's
+    stable prefix.
 
     Before it the payload is what the request before sent (pinch never
     revisits a decision, and caps a result from the request it arrives in),
     so its originals went to the store then: the write grows with what this
     request changed, not with the conversation.
     """
-    if not outcome.recallable:
+    if not recallable:
         return {}
     _, before = stable_prefixes(messages, pinch_config, outcome, extra)
     return {
-        handle: text
-        for handle, text in outcome.recallable.items()
-        if (index_of(handle) or 0) >= before
+        handle: text for handle, text in recallable.items() if (index_of(handle) or 0) >= before
     }
 
 

@@ -50,17 +50,19 @@ def measure_prompt_tokens(messages, tools, sizes=None) -> int:
     return total
 
 
-def remeasured(measured: int, before, after) -> int | None:
+def remeasured(measured: int, before, after, sizes=None) -> int | None:
     """``measure_prompt_tokens`` of ``after``, given ``measured``, that of ``before`` (the same
     tools): only the messages that are not the very objects of ``before`` at their place
     are measured (pinch and local vision change a few and remove none), so the figure of a
     pruned payload costs what pinch changed, not the conversation's length. None when the
-    two are not as long."""
+    two are not as long. ``sizes``: those ``measured`` was summed from, when the caller
+    has them; then the messages replaced are not read again either."""
     if len(before) != len(after):
         return None
-    for old, new in zip(before, after):
+    for i, (old, new) in enumerate(zip(before, after)):
         if old is not new:
-            measured += _measure(new) - _measure(old)
+            was = _measure(old) if sizes is None else _with_overhead(old, sizes[i])
+            measured += _measure(new) - was
     return measured
 
 

@@ -71,6 +71,10 @@ HELD_CLASSIFIER = "session"  # the classifier column of a held request: none ran
 CACHE_BLOCK_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 
+# json.dumps(..., separators=...) builds an encoder a call: one, built once.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 @dataclass(frozen=True)
 class RouteState:
     """A conversation's tier and model, where its task began, when it was last seen.
@@ -86,8 +90,7 @@ class RouteState:
     turns: int = -1
 
     def as_json(self) -> str:
-        fields = [self.tier, self.model, self.task, self.at, self.turns]
-        return json.dumps(fields, separators=(",", ":"))
+        return _COMPACT.encode([self.tier, self.model, self.task, self.at, self.turns])
 
     @classmethod
     def from_json(cls, raw: str | bytes | None) -> RouteState | None:
@@ -266,8 +269,8 @@ def route_request(
     through the conversation (pinch.carry.MessageFacts), when the caller has it.
 
     ``save(model)`` returns the state after the request once its model is
-    known, for the conversation's row, and keeps it in ``store`` (not when
-    ``remember`` is false: a dry run or a token count).
+    known, as JSON for the conversation's row, and keeps it in ``store`` (not
+    when ``remember`` is false: a dry run or a token count).
     """
     now = time.time()
     if facts is not None:
@@ -290,10 +293,10 @@ def route_request(
         facts,
     )
 
-    def save(model: ModelConfig) -> RouteState:
-        after = next_state(choice, model, now, turns, state)
+    def save(model: ModelConfig) -> str:
+        after = next_state(choice, model, now, turns, state).as_json()
         if remember and store is not None:
-            store.save_route(key, after.as_json())
+            store.save_route(key, after)
         return after
 
     return choice, save

@@ -32,7 +32,10 @@ _HARNESS_BLOCK = re.compile(
     r".*?</\1>",
     re.DOTALL,
 )
-# Codex's heading above the AGENTS.md block (the block itself is INSTRUCTIONS).
+# Codex's heading above the AGENTS.md block (the block itself is INSTRUCTIONS). Its ``^``
+# under re.MULTILINE is tried at every position: a text without the heading's words is not
+# searched (9 us on a 2 KB message, the substring test 0.4).
+_HARNESS_HEADING = "# AGENTS.md instructions for "
 _HARNESS_LINE = re.compile(r"^# AGENTS\.md instructions for .*$", re.MULTILINE)
 _IMAGE_PARTS = ("image_url", "input_image", "image")
 
@@ -42,7 +45,9 @@ def typed_text(message: Any) -> str:
     if not isinstance(message, dict) or message.get("role") != "user":
         return ""
     text = _HARNESS_BLOCK.sub("", extract_text(message))
-    return _HARNESS_LINE.sub("", text).strip()
+    if _HARNESS_HEADING in text:
+        text = _HARNESS_LINE.sub("", text)
+    return text.strip()
 
 
 def _has_image(message: dict) -> bool:
@@ -59,6 +64,11 @@ def is_user_turn(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") == "user" and _has_image(message)
 
 
+# The loops below ask a message its role before anything else: in an agent's loop most
+# messages are the model's and tool results, and a call per message to find that out took
+# as long as the rest (a 200-message loop: ~50 us a pass, ~15 without).
+
+
 def task_start(messages, facts=None) -> int | None:
     """Index of the message that began the current task (the last user turn), or None.
 
@@ -71,7 +81,8 @@ def task_start(messages, facts=None) -> int | None:
         turns = facts.figure("user_turn", lambda i, message: is_user_turn(message))
         return last_index(turns, True)
     for index in range(len(messages) - 1, -1, -1):
-        if is_user_turn(messages[index]):
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "user" and is_user_turn(message):
             return index
     return None
 
@@ -92,10 +103,12 @@ def last_index(values: list, wanted) -> int | None:
 def task_text(messages) -> str:
     """What the user typed for the current task; "" when no message of the user's is found."""
     for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
         text = typed_text(message)
         if text:
             return text
-        if isinstance(message, dict) and message.get("role") == "user" and _has_image(message):
+        if _has_image(message):
             return ""  # an image of the user's own: a turn, with no text
     return ""
 
@@ -115,7 +128,11 @@ def may_hold(text: str, words: tuple[str, ...]) -> bool:
 
 def typed_chars(messages) -> int:
     """Characters the user typed over the whole conversation (every turn, harness left out)."""
-    return sum(len(typed_text(message)) for message in messages)
+    return sum(
+        len(typed_text(message))
+        for message in messages
+        if isinstance(message, dict) and message.get("role") == "user"
+    )
 
 
 def user_turns(messages) -> int:

@@ -80,15 +80,32 @@ def _midnight(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min))
 
 
+# The period each (period, reset day, time zone) was last asked for: the next request's
+# ``now`` almost always falls in it too, and finding it anew (the local date, its
+# midnights made aware) took ~15 us of every budgeted request. Periods of one kind tile
+# time, so the one holding ``now`` is the only one that can.
+_periods: dict[tuple, Period] = {}
+
+
 def budget_period(period: str, config: RouterConfig, now: datetime) -> Period:
     """The period ``now`` falls in: its first instant and the instant it resets."""
+    reset_day = config.objective.billing_reset_day or 1
+    asked = (period, reset_day, timezone.get_current_timezone())
+    last = _periods.get(asked)
+    if last is not None and last.start <= now < last.resets_at:
+        return last
+    found = _periods[asked] = _period_of(period, reset_day, now)
+    return found
+
+
+def _period_of(period: str, reset_day: int, now: datetime) -> Period:
     today = timezone.localdate(now)
     if period == PERIOD_DAY:
         return Period(_midnight(today), _midnight(today + timedelta(days=1)))
     if period == PERIOD_WEEK:
         monday = today - timedelta(days=today.weekday())
         return Period(_midnight(monday), _midnight(monday + timedelta(days=7)))
-    start, end = billing_period(config.objective.billing_reset_day or 1, today)
+    start, end = billing_period(reset_day, today)
     return Period(_midnight(start), _midnight(end))
 
 

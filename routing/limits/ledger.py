@@ -176,7 +176,12 @@ def charge(fields: dict, model) -> None:
 
 
 def settle(rows: list[dict]) -> None:
-    """Settle the reservations of rows being inserted; call inside the insert's transaction."""
+    """Settle the reservations of rows being inserted; call inside the insert's transaction.
+
+    One statement a ledger, whatever the rows of its key in the batch (the writer's, a
+    drain's): their reservations and costs summed (the floor at zero is the same for
+    the sum as for each in turn)."""
+    totals: dict = {}
     for fields in rows:
         hold = fields.get(HOLD_KEY)
         if not isinstance(hold, dict):
@@ -184,7 +189,11 @@ def settle(rows: list[dict]) -> None:
         reserved = float(hold.get("reserved") or 0.0)
         # A row without its cost (a dead worker's, from its journal) spent its worst case.
         charged = hold.get("charged")
-        _settle_one(hold.get("ledger"), reserved, reserved if charged is None else float(charged))
+        charged = reserved if charged is None else float(charged)
+        before = totals.get(hold.get("ledger"), (0.0, 0.0))
+        totals[hold.get("ledger")] = (before[0] + reserved, before[1] + charged)
+    for ledger_id, (reserved, charged) in totals.items():
+        _settle_one(ledger_id, reserved, charged)
 
 
 def _settle_one(ledger_id, reserved: float, charged: float) -> None:

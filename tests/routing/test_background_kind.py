@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from routing import background
 from routing.background import background_kind
-from routing.classifier import CODE_CUES, CODE_SIGNS, HARD_STEMS, HARD_WORDS
+from routing.classifier import HARD_STEMS, HARD_WORDS, holds_code
 from routing.config import validate_config
 from routing.task_text import may_hold
 from tests.support.config import base_config
@@ -97,5 +97,15 @@ def test_the_cues_skip_no_text_a_background_prompt_or_hard_word_is_in(text):
         assert may_hold(text, background._CUES)
     if PLAIN_HARD_WORDS.search(text):
         assert may_hold(text, HARD_STEMS)
-    if CODE_SIGNS.search(text):
-        assert any(cue in text for cue in CODE_CUES)
+
+
+# The classifier's code signs as one pattern, searched in the whole turn.
+PLAIN_CODE_SIGNS = re.compile(
+    r"```|Traceback \(most recent call last\)|^\s*(def|class|fn|func) ", re.M
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_the_code_signs_substring_tests_find_what_the_plain_pattern_finds(text):
+    assert holds_code(text) == bool(PLAIN_CODE_SIGNS.search(text))

@@ -13,6 +13,8 @@ import concurrent.futures
 
 import openai
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from routing.auth import create_api_key
 from routing.limits.budgets import spend_by_key
@@ -126,10 +128,14 @@ def test_a_spooled_rows_reservation_is_settled_when_the_spool_drains(
     # Five rows wait in the spool, their worst cases still held: the sixth did not fit.
     assert RouteDecision.objects.count() == 0
     assert BudgetLedger.objects.get().reserved_usd == pytest.approx(5.0)
-    assert spool.drain(raise_errors=True) == 5
+    with CaptureQueriesContext(connection) as captured:
+        assert spool.drain(raise_errors=True) == 5
     ledger = BudgetLedger.objects.get()
     assert ledger.settled_usd == pytest.approx(5.0)
     assert ledger.reserved_usd == pytest.approx(0.0, abs=1e-9)
+    # The five rows drained together settle their key's ledger in one statement.
+    table = BudgetLedger._meta.db_table
+    assert len([q for q in captured.captured_queries if f'UPDATE "{table}"' in q["sql"]]) == 1
     assert ask(client) == 400
 
 

@@ -6,7 +6,7 @@ context window and the price see adds the floor and the overhead.
 
 import pytest
 
-from pinch import estimate_tokens
+from pinch import estimate_tokens, message_tokens
 from routing.selection import measure_prompt_tokens, remeasured
 
 
@@ -60,4 +60,10 @@ def test_a_payload_pinch_changed_measures_as_a_whole_measure_of_it_while_reading
     read.clear()
     assert remeasured(measured, watched, after) == whole
     assert {id(m) for m in read} == {id(watched[1]), id(watched[2])}
+    # With the sizes the first measure summed, the messages replaced are not read again,
+    # but for "hi" (0 tokens by its characters: asked whether it holds text at all).
+    read.clear()
+    sizes = [message_tokens(m) for m in before]
+    assert remeasured(measured, watched, after, sizes) == whole
+    assert {id(m) for m in read} == {id(watched[2])}
     assert remeasured(measured, before, after[:-1]) is None

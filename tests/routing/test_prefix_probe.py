@@ -205,6 +205,18 @@ def test_memory_store_is_bounded_by_bytes():
     assert store.swap("0", ["x"]) is None
 
 
+def test_memory_store_counts_a_conversation_rewritten_each_turn_once():
+    store = MemoryPrefixStore(max_bytes=200_000)
+    store.put("ledger", "x" * 1000)
+    once = store.bytes
+    for _ in range(500):
+        store.put("ledger", "x" * 1000)
+    assert store.bytes == once
+    store.put("ledger", "x" * 300_000)  # larger than the whole budget: kept nowhere
+    assert store.get("ledger") is None
+    assert store.bytes == 0
+
+
 def test_memory_store_lets_expired_turns_go_without_a_lookup():
     store = MemoryPrefixStore(ttl=0.05)
     store.swap("idle", [f"{n:032x}" for n in range(1000)])

@@ -13,9 +13,12 @@ import pytest
 from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test import Client
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from routing.models import Conversation, RouteDecision, StoredResponse
-from routing.recording import decisions, health, room, spool
+from routing.recording import decisions, health, room, spool, values
 from tests.support.decisions import spooled_fields
 
 HI = [{"role": "user", "content": "hi"}]
@@ -210,3 +213,31 @@ def test_stored_responses_an_older_router_spooled_apart_are_written_once(db):
     kept = dict(StoredResponse.objects.values_list("response_id", "chain_root"))
     assert kept == {"resp_a": "", "resp_b": "resp_a"}
     assert not any(directory.glob("responses*.jsonl"))
+
+
+row_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(alphabet=st.sampled_from("ab\x00 é"), max_size=260),
+    st.lists(st.text(max_size=3), max_size=2),
+)
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(values._FITTERS)), row_values))
+def test_a_row_is_fitted_value_by_value_as_each_column_fits_it(row):
+    # fit skips the call for values that fit as they are: whatever it skips, it keeps what
+    # the column's own fitter makes of the value.
+    each = {
+        name: fitter(value, field)
+        for name, value in row.items()
+        for fitter, field in [values._FITTERS[name]]
+    }
+
+    fitted = values.fit(row)
+
+    assert fitted.keys() == each.keys()
+    for name, value in fitted.items():
+        assert value == each[name] and type(value) is type(each[name]), name

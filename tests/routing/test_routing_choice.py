@@ -37,6 +37,25 @@ def test_heuristic_tier_follows_the_size_and_shape_of_the_request(config, messag
     assert heuristic_tier(messages, tools, config) == tier
 
 
+def test_a_turn_asked_again_gets_its_tier_and_a_changed_turn_its_own(config):
+    # The turn's signs are remembered (routing/classifier.py): asked again, in another
+    # conversation, or after a different turn, each turn is classified as it reads.
+    turns = [
+        ("refactor the scheduler to remove the race condition", "hard"),
+        ("what time zone is Lisbon in?", "easy"),
+        ("debug the flaky login test", "medium"),
+        ("refactor the scheduler to remove the race condition", "hard"),
+        ("why does this fail?\n```py\nprint(1/0)\n```", "medium"),
+        ("what time zone is Lisbon in?", "easy"),
+    ]
+    for text, tier in turns:
+        assert heuristic_tier(user(text), None, config) == tier, text
+    conversation = [*user("x " * 13_000), {"role": "assistant", "content": "ok"}]
+    assert heuristic_tier([*conversation, *user("debug the flaky login test")], None, config) == (
+        "hard"  # the same turn, but the user has typed a lot over the conversation
+    )
+
+
 def test_heuristic_maps_onto_two_configured_tiers():
     data = base_config("http://127.0.0.1:1/v1")
     data["routing"] = {"tiers": ["cheap", "strong"], "default_tier": "cheap"}
