@@ -72,6 +72,7 @@ from bench.claude_harness import (
     serving,
 )
 from tests.support.agent_upstream import FINAL_ANSWER, FOLLOW_UP_ANSWER, SUMMARY_MARKER, steps
+from tests.support.served import wait_until_recorded
 
 FOLLOW_UP = "Now check what ANSWER.md says."
 # --routing: Claude Code's own model name goes to auto; the task decides the tier.
@@ -124,6 +125,8 @@ def check(kind: str, binary: Path, quiet: bool = True, case=CASES["alias"]) -> b
         trace = tmp / "connect.trace" if shutil.which("strace") else None
         with serving(task):
             done, seconds = run_claude(binary, repo, home, router, trace, quiet, case)
+            # The last answer's row is written behind it (routing/recording/writer.py).
+            wait_until_recorded(Path(router.env["ROUTER_DATA_DIR"]))
             task_rows = len(decisions(tmp / "router.sqlite3"))
             task_requests = len(upstream.received)
             if case.compact:

@@ -11,7 +11,8 @@ database sees. A database that cannot answer degrades to "not available",
 logged: a recall never fails a request.
 
 A row queued by another worker or instance is in none of these until its
-writer commits it, within ``writer.WRITTEN_WITHIN_SECONDS`` of its queueing.
+writer commits it, within ``writer.WRITTEN_WITHIN_SECONDS`` of its queueing
+(``rows_written_behind``: set as a served worker starts its writer).
 Every row a request can recall from was queued before the request reached
 its recall loop (a row is queued before its answer's last byte goes out,
 so before the client can send the next request), so a miss reads the store
@@ -42,7 +43,6 @@ from django.db import DatabaseError
 from pinch.recall import index_of
 from routing.models import RecallOriginal
 from routing.models.recall import RESTORE_AFTER
-from routing.recording import writer
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,18 @@ class Recall:
         return _ANSWERS[self.status].format(handle=self.handle)
 
 
+# How long after its queueing a row reaches the store; 0 where rows are written before
+# their answers (no writer runs: tests, commands, runserver).
+_behind = {"seconds": 0.0}
 # (conversation, handle) -> the original as the store will keep it ("": kept as gone),
 # of this process's rows queued for its writer; each dict operation is atomic.
 _queued: dict[tuple[str, str], str] = {}
+
+
+def rows_written_behind(seconds: float) -> None:
+    """Rows reach the store up to ``seconds`` after they are queued (a served worker's, and
+    its siblings'): a miss reads the store again until then."""
+    _behind["seconds"] = seconds
 
 
 def hold(conversation: str, originals: dict) -> None:
@@ -115,7 +124,7 @@ def lookup(conversation: str, handle: str, pending: dict, asked_at: float = 0.0)
     queued = _queued.get((conversation, handle))
     if queued is not None:
         return Recall(handle, KEPT, queued) if queued else Recall(handle, GONE)
-    deadline = asked_at + writer.WRITTEN_WITHIN_SECONDS
+    deadline = asked_at + _behind["seconds"]
     while True:
         try:
             row = (
@@ -127,7 +136,7 @@ def lookup(conversation: str, handle: str, pending: dict, asked_at: float = 0.0)
             log.warning("recall_unavailable reason=%s", type(error).__name__)
             return Recall(handle, UNAVAILABLE)
         left = deadline - time.monotonic()
-        if row is not None or left <= 0 or not writer.running():
+        if row is not None or left <= 0:
             break
         time.sleep(min(left, REREAD_SECONDS))
     if row is None:

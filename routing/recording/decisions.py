@@ -37,6 +37,7 @@ from routing.limits import ledger
 from routing.models import ApiKey, RouteDecision
 from routing.pricing import billed_prompt_cost_usd
 from routing.recall import keeping
+from routing.recall import store as recall_store
 from routing.recall.keeping import book_round_trips, note_recalled
 from routing.recall.keeping import decision_fields as recall_fields
 from routing.recording import health, journal, room, spool, stored, writer
@@ -205,6 +206,8 @@ def write_behind() -> None:
     """Start this process's writer: rows are written behind their answers from now on (a
     served worker: router_project/gunicorn.conf.py)."""
     writer.start(write_batch)
+    # A recall that misses reads the store again until rows queued elsewhere are in.
+    recall_store.rows_written_behind(writer.WRITTEN_WITHIN_SECONDS)
 
 
 def write_batch(decisions: list[OpenDecision]) -> None:

@@ -38,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,9 @@ def _run(write_batch: Callable[[list], None]) -> None:
             while not _queue and not _state["stopping"]:
                 _cond.wait()
             if not _queue:
-                return  # stopping, and everything is written
+                # Stopping, and everything is written: the thread's connection goes with it.
+                connections.close_all()
+                return
             while not _due():
                 _cond.wait(WAIT_SECONDS - (time.monotonic() - _queue[0][0]))
             taken = [_queue.popleft() for _ in range(min(len(_queue), BATCH_ROWS))]

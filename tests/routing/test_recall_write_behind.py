@@ -82,11 +82,18 @@ def test_a_result_whose_row_still_waits_for_the_writer_is_recalled_in_the_same_w
 CONVERSATION = "c" * 32
 
 
+@pytest.fixture
+def served_worker():
+    """This process as a served worker: rows are written behind answers, here or elsewhere."""
+    decisions.write_behind()
+    yield
+    writer.stop()
+    store.rows_written_behind(0.0)
+
+
 def test_a_miss_reads_the_store_again_until_a_row_queued_elsewhere_is_written(
-    monkeypatch,
-    held,  # noqa: F811
+    monkeypatch, served_worker
 ):
-    held.start()  # a served worker: rows may be queued behind answers, here or elsewhere
 
     def another_worker_writes(seconds):
         # Meanwhile, another worker's writer commits the row queued before the recall.
@@ -98,10 +105,8 @@ def test_a_miss_reads_the_store_again_until_a_row_queued_elsewhere_is_written(
 
 
 def test_a_miss_after_every_earlier_row_was_written_is_answered_at_once(
-    django_assert_num_queries,
-    held,  # noqa: F811
+    django_assert_num_queries, served_worker
 ):
-    held.start()
     long_ago = time.monotonic() - writer.WRITTEN_WITHIN_SECONDS
     with django_assert_num_queries(1):
         recall = store.lookup(CONVERSATION, "r3", {}, asked_at=long_ago)
