@@ -9,7 +9,11 @@ config on bench/fast_upstream.py, a temp SQLite file, one key) and runs wrk,
 baseline in turn (the order flipped every round, so that a noisy moment costs
 both alike): ``GET /v1/models`` (authenticated; the view reads the cached
 config and lists it) and the 2 KB chat completion of bench_proxy.py.
-Reported: the medians over the rounds of wrk's p50 and requests/s.
+Reported: the medians over the rounds of wrk's p50, requests/s, and the
+router's CPU time a request (its gunicorn processes' user and system time over
+the run, the decision writer's included, divided by the requests answered):
+on a machine shared with other work the p50 also counts the time a request
+waits for a core that work holds, the CPU a request does not.
 
 Run: ``.venv/bin/python bench/bench_front.py --baseline REV [--candidate REV] [--rounds 3]
 [--duration 5]``
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -34,6 +39,23 @@ from bench.bench_ab import side_by_side  # noqa: E402
 from bench.machine import describe_machine  # noqa: E402
 
 ENDPOINTS = ("GET /v1/models", "POST /v1/chat/completions (2 KB)")
+
+
+def cpu_seconds(group: int) -> float:
+    """User and system time of the processes in ``group`` (gunicorn's master and workers:
+    bench_proxy.start gives the master a session of its own)."""
+    total = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == group:
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def wrk(url: str, method: str, path: str, body: Path | None, key: str, clients: int, seconds):
@@ -52,9 +74,14 @@ def wrk(url: str, method: str, path: str, body: Path | None, key: str, clients: 
     script.unlink()
     p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if p50 is None or rps is None or "Non-2xx" in out:
+    answered = re.search(r"(\d+) requests in", out)
+    if p50 is None or rps is None or answered is None or "Non-2xx" in out:
         sys.exit(f"wrk on {url}{path}:\n{out}")
-    return float(p50.group(1)) * proxy.UNITS[p50.group(2)], float(rps.group(1))
+    return (
+        float(p50.group(1)) * proxy.UNITS[p50.group(2)],
+        float(rps.group(1)),
+        int(answered.group(1)),
+    )
 
 
 def main() -> None:
@@ -84,7 +111,9 @@ def main() -> None:
                 for clients in proxy.CONCURRENCY:
                     for served in order:
                         router = routers[served]
-                        figures = wrk(
+                        group = router.process.pid
+                        cpu_before = cpu_seconds(group)
+                        p50, rps, answered = wrk(
                             router.url,
                             method,
                             path,
@@ -93,12 +122,16 @@ def main() -> None:
                             clients,
                             args.duration,
                         )
-                        runs.setdefault((endpoint, clients, served), []).append(figures)
+                        cpu_us = (cpu_seconds(group) - cpu_before) / answered * 1e6
+                        runs.setdefault((endpoint, clients, served), []).append((p50, rps, cpu_us))
     rows = []
     for endpoint in ENDPOINTS:
         for clients in proxy.CONCURRENCY:
             new, then = (
-                [statistics.median(f[i] for f in runs[(endpoint, clients, served)]) for i in (0, 1)]
+                [
+                    statistics.median(f[i] for f in runs[(endpoint, clients, served)])
+                    for i in (0, 1, 2)
+                ]
                 for served in (name, args.baseline)
             )
             rows.append(
@@ -110,11 +143,15 @@ def main() -> None:
                     f"{new[1]:.0f}",
                     f"{then[1]:.0f}",
                     f"{new[1] / then[1]:.2f}x",
+                    f"{new[2]:.0f}",
+                    f"{then[2]:.0f}",
+                    f"{new[2] / then[2]:.2f}x",
                 ]
             )
     print(f"wrk -t1, {args.duration:g} s a run, medians of {args.rounds} rounds, alternating")
     header = ["endpoint", "clients", f"p50 ms {name}", f"p50 ms {args.baseline}"]
     header += [f"req/s {name}", f"req/s {args.baseline}", "req/s ratio"]
+    header += [f"CPU us/req {name}", f"CPU us/req {args.baseline}", "CPU ratio"]
     print(proxy.table(header, rows))
 
 
