@@ -13,7 +13,14 @@ import pytest
 from routing.recall import TOOL_NAME
 from tests.routing.test_durability import postgres_url
 from tests.support.config import base_config
-from tests.support.recall_scenario import AGENT_TOOLS, chat_conversation, model_like, recall_pinch
+from tests.support.recall_scenario import (
+    AGENT_TOOLS,
+    log_cleared,
+    model_like,
+    recall_pinch,
+    tool_answered,
+    vault_task,
+)
 from tests.support.recall_upstream import NOTE, VAULT_LINE
 from tests.support.served import gunicorn_router, prepare, router_env, two_routers
 
@@ -66,11 +73,7 @@ def _decision(instance, decision_id: str) -> dict:
 def test_a_result_one_instance_trimmed_is_recalled_through_the_other(instances, upstream):
     first, second = instances
     # On the first instance the user speaks: pinch trims the old log, the model asks for a tool.
-    messages = [
-        *chat_conversation(),
-        {"role": "assistant", "content": "I listed the directory."},
-        {"role": "user", "content": "Now find the vault code."},
-    ]
+    messages = vault_task()
     raw = _sdk(first).chat.completions.with_raw_response.create(
         model=MODEL, messages=messages, tools=AGENT_TOOLS
     )
@@ -83,11 +86,7 @@ def test_a_result_one_instance_trimmed_is_recalled_through_the_other(instances, 
     [handle] = NOTE.findall(log)
 
     # The agent runs the tool it was asked for and sends the result to the second instance.
-    [call] = asked.tool_calls
-    messages += [
-        asked.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": call.id, "content": "README.md: nothing about a vault"},
-    ]
+    messages = tool_answered(messages, asked)
     raw = _sdk(second).chat.completions.with_raw_response.create(
         model=MODEL, messages=messages, tools=AGENT_TOOLS
     )
@@ -108,7 +107,6 @@ def test_a_result_one_instance_trimmed_is_recalled_through_the_other(instances, 
     assert on_second["status"] == 200
 
 
-CLEARED = "[Old tool result content cleared]"  # what Claude Code leaves of an old result
 SCRIPTED = "recallscript-model"
 
 
@@ -116,11 +114,7 @@ def test_a_result_the_client_cleared_since_is_recalled_from_what_the_other_insta
     instances, upstream
 ):
     first, second = instances
-    messages = [
-        *chat_conversation(),
-        {"role": "assistant", "content": "I listed the directory."},
-        {"role": "user", "content": "Now find the vault code."},
-    ]
+    messages = vault_task()
     # The scripted model: after two results it asks for the agent's tool; after three it
     # recalls the handle the first instance's payload named (it kept it in mind).
     upstream.script = [{"call": "read_log", "arguments": {"path": "README.md"}}] * 3
@@ -134,12 +128,7 @@ def test_a_result_the_client_cleared_since_is_recalled_from_what_the_other_insta
     # The client clears the old result it holds (its own context management): the second
     # instance's request, sent at once, no longer carries the original; only the store has
     # it, or will once the first instance's writer has written its row.
-    messages[2] = {**messages[2], "content": CLEARED}
-    [call] = asked.tool_calls
-    messages += [
-        asked.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": call.id, "content": "README.md: nothing about a vault"},
-    ]
+    messages = tool_answered(log_cleared(messages), asked)
     upstream.received.clear()
     raw = _sdk(second).chat.completions.with_raw_response.create(
         model=SCRIPTED, messages=messages, tools=AGENT_TOOLS

@@ -13,14 +13,20 @@ from routing.recall import TOOL_NAME, store
 from routing.recording import decisions, writer
 from tests.routing.test_durability_write_behind import held  # noqa: F401 (a fixture)
 from tests.support.recall import record
-from tests.support.recall_scenario import AGENT_TOOLS, chat_conversation, model_like, recall_pinch
+from tests.support.recall_scenario import (
+    AGENT_TOOLS,
+    log_cleared,
+    model_like,
+    recall_pinch,
+    tool_answered,
+    vault_task,
+)
 from tests.support.recall_upstream import NOTE, VAULT_LINE
 from tests.support.router import openai_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SCRIPTED = "recallscript-model"
-CLEARED = "[Old tool result content cleared]"
 
 
 @pytest.fixture
@@ -40,11 +46,7 @@ def test_a_result_whose_row_still_waits_for_the_writer_is_recalled_in_the_same_w
 ):
     held.start()  # the writer takes the rows and holds them, unwritten
     sdk = openai_client(live_server, api_key)
-    messages = [
-        *chat_conversation(),
-        {"role": "assistant", "content": "I listed the directory."},
-        {"role": "user", "content": "Now find the vault code."},
-    ]
+    messages = vault_task()
     # After two results the scripted model asks for the agent's tool; after three it
     # recalls the handle the first request's payload named.
     upstream.script = [{"call": "read_log", "arguments": {"path": "README.md"}}] * 3
@@ -55,12 +57,7 @@ def test_a_result_whose_row_still_waits_for_the_writer_is_recalled_in_the_same_w
 
     # The client clears the result: the next request carries no original, and its first
     # request's row has not been written.
-    messages[2] = {**messages[2], "content": CLEARED}
-    [call] = asked.tool_calls
-    messages += [
-        asked.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": call.id, "content": "README.md: nothing about a vault"},
-    ]
+    messages = tool_answered(log_cleared(messages), asked)
     upstream.received.clear()
     answer = sdk.chat.completions.create(model=SCRIPTED, messages=messages, tools=AGENT_TOOLS)
 

@@ -55,6 +55,35 @@ def chat_conversation() -> list:
     ]
 
 
+# What Claude Code leaves of an old tool result it cleared from its own history.
+CLEARED = "[Old tool result content cleared]"
+
+
+def vault_task() -> list:
+    """The chat conversation, then the user's next task: the trimmed log's vault line."""
+    return [
+        *chat_conversation(),
+        {"role": "assistant", "content": "I listed the directory."},
+        {"role": "user", "content": "Now find the vault code."},
+    ]
+
+
+def tool_answered(messages: list, asked) -> list:
+    """The agent's next request: ``messages``, the model's tool call (``asked``, an SDK
+    message) and the tool's result."""
+    [call] = asked.tool_calls
+    return [
+        *messages,
+        asked.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "README.md: nothing about a vault"},
+    ]
+
+
+def log_cleared(messages: list) -> list:
+    """``messages`` with the old log cleared by the client, as Claude Code clears it."""
+    return [*messages[:2], {**messages[2], "content": CLEARED}, *messages[3:]]
+
+
 MESSAGES_TOOLS = [
     {
         "name": t["function"]["name"],
