@@ -109,6 +109,31 @@ def pytest_collection_modifyitems(config, items):
     items[:] = kept
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, with the sessions still open on it ended before it is
+    dropped.
+
+    The live server answers each kept-alive client socket on a thread of its own, and
+    on PostgreSQL a thread keeps its database connection between requests
+    (``CONN_MAX_AGE``) until its client closes the socket. An SDK client a test
+    left open keeps that thread and its session alive to the end of the run, and
+    the database's DROP then failed ("is being accessed by other users", one to
+    sixteen sessions, as many as a test had client threads), leaving
+    test_router_gwN on the server.
+    """
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+
 @pytest.fixture(autouse=True)
 def fresh_router_state(settings, tmp_path_factory):
     """Each test starts with its own data directory (spool, change counter) and empty caches.
@@ -121,6 +146,7 @@ def fresh_router_state(settings, tmp_path_factory):
     from routing.limits.admission import forget_limit_state
     from routing.local_vision import forget_descriptions
     from routing.prefix_probe import forget_conversations
+    from routing.recall.store import rows_written_behind
     from routing.recording.ids import forget_reserved_ids
 
     settings.DATA_DIR = tmp_path_factory.mktemp("data")
@@ -135,6 +161,7 @@ def fresh_router_state(settings, tmp_path_factory):
         forget_conversations()
         forget_descriptions()
         forget_limit_state()
+        rows_written_behind(0.0)  # a test that ran this process's writer set it
 
     forget()
     yield
