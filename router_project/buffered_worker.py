@@ -10,7 +10,11 @@ connection without blocking into a buffer of its own until the request is
 whole (its head, then its body by ``Content-Length`` or to the end of its
 chunks), and only then gives it to a thread, with the bytes already read:
 a thread never waits on a client's request, only on the upstream and on a
-client reading its answer.
+client reading its answer. The request is handed over as its head, its body
+and what followed it, each read by the thread as it is (``HandedUnreader``):
+gunicorn's parser scans the head alone, and the body reaches Django without
+being copied again through gunicorn's read buffers (about 0.1 ms of a 368 KB
+request's thread, measured on a corpus body).
 
 Bounded, so that buffering is not the new way to hold a worker:
 
@@ -43,6 +47,7 @@ is stuck stops notifying and is killed as before.
 
 from __future__ import annotations
 
+import collections
 import errno
 import re
 import selectors
@@ -50,6 +55,7 @@ import socket
 import time
 from functools import partial
 
+from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from router_project.worker_threads import Finished, Threads
@@ -81,6 +87,41 @@ def _received(conn, size: int) -> bytes | None:
         return None
     except OSError:
         return b""
+
+
+class HandedUnreader(SocketUnreader):
+    """gunicorn's reader of a connection, holding the pieces the poller read before the socket.
+
+    The stream is what gunicorn's buffer holds, then the pieces, then the
+    socket, as if the pieces had been read from it. A read of exactly the next
+    piece (the head by the parser, a whole body by Django) is that piece
+    itself: unread() of a whole request and the reads back through one
+    buffer copied a 368 KB body about ten times.
+    """
+
+    def __init__(self, sock):
+        super().__init__(sock)
+        self.pieces = collections.deque()
+
+    def hand(self, pieces):
+        self.pieces.extend(pieces)
+
+    def chunk(self, size_hint=None):
+        if self.pieces:
+            return self.pieces.popleft()
+        return super().chunk(size_hint)
+
+    def read(self, size=None, read_ahead=None):
+        pieces = self.pieces
+        # seek returns the buffer's length: nothing buffered comes before the piece.
+        if pieces and size == len(pieces[0]) and not self.buf.seek(0, 2):
+            return pieces.popleft()
+        return super().read(size, read_ahead)
+
+    def take_buffered(self):
+        held = super().take_buffered() + b"".join(self.pieces)
+        self.pieces.clear()
+        return held
 
 
 class Incoming:
@@ -178,10 +219,12 @@ class BufferedThreadWorker(ThreadWorker):
 
     def handle(self, conn):
         if conn in self.ours and conn.handoff is not None:
-            data, conn.handoff = conn.handoff, None
+            pieces, conn.handoff = conn.handoff, None
             conn.data_ready = True  # the thread has no data to wait for
             conn.init()
-            conn.parser.unreader.unread(data)
+            if not isinstance(conn.parser.unreader, HandedUnreader):
+                conn.parser.unreader = HandedUnreader(conn.sock)
+            conn.parser.unreader.hand(pieces)
         return super().handle(conn)
 
     # Reading a request whole, without blocking.
@@ -320,11 +363,10 @@ class BufferedThreadWorker(ThreadWorker):
         self.poller.unregister(conn.sock)
         del self.incoming[conn]
         self.buffered -= len(incoming.data)
-        conn.handoff = bytes(incoming.data[:end])
-        rest = bytes(incoming.data[end:])
-        if rest:
-            # Pipelined: kept for after this request, in the parser's buffer.
-            conn.handoff += rest
+        # The head, the body and what was pipelined behind them, each copied once.
+        bounds = ((0, incoming.head_end), (incoming.head_end, end), (end, len(incoming.data)))
+        with memoryview(incoming.data) as data:
+            conn.handoff = [bytes(data[start:stop]) for start, stop in bounds if stop > start]
         self.enqueue_req(conn)
 
     # Refusals and deadlines.
