@@ -35,9 +35,10 @@ pipelining work: bytes read past the end of one request start the next.
 TLS and HTTP/2 are left to gthread as it is (the router serves plain HTTP/1.1
 behind a proxy that terminates TLS).
 
-Two costs of gthread per request are cut (docs/deployment.md, "The front"):
-its thread pool's future, condition and callbacks (router_project/worker_threads.py), and
-its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
+Three costs of gthread per request are cut (docs/deployment.md, "The front"):
+its thread pool's future, condition and callbacks (router_project/worker_threads.py),
+the second send of an answer, its head sent apart from its body (``OneSendResponse``),
+and its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
 time of a file set, a system call) on each of its turns, two or three a
 request; here at most once every ``HEARTBEAT_SECONDS``. The loop turns at
 least once a second when idle (its poll's timeout), so the arbiter's view is
@@ -55,6 +56,8 @@ import socket
 import time
 from functools import partial
 
+from gunicorn import util
+from gunicorn.http import wsgi
 from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
@@ -124,6 +127,52 @@ class HandedUnreader(SocketUnreader):
         return held
 
 
+class _HeadKept:
+    """The socket as gunicorn's ``send_headers`` sees it for ``OneSendResponse``: the head is
+    kept, not sent."""
+
+    def sendall(self, data):
+        self.head = data
+
+
+class OneSendResponse(wsgi.Response):
+    """gunicorn's HTTP/1.1 answer, its head sent in the same send as the first bytes of its body.
+
+    gunicorn sends the head, then the body: for every JSON answer two sends,
+    two segments the client reads in turn. The same bytes leave here in one
+    send. An answer with no body bytes to send with it (HEAD, 204, an empty
+    body) or a chunked one is sent as gunicorn sends it.
+    """
+
+    head = None  # made, waiting for the body's first bytes
+
+    def write(self, arg):
+        if (
+            self.headers_sent
+            or self.chunked
+            or self._omits_body
+            or type(arg) is not bytes
+            or not arg
+        ):
+            return super().write(arg)
+        sock, self.sock = self.sock, _HeadKept()
+        try:
+            self.send_headers()
+            self.head = self.sock.head
+        finally:
+            self.sock = sock
+        try:
+            super().write(arg)
+        finally:
+            head, self.head = self.head, None
+            if head is not None:  # no body bytes went with it: over the declared length
+                util.write(self.sock, head)
+
+    def _emit_body(self, data):
+        head, self.head = self.head, None
+        super()._emit_body(data if head is None else head + data)
+
+
 class Incoming:
     """What the worker has read of a connection's next request."""
 
@@ -162,6 +211,11 @@ class BufferedThreadWorker(ThreadWorker):
                 settings.ROUTER_WORKER_BUFFER_BYTES,
             )
         return self.limits
+
+    def init_process(self):
+        # gthread makes its answers through wsgi.create, which has no setting for their class.
+        wsgi.Response = OneSendResponse
+        super().init_process()
 
     def notify(self):
         now = time.monotonic()
