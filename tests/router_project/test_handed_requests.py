@@ -1,5 +1,5 @@
-"""A request the poller hands a thread in pieces (router_project.buffered_worker.HandedUnreader)
-reads, through gunicorn's parser, exactly as the same bytes read from the socket at once."""
+"""A request the poller hands a thread in pieces (router_project.buffered_worker: handed_pieces,
+HandedUnreader) reads, through gunicorn's parser, exactly as the same bytes read at once."""
 
 from gunicorn.config import Config
 from gunicorn.http.parser import RequestParser
@@ -7,7 +7,7 @@ from gunicorn.http.unreader import SocketUnreader
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router_project.buffered_worker import HandedUnreader
+from router_project.buffered_worker import HandedUnreader, handed_pieces
 
 
 class _Finished:
@@ -40,11 +40,15 @@ def _as_read_at_once(stream: bytes, read_sizes):
     return _read(unreader, read_sizes)
 
 
-def _as_handed(stream: bytes, cuts, read_sizes):
+def _as_handed(pieces, read_sizes):
     unreader = HandedUnreader(_Finished())
-    bounds = [0, *sorted(cut % (len(stream) + 1) for cut in cuts), len(stream)]
-    unreader.hand([stream[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a])
+    unreader.hand(pieces)
     return _read(unreader, read_sizes)
+
+
+def _cut(stream: bytes, cuts) -> list:
+    bounds = [0, *sorted(cut % (len(stream) + 1) for cut in cuts), len(stream)]
+    return [stream[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
 def _chunked(body: bytes, size: int) -> bytes:
@@ -62,7 +66,9 @@ def requests(draw):
         framing, sent = b"Content-Length: %d\r\n" % len(body), body
     head = b"POST /v1/chat/completions HTTP/1.1\r\n" + headers + framing + b"\r\n"
     pipelined = draw(st.sampled_from([b"", b"GET /v1/models HTTP/1.1\r\nHost: router\r\n\r\n"]))
-    return head + sent + pipelined
+    stream = head + sent + pipelined
+    chunked = b"chunked" in framing
+    return stream, handed_pieces(bytearray(stream), len(head), len(head + sent), chunked)
 
 
 read_sizes = st.lists(st.integers(0, 4000), max_size=4)
@@ -70,20 +76,24 @@ cuts = st.lists(st.integers(0, 10_000), max_size=5)
 
 
 @settings(max_examples=300, deadline=None)
-@given(requests(), cuts, read_sizes)
-def test_a_request_handed_in_pieces_reads_as_the_same_bytes_read_at_once(stream, cuts, sizes):
-    assert _as_handed(stream, cuts, sizes) == _as_read_at_once(stream, sizes)
+@given(requests(), read_sizes)
+def test_a_request_handed_as_the_poller_cuts_it_reads_as_the_same_bytes_read_at_once(
+    request, sizes
+):
+    stream, pieces = request
+    assert _as_handed(pieces, sizes) == _as_read_at_once(stream, sizes)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400), cuts, read_sizes)
 def test_any_bytes_handed_in_pieces_are_parsed_or_refused_as_when_read_at_once(stream, cuts, sizes):
-    assert _as_handed(stream, cuts, sizes) == _as_read_at_once(stream, sizes)
+    assert _as_handed(_cut(stream, cuts), sizes) == _as_read_at_once(stream, sizes)
 
 
 def test_a_large_body_handed_as_head_and_body_reads_as_when_read_at_once():
     body = b'{"model":"auto","messages":[' + b'{"role":"user","content":"x"},' * 20000 + b"{}]}"
     head = b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body)
-    handed = _as_handed(head + body, [len(head)], [len(body)])
+    pieces = handed_pieces(bytearray(head + body), len(head), len(head + body), False)
+    handed = _as_handed(pieces, [len(body)])
     assert handed == _as_read_at_once(head + body, [len(body)])
     assert handed[3][0] == body
