@@ -11,11 +11,11 @@ whole (its head, then its body by ``Content-Length`` or to the end of its
 chunks), and only then gives it to a thread, with the bytes already read:
 a thread never waits on a client's request, only on the upstream and on a
 client reading its answer. The request is handed over as its head, its body
-and what followed it (``handed_pieces``), each read by the thread as it is
-(``HandedUnreader``): gunicorn's parser scans the head alone, and the body is
-copied once on its way to Django instead of about ten times through
-gunicorn's read buffer (0.24 ms down to 0.08 ms for the 368 KB bench body,
-measured in process).
+and what followed it, each read by the thread as it is
+(router_project/connection_io.py): gunicorn's parser scans the head alone,
+and the body is copied once on its way to Django instead of about ten times
+through gunicorn's read buffer (0.24 ms down to 0.08 ms for the 368 KB bench
+body, measured in process).
 
 Bounded, so that buffering is not the new way to hold a worker:
 
@@ -38,7 +38,7 @@ behind a proxy that terminates TLS).
 
 Three costs of gthread per request are cut (docs/deployment.md, "The front"):
 its thread pool's future, condition and callbacks (router_project/worker_threads.py),
-the second send of an answer, its head sent apart from its body (``OneSendResponse``),
+the send of each answer's head apart from its body (router_project/connection_io.py),
 and its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
 time of a file set, a system call) on each of its turns, two or three a
 request; here at most once every ``HEARTBEAT_SECONDS``. The loop turns at
@@ -49,7 +49,6 @@ is stuck stops notifying and is killed as before.
 
 from __future__ import annotations
 
-import collections
 import errno
 import re
 import selectors
@@ -57,11 +56,10 @@ import socket
 import time
 from functools import partial
 
-from gunicorn import util
 from gunicorn.http import wsgi
-from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from router_project.connection_io import HandedUnreader, OneSendResponse, handed_pieces
 from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
 
@@ -91,100 +89,6 @@ def _received(conn, size: int) -> bytes | None:
         return None
     except OSError:
         return b""
-
-
-class HandedUnreader(SocketUnreader):
-    """gunicorn's reader of a connection, holding the pieces the poller read before the socket.
-
-    The stream is what gunicorn's buffer holds, then the pieces, then the
-    socket, as if the pieces had been read from it. A read of exactly the next
-    piece (a whole body, by gunicorn's body reader) is that piece itself, not
-    a copy through the buffer.
-    """
-
-    def __init__(self, sock):
-        super().__init__(sock)
-        self.pieces = collections.deque()
-
-    def hand(self, pieces):
-        self.pieces.extend(pieces)
-
-    def chunk(self, size_hint=None):
-        if self.pieces:
-            return self.pieces.popleft()
-        return super().chunk(size_hint)
-
-    def read(self, size=None, read_ahead=None):
-        pieces = self.pieces
-        # seek returns the buffer's length: nothing buffered comes before the piece.
-        if pieces and size == len(pieces[0]) and not self.buf.seek(0, 2):
-            return pieces.popleft()
-        return super().read(size, read_ahead)
-
-    def take_buffered(self):
-        held = super().take_buffered() + b"".join(self.pieces)
-        self.pieces.clear()
-        return held
-
-
-def handed_pieces(data: bytearray, head_end: int, end: int, chunked: bool) -> list:
-    """A request read whole, as the pieces its thread reads (``HandedUnreader``): its head,
-    its body, and what was pipelined behind it.
-
-    A body of declared length is a view of the poller's buffer, not a copy:
-    gunicorn's body reader copies it once, into the bytes Django reads. A
-    chunked one is bytes, as gunicorn's chunk parser adds to what it reads.
-    """
-    with memoryview(data) as view:
-        body = view[head_end:end]
-        pieces = [bytes(view[:head_end]), bytes(body) if chunked else body, bytes(view[end:])]
-    return [piece for piece in pieces if piece]
-
-
-class _HeadKept:
-    """The socket as gunicorn's ``send_headers`` sees it for ``OneSendResponse``: the head is
-    kept, not sent."""
-
-    def sendall(self, data):
-        self.head = data
-
-
-class OneSendResponse(wsgi.Response):
-    """gunicorn's HTTP/1.1 answer, its head sent in the same send as the first bytes of its body.
-
-    gunicorn sends the head, then the body: for every JSON answer two sends,
-    two segments the client reads in turn. The same bytes leave here in one
-    send. An answer with no body bytes to send with it (HEAD, 204, an empty
-    body) or a chunked one is sent as gunicorn sends it.
-    """
-
-    head = None  # made, waiting for the body's first bytes
-
-    def write(self, arg):
-        if (
-            self.headers_sent
-            or self.chunked
-            or self._omits_body
-            or type(arg) is not bytes
-            or not arg
-        ):
-            return super().write(arg)
-        sock, self.sock = self.sock, _HeadKept()
-        try:
-            self.send_headers()
-            self.head = self.sock.head
-        finally:
-            self.sock = sock
-        try:
-            super().write(arg)
-        finally:
-            head, self.head = self.head, None
-            if head is not None:  # no body bytes went with it: over the declared length
-                util.write(self.sock, head)
-
-    def _emit_body(self, data):
-        head, self.head = self.head, None
-        super()._emit_body(data if head is None else head + data)
 
 
 class Incoming:

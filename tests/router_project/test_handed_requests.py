@@ -1,4 +1,4 @@
-"""A request the poller hands a thread in pieces (router_project.buffered_worker: handed_pieces,
+"""A request the poller hands a thread in pieces (router_project.connection_io: handed_pieces,
 HandedUnreader) reads, through gunicorn's parser, exactly as the same bytes read at once."""
 
 from gunicorn.config import Config
@@ -7,7 +7,7 @@ from gunicorn.http.unreader import SocketUnreader
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router_project.buffered_worker import HandedUnreader, handed_pieces
+from router_project.connection_io import HandedUnreader, handed_pieces
 
 
 class _Finished:

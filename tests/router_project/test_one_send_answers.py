@@ -1,4 +1,4 @@
-"""An answer of the buffered worker (router_project.buffered_worker.OneSendResponse) puts the
+"""An answer of the buffered worker (router_project.connection_io.OneSendResponse) puts the
 same bytes on the wire as gunicorn's own Response, its head in the send of its body."""
 
 import pytest
@@ -10,7 +10,7 @@ from gunicorn.http.wsgi import Response
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router_project.buffered_worker import OneSendResponse
+from router_project.connection_io import OneSendResponse
 
 
 class _Wire:
