@@ -20,9 +20,9 @@ class HandedUnreader(SocketUnreader):
     """gunicorn's reader of a connection, holding the pieces the poller read before the socket.
 
     The stream is what gunicorn's buffer holds, then the pieces, then the
-    socket, as if the pieces had been read from it. A read of exactly the next
-    piece (a whole body, by gunicorn's body reader) is that piece itself, not
-    a copy through the buffer.
+    socket, as if the pieces had been read from it. A read of the next piece
+    (the head, by the parser; a whole body, by gunicorn's body reader) is that
+    piece itself, not a copy through the buffer.
     """
 
     def __init__(self, sock):
@@ -40,7 +40,7 @@ class HandedUnreader(SocketUnreader):
     def read(self, size=None, read_ahead=None):
         pieces = self.pieces
         # seek returns the buffer's length: nothing buffered comes before the piece.
-        if pieces and size == len(pieces[0]) and not self.buf.seek(0, 2):
+        if pieces and (size is None or size == len(pieces[0])) and not self.buf.seek(0, 2):
             return pieces.popleft()
         return super().read(size, read_ahead)
 
