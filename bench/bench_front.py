@@ -8,7 +8,8 @@ config on bench/fast_upstream.py, a temp SQLite file, one key) and runs wrk,
 ``--rounds`` times, on each endpoint and concurrency, this checkout and the
 baseline in turn (the order flipped every round, so that a noisy moment costs
 both alike): ``GET /v1/models`` (authenticated; the view reads the cached
-config and lists it) and the 2 KB chat completion of bench_proxy.py.
+config and lists it) and the 2 KB and 368 KB chat completions of
+bench_proxy.py (``--endpoints`` picks some).
 Reported: the medians over the rounds of wrk's p50, requests/s, and the
 router's CPU time a request (its gunicorn processes' user and system time over
 the run, the decision writer's included, divided by the requests answered):
@@ -16,7 +17,7 @@ on a machine shared with other work the p50 also counts the time a request
 waits for a core that work holds, the CPU a request does not.
 
 Run: ``.venv/bin/python bench/bench_front.py --baseline REV [--candidate REV] [--rounds 3]
-[--duration 5]``
+[--duration 5] [--endpoints models,2,368] [--clients 1,16]``
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ from bench import bench_proxy as proxy  # noqa: E402
 from bench.bench_ab import side_by_side  # noqa: E402
 from bench.machine import describe_machine  # noqa: E402
 
-ENDPOINTS = ("GET /v1/models", "POST /v1/chat/completions (2 KB)")
+ENDPOINTS = {
+    "models": "GET /v1/models",
+    "2": "POST /v1/chat/completions (2 KB)",
+    "368": "POST /v1/chat/completions (368 KB)",
+}
 
 
 def cpu_seconds(group: int) -> float:
@@ -90,25 +95,35 @@ def main() -> None:
     parser.add_argument("--candidate", help="a git revision to serve instead of this checkout")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    parser.add_argument(
+        "--endpoints", default="models,2,368", help=f"some of {','.join(ENDPOINTS)}"
+    )
+    parser.add_argument(
+        "--clients", default=",".join(map(str, proxy.CONCURRENCY)), help="wrk's connections"
+    )
     args = parser.parse_args()
+    endpoints = [ENDPOINTS[name] for name in args.endpoints.split(",")]
+    concurrency = [int(clients) for clients in args.clients.split(",")]
     print(describe_machine())
-    body = proxy.corpus_bodies()[0]
+    bodies = {f"POST /v1/chat/completions ({b.label})": b for b in proxy.corpus_bodies()}
     name = args.candidate or "this checkout"
     with (
         tempfile.TemporaryDirectory(prefix="bench-front-") as tmp,
         side_by_side(args.baseline, args.candidate) as routers,
     ):
-        body_file = Path(tmp) / "body.json"
-        body_file.write_bytes(body.data)
-        for served, router in routers.items():
-            for _ in range(proxy.WARMUP_REQUESTS):
-                proxy.check_target(proxy.Target(served, router.port, router.key), body)
+        body_files = {}
+        for endpoint, body in bodies.items():
+            body_files[endpoint] = Path(tmp) / f"{body.label.replace(' ', '')}.json"
+            body_files[endpoint].write_bytes(body.data)
+            for served, router in routers.items():
+                for _ in range(proxy.WARMUP_REQUESTS):
+                    proxy.check_target(proxy.Target(served, router.port, router.key), body)
         runs: dict[tuple, list] = {}
         for round_ in range(args.rounds):
             order = list(routers) if round_ % 2 else list(reversed(routers))
-            for endpoint in ENDPOINTS:
+            for endpoint in endpoints:
                 method, path = endpoint.split()[:2]
-                for clients in proxy.CONCURRENCY:
+                for clients in concurrency:
                     for served in order:
                         router = routers[served]
                         group = router.process.pid
@@ -117,7 +132,7 @@ def main() -> None:
                             router.url,
                             method,
                             path,
-                            body_file if method == "POST" else None,
+                            body_files.get(endpoint),
                             router.key,
                             clients,
                             args.duration,
@@ -125,8 +140,8 @@ def main() -> None:
                         cpu_us = (cpu_seconds(group) - cpu_before) / answered * 1e6
                         runs.setdefault((endpoint, clients, served), []).append((p50, rps, cpu_us))
     rows = []
-    for endpoint in ENDPOINTS:
-        for clients in proxy.CONCURRENCY:
+    for endpoint in endpoints:
+        for clients in concurrency:
             new, then = (
                 [
                     statistics.median(f[i] for f in runs[(endpoint, clients, served)])
