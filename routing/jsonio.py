@@ -67,6 +67,10 @@ def _read_alike(value) -> bool:
         for node in level:
             for item in node.values() if type(node) is dict else node:
                 kind = type(item)
+                if kind is str:
+                    # Most of a body's values: let by first (0.065 -> 0.055 ms on the
+                    # 368 KB chat body of corpus session 026).
+                    continue
                 if kind is dict or kind is list:
                     deeper.append(item)
                 elif kind is float and not -_WIDE < item < _WIDE:

@@ -44,10 +44,15 @@ class ChatRequest:
     # The client's own name for the conversation (the Responses API's
     # prompt_cache_key), when it gives one: the prefix probe's key then.
     conversation: str | None = None
+    # False when the parse found no message whose content is a list of parts (and so no
+    # image): has_images then walks none of them. None: not known.
+    has_parts: bool | None = None
 
     # Cached: planning, the model's choice and the capability check all ask (one walk).
     @cached_property
     def has_images(self) -> bool:
+        if self.has_parts is False:
+            return False
         for message in self.messages:
             content = message.get("content")
             if isinstance(content, list):
@@ -76,8 +81,9 @@ class ChatRequest:
         return needed
 
 
-def from_translation(chat: dict) -> ChatRequest:
-    """A chat body the router wrote from a Messages or Responses body, as the request.
+def from_translation(chat: dict, **fields) -> ChatRequest:
+    """A chat body the router wrote from a Messages or Responses body, as the request, with
+    ``fields`` (the client's ``source``, its ``conversation``).
 
     That body was checked by its own protocol's schema, and the translator
     writes every field read here (model, messages, stream, max_tokens, tools),
@@ -92,4 +98,5 @@ def from_translation(chat: dict) -> ChatRequest:
         include_usage=isinstance(options, dict) and options.get("include_usage") is True,
         max_tokens=chat.get("max_tokens") or 0,
         tools=chat.get("tools") or None,
+        **fields,
     )

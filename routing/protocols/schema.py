@@ -4,17 +4,19 @@ Each protocol checks its body once, against its own schema
 (routing.protocols.{chat,messages,responses}.request); what they have in
 common is here, apart from all three, so that a Messages or Responses body
 is checked and becomes the planned request without passing through the chat
-package: the strict-but-open base (``Open``, ``STRICT``), unions told apart by
-``type`` (``by_type``), the bounds on a body's size (``MAX_MESSAGES``,
-``MAX_PARTS``), how a schema error reads (``schema_error``), and a
-translated chat body as the planned request (``translated_request``).
+package: the strict-but-open base (``Open``, ``STRICT``), any JSON object
+(``Object``), unions told apart by ``type`` (``by_type``), the bounds on a
+body's size (``MAX_MESSAGES``, ``MAX_PARTS``), how a schema error reads
+(``schema_error``), and a translated chat body as the planned request
+(``translated_request``).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from routing.errors import RouterError
 from routing.protocols.base import param_path
@@ -42,6 +44,12 @@ class Open(BaseModel):
 STRICT = ConfigDict(extra="ignore", strict=True)
 
 
+@with_config(STRICT)
+class Object(TypedDict):
+    """Any JSON object, checked as one: pydantic copies a ``dict`` key by key, a TypedDict with
+    no fields not at all (the same error for anything else: "must be an object")."""
+
+
 def by_type(read: dict, other, what: str):
     """A union of objects told apart by their ``type``, open to types still to come.
 
@@ -67,8 +75,9 @@ def by_type(read: dict, other, what: str):
     ]
 
 
-def translated_request(chat: dict) -> ChatRequest:
-    """A translated body (Messages, Responses) as the request; RouterError(400) past the bounds.
+def translated_request(chat: dict, **fields) -> ChatRequest:
+    """A translated body (Messages, Responses) as the request, ``fields`` (its ``source``,
+    ``conversation``) set; RouterError(400) past the bounds.
 
     Its own schema checked the client's body; a translation can only grow the
     message count (a turn's tool results become messages of their own).
@@ -81,7 +90,7 @@ def translated_request(chat: dict) -> ChatRequest:
             "invalid_request",
             "messages",
         )
-    return from_translation(chat)
+    return from_translation(chat, **fields)
 
 
 def schema_error(error: ValidationError, body) -> tuple[str, str | None]:
@@ -96,10 +105,11 @@ def schema_error(error: ValidationError, body) -> tuple[str, str | None]:
     return describe(error, body, param_path), param or None
 
 
-def check_part_count(messages) -> None:
-    """RouterError(400) past MAX_PARTS content parts, before the schema builds a model of each."""
+def check_part_count(messages) -> int:
+    """The content parts of all messages together, counted before the schema checks each;
+    RouterError(400) past MAX_PARTS."""
     if not isinstance(messages, list):
-        return
+        return 0
     parts = 0
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
@@ -112,3 +122,4 @@ def check_part_count(messages) -> None:
             "too_many_parts",
             "messages",
         )
+    return parts

@@ -48,14 +48,14 @@ ENCODES = 2
 # Walks of the client's message list (each a pass over all of it) by planning's
 # readers: the conversation's key, the identity of each message (pinch.carry: the
 # measure, the ledger's hashes and the probe's fingerprints read only the messages
-# the conversation's previous request did not send, and walk none), the images
-# check (once: cached on the request), the probe's fingerprints, the session's user turn,
-# the cache forecast; and pinch's: the budget prune's one pass, or the payback
-# plan's (the recall handles; the roles, tokens, hashes and calls it reads are the
-# facts'). The turn count, background work, the task's start and the quality
-# signals read the facts' roles and user turns (routing.task_text.task_start), and
-# walk none.
-WALKS = {"budget prune": 7, "payback and recall": 7}
+# the conversation's previous request did not send, and walk none), the probe's
+# fingerprints, the session's user turn, the cache forecast; and pinch's: the budget
+# prune's one pass, or the payback plan's (the recall handles; the roles, tokens, hashes
+# and calls it reads are the facts'). The turn count, background work, the task's start
+# and the quality signals read the facts' roles and user turns
+# (routing.task_text.task_start), and walk none; nor does the images check when no
+# message's content is a list of parts (the parse counted them: ChatRequest.has_parts).
+WALKS = {"budget prune": 6, "payback and recall": 6}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, its conversation's and its task's quality units (read
 # locked, then written: routing/summaries/units.py), the three summary upserts, the
@@ -109,9 +109,9 @@ def counting(monkeypatch):
     monkeypatch.setattr(jsonio, "dumps", counted(jsonio.dumps, "encodes"))
     to_request = inbound.to_request
 
-    def counted_messages(body, checked):
+    def counted_messages(body, checked, parts):
         body["messages"] = Counted(body["messages"])
-        return to_request(body, checked)
+        return to_request(body, checked, parts)
 
     monkeypatch.setattr("routing.protocols.chat.request.to_request", counted_messages)
     return counts

@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from pinch import prune_context
+from pinch import prune_context, value_tokens
 from routing.protocols.base import TranslationError
 from routing.protocols.messages.native import native_request
 from routing.protocols.messages.reply import MessageEvents, to_message
 from routing.protocols.messages.request import messages_to_chat
+from routing.protocols.messages.shapes import blocks_of
 
 MARK = {"type": "ephemeral"}
 EVENT = TypeAdapter(sdk.RawMessageStreamEvent)
@@ -400,6 +401,58 @@ def test_any_body_translates_or_is_refused_by_name(body):
         return
     json.dumps(chat)
     native_request(source, chat["messages"], chat["messages"], "m")
+
+
+# Blocks of every kind a turn holds, valid: those the chat messages carry and those they
+# leave out (thinking, documents, server-tool blocks).
+words = st.text(max_size=12)
+valid_blocks = {
+    "text": st.fixed_dictionaries({"type": st.just("text"), "text": words}),
+    "image": st.fixed_dictionaries(
+        {"type": st.just("image"), "source": st.just({"type": "url", "url": "https://x/y.png"})}
+    ),
+    "tool_use": st.fixed_dictionaries(
+        {"type": st.just("tool_use"), "id": words, "name": words, "input": st.just({"a": 1})}
+    ),
+    "tool_result": st.fixed_dictionaries(
+        {"type": st.just("tool_result"), "tool_use_id": words, "content": words}
+    ),
+    "thinking": st.fixed_dictionaries(
+        {"type": st.just("thinking"), "thinking": words, "signature": words}
+    ),
+    "document": st.fixed_dictionaries({"type": st.just("document"), "title": words}),
+    "server_tool_use": st.fixed_dictionaries(
+        {"type": st.just("server_tool_use"), "id": words, "input": st.just({"q": "x"})}
+    ),
+}
+turns = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant"]),
+            "content": st.one_of(words, st.lists(st.one_of(*valid_blocks.values()), max_size=4)),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"role": st.just("system"), "content": st.lists(valid_blocks["text"], max_size=2)}
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(turns, min_size=1, max_size=5))
+def test_the_prompt_left_out_of_the_chat_messages_is_every_block_of_a_type_they_do_not_carry(
+    turns,
+):
+    _, source = messages_to_chat(body_with(turns))
+    carried = {"text", "image", "tool_use", "tool_result"}
+    left_out = [
+        block
+        for turn in turns
+        for block in blocks_of(turn["content"])
+        if block["type"] not in carried
+    ]
+
+    assert source.left_out_tokens == sum(value_tokens(block) for block in left_out)
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,8 +8,9 @@ the schema does not name pass through untouched.
 from routing.protocols.canonical import ChatRequest
 
 
-def to_request(body: dict, checked) -> ChatRequest:
-    """``checked``: the body's ChatBody (routing.protocols.chat.request)."""
+def to_request(body: dict, checked, parts: int | None = None) -> ChatRequest:
+    """``checked``: the body's ChatBody (routing.protocols.chat.request); ``parts``: the
+    content parts its messages hold (routing.protocols.schema.check_part_count), if counted."""
     return ChatRequest(
         body=body,
         model=checked.model,
@@ -18,4 +19,5 @@ def to_request(body: dict, checked) -> ChatRequest:
         include_usage=bool(checked.stream_options and checked.stream_options.include_usage),
         max_tokens=checked.max_completion_tokens or checked.max_tokens or 0,
         tools=body.get("tools") or None,
+        has_parts=None if parts is None else parts > 0,
     )

@@ -142,13 +142,13 @@ def parse_chat_request(body) -> ChatRequest:
     """Check a parsed JSON body against the schema; raise RouterError(400) naming the problems."""
     if not isinstance(body, dict):
         raise RouterError(400, "The body must be a JSON object", "invalid_request")
-    check_part_count(body.get("messages"))
+    parts = check_part_count(body.get("messages"))
     try:
         checked = ChatBody.model_validate(body)
     except ValidationError as error:
         message, param = schema_error(error, body)
         raise RouterError(400, message, _code(error), param) from None
-    return to_request(body, checked)
+    return to_request(body, checked, parts)
 
 
 def parse_chat_body(raw: bytes) -> ChatRequest:

@@ -84,36 +84,54 @@ def from_messages_request(
         block_of.append(("system", 0 if isinstance(system, str) else len(system) - 1))
 
     tool_names: dict = {}
+    # Blocks the chat messages leave out (thinking, documents), gathered on the one walk.
+    left_out: list = []
     for t, turn in enumerate(body["messages"]):
         blocks = blocks_of(turn["content"])
         if turn["role"] == "system":
             # In place, as a chat system message: chat servers take them anywhere.
             chat_messages.append({"role": "system", "content": _joined_text(blocks)})
             block_of.append(("messages", t, len(blocks) - 1) if blocks else None)
+            left_out += [b for b in blocks if b.get("type") not in _MAPPED_BLOCKS]
             continue
         if turn["role"] == "assistant":
-            message = _assistant_message(blocks, tool_names, t, untranslatable)
+            message = _assistant_message(blocks, tool_names, t, untranslatable, left_out)
             chat_messages.append(message)
             block_of.append(("messages", t, len(blocks) - 1) if blocks else None)
             continue
-        # Tool results first: a chat upstream wants them right after the calls they answer.
-        images_of_results = []
+        # Tool results first, as messages of their own: a chat upstream wants them right
+        # after the calls they answer; the turn's other blocks, then its results' images,
+        # make one user message after them.
+        parts, last, images_of_results = [], None, []
         for j, block in enumerate(blocks):
-            if block["type"] != "tool_result":
+            kind = block["type"]
+            if kind == "tool_result":
+                text, images = _result_content(block.get("content"))
+                if images:
+                    images_of_results += images
+                results[len(chat_messages)] = (t, j)
+                chat_messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": block["tool_use_id"],
+                        "name": tool_names.get(block["tool_use_id"], "tool"),
+                        "content": text,
+                    }
+                )
+                block_of.append(("messages", t, j))
                 continue
-            text, images = _result_content(block.get("content"))
-            images_of_results += images
-            results[len(chat_messages)] = (t, j)
-            chat_messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": block["tool_use_id"],
-                    "name": tool_names.get(block["tool_use_id"], "tool"),
-                    "content": text,
-                }
-            )
-            block_of.append(("messages", t, j))
-        parts, last = _user_parts(blocks, t, untranslatable)
+            last = j
+            if kind == "text":
+                if block.get("text"):
+                    parts.append({"type": "text", "text": block["text"]})
+                continue
+            part = _image_part(block) if kind == "image" else None
+            if part is None:
+                if kind not in _MAPPED_BLOCKS:
+                    left_out.append(block)
+                untranslatable.append(f"messages[{t}].content[{j}]: {kind!r}")
+                continue
+            parts.append(part)
         parts += images_of_results
         if parts:
             chat_messages.append({"role": "user", "content": _compact(parts)})
@@ -141,18 +159,12 @@ def from_messages_request(
     for i, tool in enumerate(body.get("tools") or ()):
         if not _is_custom_tool(tool):
             untranslatable.append(f"tools[{i}]: server tool {tool.get('type')!r}")
-    left_out = sum(
-        value_tokens(block)
-        for turn in body["messages"]
-        for block in blocks_of(turn["content"])
-        if block.get("type") not in _MAPPED_BLOCKS
-    )
     source = MessagesSource(
         body=body,
         results=results,
         block_of=block_of,
         untranslatable=tuple(untranslatable),
-        left_out_tokens=left_out,
+        left_out_tokens=sum(map(value_tokens, left_out)),
         needs_native=bool(untranslatable),
         client_headers=client_headers or {},
     )
@@ -163,27 +175,33 @@ def _joined_text(blocks: list) -> str:
     return "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
 
 
-def _assistant_message(blocks: list, tool_names: dict, t: int, untranslatable: list) -> dict:
+def _assistant_message(
+    blocks: list, tool_names: dict, t: int, untranslatable: list, left_out: list
+) -> dict:
     texts, calls = [], []
     for j, block in enumerate(blocks):
         kind = block["type"]
         if kind == "text":
             texts.append(block.get("text") or "")
         elif kind == "tool_use":
-            tool_names[block.get("id")] = block.get("name")
+            call_id, name = block.get("id"), block.get("name")
+            tool_names[call_id] = name
             calls.append(
                 {
-                    "id": block.get("id"),
+                    "id": call_id,
                     "type": "function",
                     "function": {
-                        "name": block.get("name"),
+                        "name": name,
                         # As json.dumps(input, ensure_ascii=False) writes it.
                         "arguments": jsonio.dumps_text(block.get("input") or {}),
                     },
                 }
             )
-        elif kind not in THINKING_BLOCKS:
-            untranslatable.append(f"messages[{t}].content[{j}]: {kind!r}")
+        else:
+            if kind not in _MAPPED_BLOCKS:
+                left_out.append(block)
+            if kind not in THINKING_BLOCKS:
+                untranslatable.append(f"messages[{t}].content[{j}]: {kind!r}")
     message: dict = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
         message["tool_calls"] = calls
@@ -218,26 +236,6 @@ def _result_content(content) -> tuple[str, list]:
             if part is not None:
                 images.append(part)
     return "\n".join(texts), images
-
-
-def _user_parts(blocks: list, t: int, untranslatable: list) -> tuple[list, int | None]:
-    """Chat parts of a user turn's blocks other than tool results, and the last one's index."""
-    parts, last = [], None
-    for j, block in enumerate(blocks):
-        kind = block["type"]
-        if kind == "tool_result":
-            continue
-        last = j
-        if kind == "text":
-            if block.get("text"):
-                parts.append({"type": "text", "text": block["text"]})
-            continue
-        part = _image_part(block) if kind == "image" else None
-        if part is None:
-            untranslatable.append(f"messages[{t}].content[{j}]: {kind!r}")
-            continue
-        parts.append(part)
-    return parts, last
 
 
 def _compact(parts: list):

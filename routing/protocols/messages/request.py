@@ -23,7 +23,6 @@ Anthropic headers the client sent.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated, Literal, NotRequired
 
 from pydantic import (
@@ -42,6 +41,7 @@ from routing.protocols.messages.inbound import from_messages_request
 from routing.protocols.schema import (
     MAX_MESSAGES,
     STRICT,
+    Object,
     Open,
     by_type,
     check_part_count,
@@ -67,14 +67,14 @@ class TextBlock(TypedDict):
 
 @with_config(STRICT)
 class ImageBlock(TypedDict):
-    source: dict
+    source: Object
 
 
 @with_config(STRICT)
 class ToolUseBlock(TypedDict):
     id: str
     name: str
-    input: dict
+    input: Object
 
 
 @with_config(STRICT)
@@ -189,7 +189,7 @@ def parse_messages_request(
         chat, source = messages_to_chat(body, count_only, client_headers)
     except TranslationError as error:
         raise RouterError(400, error.message, "invalid_request", error.param) from None
-    return replace(translated_request(chat), source=source)
+    return translated_request(chat, source=source)
 
 
 def parse_messages_body(raw: bytes, count_only: bool = False, meta=None) -> ChatRequest:

@@ -18,8 +18,6 @@ when the client sends one, is the conversation's key for the prefix probe.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pydantic import Field, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
@@ -120,10 +118,8 @@ def parse_responses_request(body, api_key_id, optional_tools=frozenset()) -> Cha
     except TranslationError as error:
         raise _invalid(error) from None
     key = body.get("prompt_cache_key")
-    return replace(
-        translated_request(chat),
-        source=source,
-        conversation=key if isinstance(key, str) and key else None,
+    return translated_request(
+        chat, source=source, conversation=key if isinstance(key, str) and key else None
     )
 
 

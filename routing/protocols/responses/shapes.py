@@ -8,11 +8,16 @@ ids; the parse (``inbound``) and the native body read a request's items the
 same way. They read them here, so the native path imports no translator.
 """
 
-import uuid
+import os
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
+    """``f"{prefix}_{uuid.uuid4().hex}"``: a random (version 4) UUID's hex, in a quarter of the
+    time (1 us, not 4: uuid.UUID's constructor checks what 16 random bytes need not)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # the version, 4
+    raw[8] = raw[8] & 0x3F | 0x80  # the variant, RFC 4122
+    return f"{prefix}_{raw.hex()}"
 
 
 def _count(value) -> int:
