@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from itertools import compress, count
 
 from pinch import extract_text
 from routing.config import RouterConfig
@@ -68,6 +69,7 @@ _ANY_PROMPT = re.compile(
 # Every prompt holds one of these words: a head with none of them (nearly every one) is
 # not searched at all (routing.task_text.may_hold).
 _CUES = ("compaction", "summary of", "summarise", "summarize", "memento", "title")
+_SYSTEM_ROLES = ("system", "developer")
 # Only the head of a message is read: the prompts state their job first, and
 # a compaction request's conversation can be megabytes long.
 _HEAD_CHARS = 2000
@@ -90,11 +92,9 @@ def background_kind(
         return SMALL_MODEL
     if roles is None:
         roles = roles_of(messages)
-    heads = [
-        extract_text(messages[i])[:_HEAD_CHARS]
-        for i, role in enumerate(roles)
-        if role in ("system", "developer")
-    ]
+    # The system prompts found in C: a loop over every message's role took 6 us in 200.
+    prompts = compress(count(), map(_SYSTEM_ROLES.__contains__, roles))
+    heads = [extract_text(messages[i])[:_HEAD_CHARS] for i in prompts]
     last_user = last_index(roles, "user")
     if last_user is not None:
         heads.append(typed_text(messages[last_user])[:_HEAD_CHARS])
