@@ -271,6 +271,8 @@ class SentFacts:
         else:
             changed = list(compress(count(), map(is_not, messages, own)))
             self.changed = changed + list(range(len(own), len(messages)))
+        # The request's messages, every one of them: the request's figures serve.
+        self._whole = not self.changed and len(messages) == len(own)
         self._previous = previous
         # Per changed message, the place of the equal one among the previous rewrites, or None.
         self._from: list[int | None] = [None] * len(self.changed)
@@ -292,7 +294,9 @@ class SentFacts:
     def figure(self, name: str, read) -> list:
         """As ``MessageFacts.figure``: the request's figure, but for the changed messages."""
         found = self._figures.get(name)
-        if found is None:
+        if found is None and self._whole:
+            found = self._figures[name] = self._facts.figure(name, read)
+        elif found is None:
             messages = self.messages
             found = self._facts.figure(name, read)[: len(messages)]
             found += [None] * (len(messages) - len(found))

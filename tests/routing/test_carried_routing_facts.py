@@ -55,7 +55,7 @@ def readings(messages, facts=None):
     compressed = range(0, len(messages), 3)
     return {
         "background": [
-            background_kind(model, messages, tools, tokens, CONFIG, roles)
+            background_kind(model, messages, tools, tokens, CONFIG, facts)
             for model in ("auto", "claude-haiku-4-5")
             for tools, tokens in ((TOOLS, 50_000), (None, 10))
         ],
