@@ -146,7 +146,7 @@ class MessageFacts:
 
     @property
     def tokens(self) -> list[int]:
-        return self.figure("tokens", lambda i, m: estimate_tokens(extract_text(m)))
+        return self.figure("tokens", _tokens)
 
     @property
     def sizes(self) -> list[int]:
@@ -284,6 +284,10 @@ class SentFacts:
         self._figures: dict[str, list] = {}
 
     @property
+    def tokens(self) -> list[int]:
+        return self.figure("tokens", _tokens)
+
+    @property
     def sizes(self) -> list[int]:
         return self.figure("sizes", _size)
 
@@ -319,6 +323,10 @@ class SentFacts:
             ],
             {name: [found[i] for i in changed] for name, found in self._figures.items()},
         )
+
+
+def _tokens(i: int, message: Any) -> int:
+    return estimate_tokens(extract_text(message))
 
 
 def _size(i: int, message: Any) -> int:

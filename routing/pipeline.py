@@ -126,7 +126,7 @@ def plan_request(
             store,
             key,
             lambda: shifted(
-                classify(request.messages, request.tools, config),
+                classify(request.messages, request.tools, config, facts),
                 arm.routing.tier_shift,
                 config.routing.tiers,
             ),
@@ -211,6 +211,9 @@ def plan_request(
         prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
         fingerprints = figures.packed
     signals = _signals(request.messages, pinch, facts)
+    payload_tokens = None
+    if facts is not None and prefix is not None:  # what the cache forecast reads
+        payload_tokens = facts.sent(send_messages).tokens
     if keeper is not None:
         keeper.keep_facts(key, facts)
 
@@ -240,6 +243,7 @@ def plan_request(
         baseline=baseline_model(config, path, candidates[0], measured, request),
         arm=arm,
         signals=signals,
+        payload_tokens=payload_tokens,
     )
 
 

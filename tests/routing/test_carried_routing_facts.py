@@ -1,7 +1,8 @@
-"""Routing's readings of a conversation (background work, the task's start, the turn count,
-the quality signals) and its figures of the payload (the prefix probe's fingerprints and
-row, the measured prompt) are the same whether each message is read afresh or carried over
-from the conversation's previous request (pinch.carry.MessageFacts and SentFacts).
+"""Routing's readings of a conversation (background work, the task's start and text, what
+the user typed, the tier, the turn count, the quality signals) and its figures of the
+payload (the prefix probe's fingerprints and row, the measured prompt, the cache
+forecast's tokens) are the same whether each message is read afresh or carried over from
+the conversation's previous request (pinch.carry.MessageFacts and SentFacts).
 
 Every request of every real session of the corpus, and of generated agent sessions whose
 earlier messages are edited between requests (a user turn that becomes harness text only, a
@@ -19,15 +20,16 @@ from hypothesis import strategies as st
 
 from pinch.carry import MessageFacts
 from pinch.prefix import message_fingerprints
-from pinch.tokens import extract_text, message_tokens
+from pinch.tokens import estimate_tokens, extract_text, message_tokens
 from routing.background import background_kind
+from routing.classifier import heuristic_tier
 from routing.config import validate_config
 from routing.prefix_probe import PrefixProbe
 from routing.quality import request_signals
 from routing.replay.corpus import corpus_dir
 from routing.selection import measure_prompt_tokens, remeasured
 from routing.session_routing import assistant_turns
-from routing.task_text import task_start
+from routing.task_text import task_start, task_text, typed_chars
 from tests.pinch.test_core_properties import agent_sessions
 from tests.support.ci import missing
 from tests.support.config import base_config
@@ -60,6 +62,9 @@ def readings(messages, facts=None):
             for tools, tokens in ((TOOLS, 50_000), (None, 10))
         ],
         "task start": task_start(messages, facts),
+        "task text": task_text(messages, facts),
+        "typed chars": typed_chars(messages, facts),
+        "tier": heuristic_tier(messages, TOOLS, CONFIG, facts),
         "assistant turns": roles.count("assistant") if roles else assistant_turns(messages),
         "signals": request_signals(messages, compressed, facts=facts),
     }
@@ -139,6 +144,7 @@ def assert_payloads_measured_alike_carried(sessions_requests, kinds):
         fresh = payload_of(wire_copy(request), n, kinds)
         assert facts.sent(payload).fingerprints == message_fingerprints(fresh)
         assert facts.sent(payload).sizes == [message_tokens(m) for m in fresh]
+        assert facts.sent(payload).tokens == [estimate_tokens(extract_text(m)) for m in fresh]
         measured = measure_prompt_tokens(sent, TOOLS, facts.sizes)
         assert remeasured(measured, sent, payload, facts.sizes, facts.sent(payload)) == (
             measure_prompt_tokens(fresh, TOOLS)

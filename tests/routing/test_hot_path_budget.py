@@ -50,12 +50,13 @@ ENCODES = 2
 # in C over it and the previous request's list, two walks; the measure, the ledger's
 # hashes and the probe's fingerprints of the payload read only the messages the
 # conversation's previous request and payload did not send, and walk none), the images
-# check (once: cached on the request), the session's user turn, the cache forecast; and pinch's:
+# check (once: cached on the request), the session's user turn; and pinch's:
 # the budget prune's one pass, or the payback plan's (the recall handles; the roles,
 # tokens, hashes and calls it reads are the facts'). The turn count, background work,
 # the task's start and the quality signals read the facts' roles and user turns
-# (routing.task_text.task_start), and walk none.
-WALKS = {"budget prune": 7, "payback and recall": 7}
+# (routing.task_text.task_start), and the cache forecast the payload's carried tokens,
+# and walk none.
+WALKS = {"budget prune": 6, "payback and recall": 6}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, its conversation's and its task's quality units (read
 # locked, then written: routing/summaries/units.py), the three summary upserts, the
