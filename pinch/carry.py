@@ -216,7 +216,7 @@ class MessageFacts:
         self.plain  # noqa: B018 - read, so that the next request can compare with ==
         tokens = sum(self.sizes)
         sent = None
-        if self._sent is not None:
+        if self._sent is not None and self._sent.changed:
             self._sent.sizes  # noqa: B018 - read first: carried with the rewrites, their weight
             sent = self._sent.carried()
             tokens += sum(sent.figures["sizes"])
