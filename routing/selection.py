@@ -68,10 +68,8 @@ def remeasured(measured: int, before, after, sizes=None, sent=None) -> int | Non
     if sent is not None:
         changed, now = sent.changed, sent.sizes
     else:
-        changed, now = (
-            [i for i, (old, new) in enumerate(zip(before, after)) if old is not new],
-            None,
-        )
+        changed = [i for i, (old, new) in enumerate(zip(before, after)) if old is not new]
+        now = None
     for i in changed:
         old, new = before[i], after[i]
         was = _measure(old) if sizes is None else _with_overhead(old, sizes[i])
