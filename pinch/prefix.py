@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
+from itertools import compress, count
+from operator import ne
 from typing import Any
 
 import orjson
 
-from pinch.digests import hex_digest
+from pinch.digests import DIGEST_BYTES, hex_digest
 
 # On a decision row, 3 bytes a message as 4 base64 characters: a comparison
 # stops at the first difference, so a shortened hash errs only when that one
@@ -30,7 +32,7 @@ _PACKED_BYTES = 3
 _PACKED_CHARS = 4
 
 
-def message_fingerprints(messages: Sequence[Any], memo: Any = None, facts: Any = None) -> list[str]:
+def message_fingerprints(messages: Sequence[Any], memo: Any = None) -> list[str]:
     """Return one hex digest per message: equal messages hash alike, different ones not.
 
     The digest covers the message's canonical JSON (sorted keys, no spaces,
@@ -38,17 +40,10 @@ def message_fingerprints(messages: Sequence[Any], memo: Any = None, facts: Any =
     content is hashed as raw text beside the other fields' JSON. ``memo``:
     the caller's, carrying long texts' hashes from request to request
     (``pinch.digests.hex_digest``); the fingerprints are the same without it.
-    ``facts``: the request's ``pinch.carry.MessageFacts``, whose fingerprints
-    serve each message that is the very object they were read of (a payload
-    is the request's messages but for the few pinch rewrote).
+    A request's ``pinch.carry.MessageFacts`` carry them from request to request
+    (``fingerprints``, and its payload's: ``sent``).
     """
-    if facts is None:
-        return [_fingerprint(message, memo) for message in messages]
-    read, known = facts.messages, facts.fingerprints
-    return [
-        known[i] if i < len(read) and message is read[i] else _fingerprint(message, memo)
-        for i, message in enumerate(messages)
-    ]
+    return [fingerprint(message, memo) for message in messages]
 
 
 def fingerprint_parts(message: Any) -> tuple[bytes, str]:
@@ -72,7 +67,17 @@ def fingerprint_parts(message: Any) -> tuple[bytes, str]:
 
 def packed(fingerprints: Sequence[str]) -> str:
     """The fingerprints shortened to ``_PACKED_BYTES`` each, end to end, in URL-safe base64."""
-    raw = bytes.fromhex("".join(f[: 2 * _PACKED_BYTES] for f in fingerprints))
+    whole = "".join(fingerprints)
+    if len(fingerprints) >= 8 and len(whole) == len(fingerprints) * 2 * DIGEST_BYTES:
+        # message_fingerprints' (DIGEST_BYTES each), each one's first bytes taken in C: a
+        # stride of slices (a slice of each fingerprint took three times as long for 200;
+        # for a few, the slices are quicker).
+        digests = bytes.fromhex(whole)
+        raw = bytearray(len(fingerprints) * _PACKED_BYTES)
+        for n in range(_PACKED_BYTES):
+            raw[n::_PACKED_BYTES] = digests[n::DIGEST_BYTES]
+    else:
+        raw = bytes.fromhex("".join(f[: 2 * _PACKED_BYTES] for f in fingerprints))
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
@@ -91,15 +96,13 @@ def unpacked(text: str | None) -> list[bytes] | None:
 
 def common_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:
     """Return how many leading items of ``previous`` and ``current`` are equal."""
-    length = 0
-    for before, now in zip(previous, current):
-        if before != now:
-            break
-        length += 1
-    return length
+    # The first index where they differ, found in C (a Python loop took 7 us for 200).
+    differ = compress(count(), map(ne, previous, current))
+    return next(differ, min(len(previous), len(current)))
 
 
-def _fingerprint(message: Any, memo: Any) -> str:
+def fingerprint(message: Any, memo: Any = None) -> str:
+    """One message's fingerprint (``message_fingerprints``)."""
     # Lone surrogates survive json.loads ("\ud800") but not strict UTF-8: hex_digest keeps them.
     head, text = fingerprint_parts(message)
     return hex_digest(head, text, memo=memo)

@@ -35,7 +35,13 @@ MISS_FRACTION = 0.5
 
 
 def predicted_split(
-    messages, prefix, tools_tokens: int, cache: CacheModel, cold: bool | None, writes: bool
+    messages,
+    prefix,
+    tools_tokens: int,
+    cache: CacheModel,
+    cold: bool | None,
+    writes: bool,
+    sizes: list[int] | None = None,
 ) -> tuple[int, int, int] | None:
     """(cache-read, cache-written, uncached) estimated tokens of the payload ``messages``.
 
@@ -44,12 +50,14 @@ def predicted_split(
     Warm when the conversation had a previous payload and the gap was within
     the cache's lifetime (``cold`` False or unknown): the matching leading
     messages and the tool definitions are read. ``writes``: the model bills
-    cache writes (a cache block); otherwise the rest is plain input.
+    cache writes (a cache block); otherwise the rest is plain input. ``sizes``: each
+    message's ``estimate_tokens(extract_text(m))``, when the caller has them (pinch.carry).
     """
     if prefix is None:
         return None
     match, previous, _ = prefix
-    sizes = [estimate_tokens(extract_text(m)) for m in messages]
+    if sizes is None:
+        sizes = [estimate_tokens(extract_text(m)) for m in messages]
     total = tools_tokens + sum(sizes)
     if total < cache.min_cacheable_tokens:
         return 0, 0, total
@@ -87,6 +95,7 @@ def forecast_fields(plan) -> dict:
         plan.config.cache_prices(model),
         pinch.cold if pinch is not None else None,
         writes=model.cache is not None,
+        sizes=plan.payload_tokens,
     )
     read, written, uncached = split if split is not None else (None, None, None)
     return {

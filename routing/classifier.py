@@ -85,17 +85,18 @@ def _tier_at(tiers, level: int) -> str:
     return tiers[round(level * (len(tiers) - 1) / 2)]
 
 
-def heuristic_tier(messages, tools, config: RouterConfig) -> str:
+def heuristic_tier(messages, tools, config: RouterConfig, facts=None) -> str:
     """The tier of the task the user typed; ``tools`` are the harness's and do not count.
 
     Easy unless: the task is long or holds code (medium); it names hard work
     (medium, hard when it is also long, holds code or names two kinds of it);
     it is very long, or the user has typed a lot over the conversation (by
-    the context thresholds, in estimated tokens).
+    the context thresholds, in estimated tokens). ``facts``: the MessageFacts of
+    ``messages`` (pinch.carry), whose typed texts are carried (routing.task_text).
     """
     rules = config.classifier.heuristic
-    turn = task_text(messages)
-    typed = typed_chars(messages) // CHARS_PER_TOKEN
+    turn = task_text(messages, facts)
+    typed = typed_chars(messages, facts) // CHARS_PER_TOKEN
     level = 0
     if typed >= rules.medium_context_tokens or len(turn) >= rules.medium_turn_chars:
         level = 1
@@ -153,7 +154,8 @@ def _llm_tier(messages, config: RouterConfig) -> str | None:
     return None
 
 
-def classify(messages, tools, config: RouterConfig) -> Classification:
+def classify(messages, tools, config: RouterConfig, facts=None) -> Classification:
+    """The task's tier; ``facts``: as ``heuristic_tier``'s."""
     if config.classifier.backend == "llm":
         try:
             tier = _llm_tier(messages, config)
@@ -164,5 +166,5 @@ def classify(messages, tools, config: RouterConfig) -> Classification:
             tier = None
         if tier is not None:
             return Classification(tier, "llm")
-        return Classification(heuristic_tier(messages, tools, config), "llm_fallback")
-    return Classification(heuristic_tier(messages, tools, config), "heuristic")
+        return Classification(heuristic_tier(messages, tools, config, facts), "llm_fallback")
+    return Classification(heuristic_tier(messages, tools, config, facts), "heuristic")

@@ -46,8 +46,12 @@ class Arm:
     def routing(self) -> ExperimentRoutingConfig:
         """What the arm changes in the auto model's choice (nothing for control and holdout)."""
         if self.experiment is None:
-            return ExperimentRoutingConfig()
+            return _NO_ROUTING_CHANGE
         return self.experiment.routing
+
+
+_CONTROL = Arm()
+_NO_ROUTING_CHANGE = ExperimentRoutingConfig()
 
 
 def arm_point(conversation: str) -> float:
@@ -58,17 +62,17 @@ def arm_point(conversation: str) -> float:
 
 def assign_arm(config: RouterConfig, conversation: str | None) -> Arm:
     """The arm of ``conversation`` under ``config`` (control when there is no key)."""
-    if not conversation:
-        return Arm()
-    point = arm_point(conversation)
     edge = config.pinch.holdout_share if config.pinch.enabled else 0.0
+    if not conversation or (edge <= 0 and not config.experiments):
+        return _CONTROL  # no arm but control: no point on the line to hash
+    point = arm_point(conversation)
     if point < edge:
         return Arm(HOLDOUT)
     for experiment in config.experiments:
         edge += experiment.share
         if point < edge:
             return Arm(experiment.name, experiment)
-    return Arm()
+    return _CONTROL
 
 
 def arm_config(config: RouterConfig, arm: Arm) -> RouterConfig:

@@ -126,7 +126,7 @@ def plan_request(
             store,
             key,
             lambda: shifted(
-                classify(request.messages, request.tools, config),
+                classify(request.messages, request.tools, config, facts),
                 arm.routing.tier_shift,
                 config.routing.tiers,
             ),
@@ -168,8 +168,10 @@ def plan_request(
     if send_messages is not sent_as:
         # Only what pinch or local vision changed is measured again.
         same_tools = request.tools is sent_tools
-        sizes = facts.sizes if facts is not None else None
-        measured = remeasured(unpruned, sent_as, send_messages, sizes) if same_tools else None
+        sizes, sent = (
+            (facts.sizes, facts.sent(send_messages)) if facts is not None else (None, None)
+        )
+        measured = remeasured(unpruned, sent_as, send_messages, sizes, sent) if same_tools else None
         if measured is None:
             measured = measure_prompt_tokens(send_messages, tools)
     if request.source is not None:
@@ -208,6 +210,10 @@ def plan_request(
         figures = store.figures(key, send_messages, turn_lengths(request.messages), recorded, facts)
         prefix, prefix_fallback = tuple(figures[:3]), figures.fallback
         fingerprints = figures.packed
+    signals = _signals(request.messages, pinch, facts)
+    payload_tokens = None
+    if facts is not None and prefix is not None:  # what the cache forecast reads
+        payload_tokens = facts.sent(send_messages).tokens
     if keeper is not None:
         keeper.keep_facts(key, facts)
 
@@ -236,7 +242,8 @@ def plan_request(
         route_state=route_state,
         baseline=baseline_model(config, path, candidates[0], measured, request),
         arm=arm,
-        signals=_signals(request.messages, pinch, facts),
+        signals=signals,
+        payload_tokens=payload_tokens,
     )
 
 
@@ -254,11 +261,11 @@ def _upstream_body(request: ChatRequest, send_messages: list) -> dict:
 def _signals(messages, pinch: PinchOutcome | None, facts) -> RequestSignals | None:
     """The quality signals, or None (logged): a measurement never fails a request."""
     compressed = [*pinch.compressed, *pinch.capped] if pinch is not None else ()
-    # The facts' roles are those of the messages they were read of (local vision may have
-    # made new ones since).
-    roles = facts.roles if facts is not None and facts.messages is messages else None
+    # The facts are those of the messages they were read of (local vision may have made
+    # new ones since).
+    facts = facts if facts is not None and facts.messages is messages else None
     try:
-        return request_signals(messages, compressed, roles)
+        return request_signals(messages, compressed, facts=facts)
     except Exception as error:  # noqa: BLE001 - measurement only
         log.warning("quality_signals_failed reason=%s", type(error).__name__)
         return None

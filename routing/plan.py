@@ -63,6 +63,9 @@ class Plan:
     arm: Arm = field(default_factory=Arm)
     # What the request says the agent did (routing.quality); None if it could not be read.
     signals: RequestSignals | None = None
+    # Each sent message's text tokens (pinch's estimate), carried through the conversation
+    # (pinch.carry) for the cache forecast (routing.cache_forecast); None: read there.
+    payload_tokens: list[int] | None = None
     # Derived once, below.
     model: ModelConfig = field(init=False)
     costs: dict = field(init=False)  # model id -> estimated prompt cost, each candidate's

@@ -93,15 +93,22 @@ def conversation_key(api_key_id, requested_model: str, messages, named: str | No
     if named is not None:
         seed = json.dumps([api_key_id, "named", named])
         return hashlib.blake2b(seed.encode(), digest_size=16).hexdigest()
-    first = {}
-    for message in messages:
-        role = message.get("role")
-        if role in ("system", "user") and role not in first:
-            first[role] = extract_text(message)
-        if len(first) == 2:
-            break
-    seed = json.dumps([api_key_id, requested_model, first.get("system"), first.get("user")])
+    # The roles listed, then each opening one found in C: a conversation with no system
+    # message (an agent's over the chat API often has none) was walked to its end, in a
+    # loop three times as slow.
+    roles = [message.get("role") for message in messages]
+    system, user = _first(roles, "system"), _first(roles, "user")
+    system = extract_text(messages[system]) if system is not None else None
+    user = extract_text(messages[user]) if user is not None else None
+    seed = json.dumps([api_key_id, requested_model, system, user])
     return hashlib.blake2b(seed.encode(), digest_size=16).hexdigest()
+
+
+def _first(values: list, wanted) -> int | None:
+    try:
+        return values.index(wanted)
+    except ValueError:
+        return None
 
 
 def _size(value) -> int:
@@ -364,9 +371,12 @@ class PrefixProbe:
         another worker may have served the turns since, and ``recorded(key)``
         (the conversation row's ``payload_fingerprints``; None in a replay)
         is compared instead, when there is one. ``facts``: the request's
-        (``carried_facts``), whose fingerprints serve the messages pinch left as they were.
+        (``carried_facts``), which carry the payload's fingerprints (``MessageFacts.sent``).
         """
-        current = message_fingerprints(payload_messages, digests, facts)
+        if facts is not None:
+            current = facts.sent(payload_messages).fingerprints
+        else:
+            current = message_fingerprints(payload_messages, digests)
         fallback = False
         if self.redis is None:
             previous = self.memory.swap(key, current)

@@ -169,38 +169,30 @@ def newest_agent_message(messages: Sequence[Any]) -> int | None:
 
 
 def request_signals(
-    messages: Sequence[Any], compressed: Iterable[int] = (), roles: list | None = None
+    messages: Sequence[Any], compressed: Iterable[int] = (), roles: list | None = None, facts=None
 ) -> RequestSignals:
     """The signals of one request; ``compressed``: indexes the agent saw compressed.
 
     ``roles``: each message's role (None for no object), when the caller has them
     (pinch.carry.MessageFacts.roles, carried through the conversation): only the
-    agent's messages and the tool results are then read.
+    agent's messages and the tool results are then read. ``facts``: the
+    MessageFacts of ``messages``, when the caller has them: the calls and results
+    before the newest message are then read on from where the conversation's
+    previous request left them (``_answered``), not from the start.
     """
-    if roles is None:
+    if facts is not None:
+        roles = facts.roles
+    elif roles is None:
         roles = roles_of(messages)
     task = roles.count("user")
     newest = last_index(roles, "assistant")
     if newest is None:
         return RequestSignals(task=task)
     compressed = set(compressed)
-    # Each earlier call's signature -> the index of its latest result.
-    answered: dict[tuple[str, str], int] = {}
-    pending: dict[Any, tuple[str, str]] = {}
-    seen_compressed = seen_whole = 0
-    for i in range(newest):
-        role = roles[i]
-        if role == "assistant":
-            for call_id, name, arguments in _calls(messages[i]):
-                pending[call_id] = call_signature(name, arguments)
-        elif role == "tool":
-            signature = pending.get(messages[i].get("tool_call_id"))
-            if signature is not None:
-                answered[signature] = i
-            if i in compressed:
-                seen_compressed += 1
-            else:
-                seen_whole += 1
+    answered = _answered(messages, roles, newest, facts)
+    # The results before the newest message, and of them those the agent saw compressed.
+    seen = roles[:newest].count("tool")
+    seen_compressed = sum(1 for i in compressed if 0 <= i < newest and roles[i] == "tool")
     calls = _calls(messages[newest])
     repeats_compressed = repeats_whole = 0
     for _, name, arguments in calls:
@@ -217,11 +209,38 @@ def request_signals(
         repeats_compressed=repeats_compressed,
         repeats_whole=repeats_whole,
         seen_compressed=seen_compressed,
-        seen_whole=seen_whole,
+        seen_whole=seen - seen_compressed,
         results=len(answers),
         errors=sum(1 for m in answers if is_error_result(m)),
         task=task,
     )
+
+
+# The name routing.quality's walk keeps its state under (pinch.carry.MessageFacts.walked).
+_WALK = "quality_signals"
+
+
+def _answered(messages, roles: list, stop: int, facts) -> dict[tuple[str, str], int]:
+    """Each call's signature -> the index of its latest result, over the messages before
+    ``stop``: read on from where the conversation's previous request left it (``facts``)
+    when the request repeats the messages it read."""
+    carried = facts.walked(_WALK) if facts is not None else None
+    if carried is not None and carried[0] <= stop:
+        start, pending, answered = carried[0], dict(carried[1][0]), dict(carried[1][1])
+    else:
+        start, pending, answered = 0, {}, {}
+    for i in range(start, stop):
+        role = roles[i]
+        if role == "assistant":
+            for call_id, name, arguments in _calls(messages[i]):
+                pending[call_id] = call_signature(name, arguments)
+        elif role == "tool":
+            signature = pending.get(messages[i].get("tool_call_id"))
+            if signature is not None:
+                answered[signature] = i
+    if facts is not None:
+        facts.keep_walk(_WALK, stop, (pending, answered))
+    return answered
 
 
 def stopped_mid_loop(messages: Sequence[Any]) -> bool:

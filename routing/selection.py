@@ -7,6 +7,8 @@ the fallback chain when the chosen model's provider fails.
 """
 
 import json
+from itertools import compress, count
+from operator import not_
 
 from pinch import CHARS_PER_TOKEN, estimate_tokens, extract_text, message_tokens
 from routing.config import ModelConfig, RouterConfig
@@ -42,27 +44,36 @@ def measure_prompt_tokens(messages, tools, sizes=None) -> int:
     ``sizes``: each message's ``message_tokens`` when the caller has them
     (pinch.carry.MessageFacts, carried from the conversation's previous request).
     """
-    total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
     if sizes is None:
         sizes = [message_tokens(message) for message in messages]
-    for i, tokens in enumerate(sizes):
-        total += _with_overhead(messages[i], tokens)
+    total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
+    total += MESSAGE_OVERHEAD_TOKENS * len(sizes) + sum(sizes)
+    # ``_with_overhead`` of each message, summed in C: only those measured 0 are read again.
+    for i in compress(count(), map(not_, sizes)):
+        total += _with_overhead(messages[i], 0) - MESSAGE_OVERHEAD_TOKENS
     return total
 
 
-def remeasured(measured: int, before, after, sizes=None) -> int | None:
+def remeasured(measured: int, before, after, sizes=None, sent=None) -> int | None:
     """``measure_prompt_tokens`` of ``after``, given ``measured``, that of ``before`` (the same
     tools): only the messages that are not the very objects of ``before`` at their place
     are measured (pinch and local vision change a few and remove none), so the figure of a
     pruned payload costs what pinch changed, not the conversation's length. None when the
     two are not as long. ``sizes``: those ``measured`` was summed from, when the caller
-    has them; then the messages replaced are not read again either."""
+    has them; then the messages replaced are not read again either. ``sent``: the facts
+    of ``after`` (pinch.carry.SentFacts, ``before``'s facts' ``sent``), which carry the
+    sizes of the messages pinch rewrote the same way in the previous payload."""
     if len(before) != len(after):
         return None
-    for i, (old, new) in enumerate(zip(before, after)):
-        if old is not new:
-            was = _measure(old) if sizes is None else _with_overhead(old, sizes[i])
-            measured += _measure(new) - was
+    if sent is not None:
+        changed, now = sent.changed, sent.sizes
+    else:
+        changed = [i for i, (old, new) in enumerate(zip(before, after)) if old is not new]
+        now = None
+    for i in changed:
+        old, new = before[i], after[i]
+        was = _measure(old) if sizes is None else _with_overhead(old, sizes[i])
+        measured += (_measure(new) if now is None else _with_overhead(new, now[i])) - was
     return measured
 
 

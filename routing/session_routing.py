@@ -165,8 +165,7 @@ def choose(
     ``facts``: what is read of each message (pinch.carry.MessageFacts), or None.
     """
     tiers = config.routing.tiers
-    roles = facts.roles if facts is not None else None
-    kind = background_kind(client_model, messages, tools, measured_tokens, config, roles)
+    kind = background_kind(client_model, messages, tools, measured_tokens, config, facts)
     classification = None
     if kind == SHORT:
         # A short question can still be hard work: then it is not background.

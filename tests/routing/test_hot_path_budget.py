@@ -46,16 +46,17 @@ DECODES = 2
 # per-message fingerprints are the write path's and pinch's, not counted here).
 ENCODES = 2
 # Walks of the client's message list (each a pass over all of it) by planning's
-# readers: the conversation's key, the identity of each message (pinch.carry: the
-# measure, the ledger's hashes and the probe's fingerprints read only the messages
-# the conversation's previous request did not send, and walk none), the probe's
-# fingerprints, the session's user turn, the cache forecast; and pinch's: the budget
-# prune's one pass, or the payback plan's (the recall handles; the roles, tokens, hashes
-# and calls it reads are the facts'). The turn count, background work, the task's start
-# and the quality signals read the facts' roles and user turns
-# (routing.task_text.task_start), and walk none; nor does the images check when no
-# message's content is a list of parts (the parse counted them: ChatRequest.has_parts).
-WALKS = {"budget prune": 6, "payback and recall": 6}
+# readers: the conversation's key, the identity of each message (pinch.carry: one pass
+# in C over it and the previous request's list, two walks; the measure, the ledger's
+# hashes and the probe's fingerprints of the payload read only the messages the
+# conversation's previous request and payload did not send, and walk none), the
+# session's user turn; and pinch's: the budget prune's one pass, or the payback plan's
+# (the recall handles; the roles, tokens, hashes and calls it reads are the facts').
+# The turn count, background work, the task's start and the quality signals read the
+# facts' roles and user turns (routing.task_text.task_start), the cache forecast the
+# payload's carried tokens, and walk none; nor does the images check when no message's
+# content is a list of parts (the parse counted them: ChatRequest.has_parts).
+WALKS = {"budget prune": 5, "payback and recall": 5}
 # The key's budget reserved before the call (routing/limits/ledger.py); then the one
 # write: the row, its conversation, its conversation's and its task's quality units (read
 # locked, then written: routing/summaries/units.py), the three summary upserts, the
