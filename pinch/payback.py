@@ -299,10 +299,11 @@ def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], 
     kept = session.whole(ledger.kept)
     replaced: dict[int, str] = {}
     compressed: list[int] = []
+    known = session.compressed  # most of them, carried from the request before
     for i in session.results[: ledger.decided]:
         if i in kept:
             continue
-        shorter = session.compress(i)
+        shorter = known.get(i) or session.compress(i)
         if len(shorter) < chars[i]:
             replaced[i] = shorter
             compressed.append(i)
@@ -327,9 +328,7 @@ def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], 
     saved = 0
     tool_counts: dict[str, int] = {}
     for i, text in replaced.items():
-        message = dict(messages[i])
-        message["content"] = text
-        out[i] = message
+        out[i] = {**messages[i], "content": text}
         saved += session.tokens[i] - estimate_tokens(text)
         name = session.names.get(i, "tool")
         tool_counts[name] = tool_counts.get(name, 0) + 1

@@ -16,7 +16,7 @@ from typing import Any
 from pinch.carry import MessageFacts
 from pinch.core import _PLACEHOLDER
 from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
-from pinch.recall import noted
+from pinch.recall import handle_for, noted
 from pinch.steps import CacheModel
 from pinch.tokens import estimate_tokens, extract_text
 
@@ -119,8 +119,8 @@ class Session:
         would be sent in its place is no shorter)."""
         if i not in self._savings:
             sent = self.compress(i)
-            if self.notes and len(sent) < len(extract_text(self.messages[i])):
-                sent = noted(sent, i)
+            if self.notes and len(sent) < self.chars[i]:
+                sent = noted(sent, handle_for(i))
             # self.tokens[i] is the whole text's estimate, made once per session.
             self._savings[i] = max(self.tokens[i] - estimate_tokens(sent), 0)
         return self._savings[i]
