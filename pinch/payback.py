@@ -33,9 +33,8 @@ Pure: no Django, no I/O, no module state.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from pinch.core import _protected_start
@@ -44,7 +43,7 @@ from pinch.ledger import Ledger, messages_digest
 from pinch.recall import round_trips
 from pinch.session import PaybackKnobs, Session
 from pinch.steps import CacheModel, net_cost_now, step_pays
-from pinch.tokens import estimate_tokens, extract_text
+from pinch.tokens import estimate_tokens
 
 __all__ = ["CacheModel", "Ledger", "PaybackKnobs", "book_recalls", "plan"]
 
@@ -90,16 +89,19 @@ def plan(
     )
     fingerprints = session.hashes
     ledger = _trusted(ledger, fingerprints)
-    # Every earlier request the ledger does not cover, then this one.
-    for t in session.assistants:
-        if t > ledger.length:
-            ledger = _advance(session, ledger, t)
+    # Every earlier request the ledger does not cover, then this one. A ledger of these very
+    # messages (the same request again: a retry) holds already all this would write in it.
+    covered = 0 < ledger.length == len(messages)
+    assistants = session.assistants
+    for t in assistants[bisect_right(assistants, ledger.length) :]:
+        ledger = _advance(session, ledger, t)
     before = ledger.decided
-    if len(messages) > ledger.length:
-        if cold:
-            ledger = replace(ledger, cold=(*ledger.cold, len(messages)))
-        ledger = _advance(session, ledger, len(messages))
-    ledger = replace(ledger, length=len(messages), digest=messages_digest(fingerprints))
+    if not covered:
+        if len(messages) > ledger.length:
+            if cold:
+                ledger = ledger.updated(cold=(*ledger.cold, len(messages)))
+            ledger = _advance(session, ledger, len(messages))
+        ledger = ledger.updated(length=len(messages), digest=messages_digest(fingerprints))
     payload, stats = _payload(session, ledger, len(messages))
     stats["step"] = bool(ledger.steps) and ledger.steps[-1] == len(messages)
     # Where a provider that caches at breakpoints should mark. Everything
@@ -129,7 +131,7 @@ def book_recalls(
     """
     read, written = round_trips(payload_tokens, sizes)
     cost = cache.read_multiplier * read + cache.write_multiplier * written
-    return replace(ledger, recall_cost=ledger.recall_cost + cost)
+    return ledger.updated(recall_cost=ledger.recall_cost + cost)
 
 
 def _first_undecided(session: Session, decided: int) -> int:
@@ -168,7 +170,7 @@ def _advance(session: Session, ledger: Ledger, length: int) -> Ledger:
     read = session.total(prior) if prior else 0
     written = session.total(length) - read
     baseline = ledger.baseline + cache.read_multiplier * read + cache.write_multiplier * written
-    after, net = _decide(session, replace(ledger, baseline=baseline), length, previous, removed)
+    after, net = _decide(session, ledger.updated(baseline=baseline), length, previous, removed)
     if previous:
         # The prefix read costs ``read`` per token: what earlier steps removed
         # is saved again, and a step taken now costs its net on top.
@@ -177,7 +179,7 @@ def _advance(session: Session, ledger: Ledger, length: int) -> Ledger:
         # Nothing read from the cache: every token sent is written, the ones
         # removed are saved at the write price.
         earned = cache.write_multiplier * _removed(session, after)
-    return replace(after, earned=ledger.earned + earned)
+    return after.updated(earned=ledger.earned + earned)
 
 
 def _previous_request(session: Session, ledger: Ledger, length: int) -> int:
@@ -213,21 +215,20 @@ def _decide(
     knobs = session.knobs
     total = session.total(length)
     if total <= knobs.budget_tokens:
-        return replace(ledger, length=length), 0.0
+        return ledger.updated(length=length), 0.0
     window = _protected_start(
         session.messages, knobs.keep_last_turns, knobs.keep_last_tool_results, end=length
     )
     undecided = session.results[ledger.decided : bisect_left(session.results, window)]
     if not undecided:
-        return replace(ledger, length=length), 0.0
+        return ledger.updated(length=length), 0.0
 
     users = session.users[: bisect_left(session.users, length)]
     last_user = users[-1] if users else None
     kept, compressed, saved = [], [], 0
     for i in undecided:
-        size = len(extract_text(session.messages[i]))
         if i in session.recalled or keeps(
-            size,
+            session.chars[i],
             session.mentions(i),
             length,
             session.mentions,
@@ -242,8 +243,7 @@ def _decide(
             saved += session.saving(i)
         else:
             kept.append(i)
-    decided = replace(
-        ledger,
+    decided = ledger.updated(
         length=length,
         decided=ledger.decided + len(undecided),
         kept=ledger.kept + tuple(kept),
@@ -254,8 +254,8 @@ def _decide(
     if not previous:
         # Nothing is read from the cache, so a step rewrites nothing paid for.
         if saved <= 0:
-            return replace(ledger, length=length), 0.0
-        return replace(decided, steps=ledger.steps + (length,)), 0.0
+            return ledger.updated(length=length), 0.0
+        return decided.updated(steps=ledger.steps + (length,)), 0.0
     cache = session.cache
     rewritten = _payload_tokens(session, ledger, min(compressed), previous)
     # This request and the ones before it: one per earlier assistant message.
@@ -276,9 +276,9 @@ def _decide(
         allowed_loss,
         knobs.settle_turns,
     ):
-        return replace(ledger, length=length), 0.0
+        return ledger.updated(length=length), 0.0
     net = net_cost_now(saved, rewritten, cache)
-    return replace(decided, steps=ledger.steps + (length,)), net
+    return decided.updated(steps=ledger.steps + (length,)), net
 
 
 def _payload_tokens(session: Session, ledger: Ledger, start: int, stop: int) -> int:
@@ -294,21 +294,22 @@ def _payload_tokens(session: Session, ledger: Ledger, start: int, stop: int) -> 
 
 
 def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], dict[str, Any]]:
-    messages, knobs = session.messages, session.knobs
+    messages, knobs, chars = session.messages, session.knobs, session.chars
     original = session.total(length)
     kept = session.whole(ledger.kept)
     replaced: dict[int, str] = {}
     compressed: list[int] = []
+    known = session.compressed  # most of them, carried from the request before
     for i in session.results[: ledger.decided]:
         if i in kept:
             continue
-        text = extract_text(messages[i])
-        shorter = session.compress(i)
-        if len(shorter) < len(text):
+        shorter = known.get(i) or session.compress(i)
+        if len(shorter) < chars[i]:
             replaced[i] = shorter
             compressed.append(i)
     capped: list[int] = []
-    if knobs.protected_max_chars is not None:
+    cap = knobs.protected_max_chars
+    if cap is not None:
         # An outsized result is capped from the request it arrives in, budget
         # or not, so the cap never rewrites what the provider has cached; one
         # kept for good keeps its cap. Its plainest pieces go, not its middle:
@@ -316,10 +317,9 @@ def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], 
         undecided = session.results[ledger.decided :]
         # (A recalled result may be both: restored before it is decided.)
         for i in dict.fromkeys([*undecided, *sorted(kept)]):
-            text = extract_text(messages[i])
-            if len(text) > knobs.protected_max_chars:
-                shorter = session.capped(i, knobs.protected_max_chars)
-                if len(shorter) < len(text):
+            if chars[i] > cap:
+                shorter = session.capped(i, cap)
+                if len(shorter) < chars[i]:
                     replaced[i] = shorter
                     capped.append(i)
     if not replaced:
@@ -328,9 +328,7 @@ def _payload(session: Session, ledger: Ledger, length: int) -> tuple[list[Any], 
     saved = 0
     tool_counts: dict[str, int] = {}
     for i, text in replaced.items():
-        message = dict(messages[i])
-        message["content"] = text
-        out[i] = message
+        out[i] = {**messages[i], "content": text}
         saved += session.tokens[i] - estimate_tokens(text)
         name = session.names.get(i, "tool")
         tool_counts[name] = tool_counts.get(name, 0) + 1

@@ -42,9 +42,9 @@ def index_of(handle: str) -> int | None:
     return int(digits)
 
 
-def noted(content: str, index: int) -> str:
-    """``content`` (what pinch sends for the result at message ``index``) with its recall note."""
-    return f"{content}\n{NOTE.format(handle=handle_for(index))}"
+def noted(content: str, handle: str) -> str:
+    """``content`` (what pinch sends for the result ``handle`` names) with its recall note."""
+    return f"{content}\n{NOTE.format(handle=handle)}"
 
 
 def round_trips(payload_tokens: int, sizes: list[int]) -> tuple[int, int]:
@@ -85,8 +85,9 @@ def with_handles(
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             continue
-        text = noted(content, i)
+        handle = handle_for(i)
+        text = noted(content, handle)
         out[i] = {**message, "content": text}
-        recallable[handle_for(i)] = extract_text(original[i])
+        recallable[handle] = extract_text(original[i])
         added += estimate_tokens(text) - estimate_tokens(content)
     return out, recallable, added

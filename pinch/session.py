@@ -10,14 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
+from itertools import accumulate
 from typing import Any
 
 from pinch.carry import MessageFacts
 from pinch.core import _PLACEHOLDER
 from pinch.lines import cap_lines, compress_lines, decoded_arguments, mentioned_tokens, named_tokens
-from pinch.recall import noted
+from pinch.recall import handle_for, noted
 from pinch.steps import CacheModel
 from pinch.tokens import estimate_tokens, extract_text
+
+# The name the session's figure of each message's text length is carried by (pinch.carry).
+CHARS = "payback.chars"
 
 
 @dataclass(frozen=True)
@@ -79,12 +83,12 @@ class Session:
         if facts is None or facts.messages is not self.messages:
             facts = MessageFacts(self.messages, digests=self.digests)
         self.tokens, self.hashes, roles = facts.tokens, facts.hashes, facts.roles
+        # Each text's length: what the payload compares a shorter one with.
+        self.chars = facts.figure(CHARS, lambda i, m: len(extract_text(m)))
         self.users = [t for t, role in enumerate(roles) if role == "user"]
         self.assistants = [t for t, role in enumerate(roles) if role == "assistant" and t]
         self.results = [t for t, role in enumerate(roles) if role == "tool"]
-        self.leading = [0]
-        for count in self.tokens:
-            self.leading.append(self.leading[-1] + count)
+        self.leading = list(accumulate(self.tokens, initial=0))
         # Only tool results are ever sent whole again: an index from an edited history is not.
         self.recalled = frozenset(self.recalled).intersection(self.results)
         calls = facts.calls()
@@ -115,8 +119,8 @@ class Session:
         would be sent in its place is no shorter)."""
         if i not in self._savings:
             sent = self.compress(i)
-            if self.notes and len(sent) < len(extract_text(self.messages[i])):
-                sent = noted(sent, i)
+            if self.notes and len(sent) < self.chars[i]:
+                sent = noted(sent, handle_for(i))
             # self.tokens[i] is the whole text's estimate, made once per session.
             self._savings[i] = max(self.tokens[i] - estimate_tokens(sent), 0)
         return self._savings[i]

@@ -18,6 +18,7 @@ the budget, least relevant first when relevance ordering is on.
 import logging
 import threading
 import time
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -27,13 +28,13 @@ from django.conf import settings
 from pinch import estimate_tokens, extract_text, next_step_start, prune_context
 from pinch.carry import MessageFacts
 from pinch.payback import CacheModel, Ledger, PaybackKnobs, plan
-from pinch.recall import index_of, with_handles
+from pinch.recall import handle_for, with_handles
 from pinch.relevance import relevance_for
 from routing.config import PinchConfig
 from routing.conversation_state import read_back
 from routing.embedding_tier import shared_embedding_tier
 from routing.models import tokens_saved
-from routing.prefix_probe import digests
+from routing.prefix_probe import MAX_CONVERSATIONS, digests
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +70,12 @@ class PinchOutcome:
     to_store: dict = field(default_factory=dict)
 
     @classmethod
-    def from_stats(cls, stats: dict, **fields) -> "PinchOutcome":
-        """The outcome of a prune from the pure core's stats (prune_context's, or plan's)."""
+    def from_stats(cls, stats: dict, noted: int = 0, **fields) -> "PinchOutcome":
+        """The outcome of a prune from the pure core's stats (prune_context's, or plan's);
+        ``noted``: tokens the recall notes add to its payload (``_recallable``)."""
         return cls(
             original_tokens=stats["original_tokens"],
-            final_tokens=stats["final_tokens"],
+            final_tokens=stats["final_tokens"] + noted,
             summarized=stats.get("summarized", 0),
             compressed=stats.get("compressed", []),
             capped=stats.get("capped", []),
@@ -110,6 +112,9 @@ class BoundedMemo:
 
 
 _memo = BoundedMemo()
+# The ledger each conversation's last request here saved, by its slot's key: (its JSON, the
+# ledger that JSON reads back as), for as many conversations as the probe's store keeps.
+_ledgers = BoundedMemo(MAX_CONVERSATIONS)
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,11 @@ class LedgerSlot:
         """The ledger before ``messages``: the store's while it was saved by the request just
         before, or by this same one (a retry); else the later of it and the recorded one, so
         that every worker knows the cold requests and the clock (routing.conversation_state)."""
-        stored = Ledger.from_json(self.store.load_ledger(self.key))
+        raw = self.store.load_ledger(self.key)
+        held = _ledgers.get(self.key)
+        # The store gives back the text this process saved (or Redis a copy of it) while
+        # no other worker saved the conversation's since: its ledger is not parsed again.
+        stored = held[1] if held is not None and held[0] == raw else Ledger.from_json(raw)
         follows = stored is not None and stored.length in turn_lengths(messages)
         return read_back(stored, follows, self.recorded, self.key, Ledger.from_json)
 
@@ -140,6 +149,7 @@ class LedgerSlot:
         """Keep ``ledger`` in the store; its JSON, for the conversation's row."""
         raw = ledger.as_json()
         self.store.save_ledger(self.key, raw)
+        _ledgers[self.key] = (raw, ledger.as_parsed())
         return raw
 
 
@@ -243,7 +253,20 @@ def pinch_messages(
         cold=cold,
         ledger=recorded,
     )
-    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
+    pruned, recallable, noted, to_store = _recallable(
+        messages,
+        pruned,
+        stats,
+        pinch_config,
+        known,
+        lambda: stable_prefixes(messages, pinch_config, outcome, extra_fixed_tokens)[1],
+    )
+    return pruned, replace(
+        outcome,
+        recallable=recallable,
+        final_tokens=outcome.final_tokens + noted,
+        to_store=to_store,
+    )
 
 
 def _cold(ledger: Ledger | None, cache: CacheModel, now: float) -> bool | None:
@@ -309,17 +332,27 @@ def _payback(messages, pinch_config, extra_fixed_tokens, cache, slot, now, facts
             digests=digests,
             facts=facts,
         )
-        ledger = replace(ledger, at=now)
+        ledger = ledger.updated(at=now)
         recorded = slot.save(ledger) if slot is not None else ledger.as_json()
     except Exception as error:  # noqa: BLE001 - pinch never breaks a request
         log.warning("pinch_payback_failed reason=%s", type(error).__name__)
         tokens = sum(estimate_tokens(extract_text(m)) for m in messages) + extra_fixed_tokens
         return messages, PinchOutcome(original_tokens=tokens, final_tokens=tokens, summarized=0)
     stable = (stats["stable_prefix"], stats["stable_prefix_before"])
-    outcome = PinchOutcome.from_stats(
-        stats, step=stats["step"], stable=stable, cold=cold, ledger=recorded
+    pruned, recallable, noted, to_store = _recallable(
+        messages, pruned, stats, pinch_config, known, lambda: stable[1]
     )
-    return _recallable(messages, pruned, outcome, pinch_config, extra_fixed_tokens, known)
+    outcome = PinchOutcome.from_stats(
+        stats,
+        noted,
+        step=stats["step"],
+        stable=stable,
+        cold=cold,
+        ledger=recorded,
+        recallable=recallable,
+        to_store=to_store,
+    )
+    return pruned, outcome
 
 
 def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig, messages) -> frozenset[int]:
@@ -330,45 +363,32 @@ def _recalled(slot: LedgerSlot | None, pinch_config: PinchConfig, messages) -> f
 
 
 def _recallable(
-    messages, pruned, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int, known
-):
-    """Each changed result named by its recall handle, when recall is on (pinch/recall.py).
+    messages, pruned, stats: dict, pinch_config: PinchConfig, known, before: Callable[[], int]
+) -> tuple[list, dict, int, dict]:
+    """(pruned messages, each changed result's original by its recall handle, tokens the
+    handles' notes add, the originals the recall store has yet to keep), when recall is on
+    (pinch/recall.py).
 
-    ``known``: the conversation's ledger before this request (None: the router
-    has not served it before, so nothing of it is stored yet)."""
+    ``stats``: the prune's (prune_context's, or plan's). ``known``: the conversation's
+    ledger before this request (None: the router has not served it before, so nothing of it
+    is stored yet). ``before()``: the last turn's stable prefix (``stable_prefixes``).
+
+    Of the originals, the store has yet to keep those past that prefix. Before it the
+    payload is what the request before sent (pinch never revisits a decision, and caps a
+    result from the request it arrives in), so its originals went to the store then: the
+    write grows with what this request changed, not with the conversation.
+    """
     if not pinch_config.recall.enabled:
-        return pruned, outcome
-    pruned, recallable, added = with_handles(
-        messages, pruned, sorted([*outcome.compressed, *outcome.capped])
-    )
+        return pruned, {}, 0, {}
+    changed = sorted([*stats.get("compressed", ()), *stats.get("capped", ())])
+    pruned, recallable, noted = with_handles(messages, pruned, changed)
     # The first request the router serves of it (a conversation begun elsewhere, or before
     # recall was on): every original, once.
     to_store = recallable
-    if known is not None:
-        to_store = _to_store(messages, recallable, outcome, pinch_config, extra)
-    final_tokens = outcome.final_tokens + added
-    return pruned, replace(
-        outcome, recallable=recallable, final_tokens=final_tokens, to_store=to_store
-    )
-
-
-def _to_store(
-    messages, recallable: dict, outcome: PinchOutcome, pinch_config: PinchConfig, extra: int
-) -> dict:
-    """Of ``recallable``, the originals new in this request: those past the last turn's
-    stable prefix.
-
-    Before it the payload is what the request before sent (pinch never
-    revisits a decision, and caps a result from the request it arrives in),
-    so its originals went to the store then: the write grows with what this
-    request changed, not with the conversation.
-    """
-    if not recallable:
-        return {}
-    _, before = stable_prefixes(messages, pinch_config, outcome, extra)
-    return {
-        handle: text for handle, text in recallable.items() if (index_of(handle) or 0) >= before
-    }
+    if known is not None and recallable:
+        new = map(handle_for, changed[bisect_left(changed, before()) :])
+        to_store = {handle: recallable[handle] for handle in new if handle in recallable}
+    return pruned, recallable, noted, to_store
 
 
 # Without a model to price by, the prices that make a step hardest to pay back.

@@ -84,8 +84,10 @@ def book_round_trips(fields: dict, cache: CacheModel | None, sizes: list[int]) -
     replay does (``pinch.payback.book_recalls``): on the row, which leaves it to the
     conversation, and in the workers' state store, so the next request's plan counts them
     whichever worker serves it."""
+    if cache is None or not sizes:
+        return  # no recall: the ledger is left as it is, unread
     ledger = Ledger.from_json(fields.get("pinch_ledger"))
-    if ledger is None or cache is None or not sizes:
+    if ledger is None:
         return
     raw = book_recalls(ledger, cache, fields.get("measured_tokens") or 0, sizes).as_json()
     fields["pinch_ledger"] = raw
