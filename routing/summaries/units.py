@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 
 from django.db import connection
 
@@ -148,9 +149,10 @@ def _shift(moves: dict, unit: Mapping | None, sign: int) -> None:
         moves[dimensions].update({name: sign * value for name, value in figures.items()})
 
 
-def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
+def record(rows: Iterable[Mapping], config, figures: list | None = None) -> dict[tuple, Counter]:
     """Add inserted decisions to their units in the database; returns what the units' moves
     add to ``ArmHour`` ({(hour, arm): figures}). Call in the transaction that inserts them.
+    ``figures``: the rows' ``decision_figures``, in their order, when known.
 
     Two statements for a request's units (its conversation's and its task's): one locked
     read of both, one write of both. A new unit is first created empty (``ON CONFLICT DO
@@ -159,8 +161,8 @@ def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
     wrote them): only one another writer created meanwhile is read again."""
     added: dict = {}
     prices = completion_prices(config)
-    for fields in rows:
-        fold(added, fields, prices)
+    for fields, decision in zip(rows, figures or repeat(None)):
+        fold(added, fields, prices, decision)
     keys = sorted(added)
     held = _locked(keys)
     missing = [key for key in keys if key not in held]
