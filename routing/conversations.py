@@ -29,6 +29,7 @@ from django.db.models import Count, F, FloatField, Max, Min, Q, Sum, Value, Wind
 from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
+from routing import db_writes
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, Conversation, tokens_saved
 from routing.summaries.contributions import failed
 
@@ -251,7 +252,7 @@ def _folded(run: list[dict]) -> list:
 def _update(run: list[dict]) -> int:
     """Add the run's rows to their conversation's row; returns the rows changed (0: none yet)."""
     params = [*_folded(run), run[0]["conversation"]]
-    with connection.cursor() as cursor:
+    with db_writes.cursor() as cursor:
         cursor.execute(_update_sql(connection.vendor, len(run)), params)
         return cursor.rowcount
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from django.db import connection, models, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 
-from routing import conversations
+from routing import conversations, db_writes
 from routing.limits.ledger import HOLD_KEY, settle
 from routing.models import RouteDecision
 from routing.recall import keeping
@@ -90,9 +90,11 @@ def _insert(rows: list[dict]) -> bool:
     columns = _columns(connection.vendor)
     if not all(row.get("id") is not None and row.keys() <= columns.known for row in rows):
         return False
-    if rows:
-        params = [columns.values(row) for row in rows]
-        with connection.cursor() as cursor:
+    params = [columns.values(row) for row in rows]
+    with db_writes.cursor() as cursor:
+        if len(params) == 1:  # a request's own row: a plain statement
+            cursor.execute(_insert_sql(connection.vendor), params[0])
+        elif params:
             cursor.executemany(_insert_sql(connection.vendor), params)
     return True
 

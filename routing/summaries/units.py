@@ -39,6 +39,7 @@ from itertools import repeat
 
 from django.db import connection
 
+from routing import db_writes
 from routing.models import QualityUnit
 from routing.pricing import PER_TOKENS
 from routing.summaries.contributions import NO_TASK, hour_of, unit_figures
@@ -258,7 +259,7 @@ def _locked(keys: list) -> dict:
     """{key: unit} of the units of ``keys`` the table holds, locked until the commit."""
     held = {}
     for part in _chunks(keys):
-        with connection.cursor() as cursor:
+        with db_writes.cursor() as cursor:
             cursor.execute(
                 _sql(connection.vendor, len(part))["select"], [v for k in part for v in k]
             )
@@ -285,7 +286,7 @@ def _run(statement: str, units: list) -> list:
     returned = []
     for part in _chunks(units):
         params = [adapt(u[c]) if c == "last_at" else u[c] for u in part for c in COLUMNS]
-        with connection.cursor() as cursor:
+        with db_writes.cursor() as cursor:
             cursor.execute(_sql(connection.vendor, len(part))[statement], params)
             if cursor.description is not None:
                 returned.extend(cursor.fetchall())

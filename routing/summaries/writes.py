@@ -27,6 +27,7 @@ from itertools import repeat
 
 from django.db import connection, transaction
 
+from routing import db_writes
 from routing.models import (
     ArmHour,
     CompressedTools,
@@ -139,7 +140,7 @@ def _upsert(table, groups: dict[tuple, Counter]) -> None:
     adapt = connection.ops.adapt_datetimefield_value
     keys = sorted(groups, key=lambda key: (adapt(key[0]), *key[1:]))
     chunk = max(1, MAX_PARAMETERS // (len(DIMENSIONS[table]) + len(figures)))
-    with connection.cursor() as cursor:
+    with db_writes.cursor() as cursor:
         for start in range(0, len(keys), chunk):
             part = keys[start : start + chunk]
             params = []
