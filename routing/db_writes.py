@@ -18,9 +18,9 @@ an admin write later on the same thread's connection waits as long.
 ``cursor`` is the cursor of the recording's own statements (the rows, their
 conversations, their units and summaries): on SQLite, Django's cursor turns
 each statement's ``%s`` into ``?`` with a regular expression every time it
-runs one, 20-40 us a statement of 40-240 placeholders, a tenth of the
-writer's time per row; these statements are a few texts, written out once,
-so each is turned once.
+runs one, tens of microseconds for a statement of 1-4 KB (a quarter of the
+writer thread's time, py-spy, when each row ran its own); these statements
+are a few texts, written out once, so each is turned once.
 """
 
 import fcntl
