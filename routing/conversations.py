@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Max, Min, Q, Sum, Value, Window
+from django.db.models import Count, F, FloatField, Max, Min, Q, Sum, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
+from routing import db_writes
 from routing.models import BILLED, NET_SAVED, PRUNED, TOKENS_SAVED, Conversation, tokens_saved
 from routing.summaries.contributions import failed
 
@@ -135,25 +136,59 @@ def record(rows: Iterable[dict]) -> None:
     """Add each inserted decision (its fields, state included) to its conversation's row.
 
     Call inside the transaction that inserts them; rows without a
-    conversation (none since conversations were keyed) are left out.
+    conversation (none since conversations were keyed) are left out. A conversation's
+    rows (in their order) go in one UPDATE for as many of them as ``_runs`` lets
+    through, which leaves its row as one UPDATE a row would (``_folded``): the writer's
+    batch of a busy conversation used to be an UPDATE per request. Conversations in the
+    order of their keys, so two writers lock the rows they share in the same order.
     """
+    mine: dict[str, list[dict]] = {}
     for fields in rows:
         if fields.get("conversation"):
-            _add(fields)
+            mine.setdefault(fields["conversation"], []).append(fields)
+    for key in sorted(mine):
+        for run in _runs(mine[key]):
+            _add(run)
+
+
+# Rows at most one UPDATE takes: its statement has a form per count (the float totals'
+# additions), and the writer's batch is 64 rows (routing/recording/writer.py).
+MAX_FOLDED = 64
+# The totals kept as floats: added in the rows' order, one addition at a time, as one
+# UPDATE a row added them (float addition is not associative).
+FLOATS = tuple(
+    name for name in TOTALS if isinstance(Conversation._meta.get_field(name), FloatField)
+)
+
+
+def _runs(rows: list[dict]) -> Iterable[list[dict]]:
+    """A conversation's rows in runs one UPDATE can take: a run's models (a blank one aside)
+    are one, as ``models_used`` takes a single model a statement."""
+    run: list[dict] = []
+    model = ""
+    for fields in rows:
+        mine = fields.get("chosen_model") or ""
+        if run and (len(run) == MAX_FOLDED or (mine and model and mine != model)):
+            yield run
+            run, model = [], ""
+        run.append(fields)
+        model = model or mine
+    if run:
+        yield run
 
 
 @functools.cache
-def _update_sql(vendor: str) -> str:
-    """The UPDATE that adds a decision to its conversation's row, one statement.
+def _update_sql(vendor: str, rows: int = 1) -> str:
+    """The UPDATE that adds ``rows`` decisions to their conversation's row, one statement.
 
     Written out rather than built with ``F()`` and ``Case``: the ORM took 1.5 ms
     to build it on every request, ten times the statement's own time
     (SQLite, this machine). Plain SQL both databases take; every SET sees the
-    row as it was, so ``last_at <= %s`` asks whether this decision is the latest.
+    row as it was, so ``last_at <= %s`` asks whether a decision is the latest.
     """
     q = connection.ops.quote_name
     latest = f"{q('last_at')} <= %s"
-    sets = [f"{q(name)} = {q(name)} + %s" for name in TOTALS]
+    sets = [f"{q(name)} = {q(name)}" + " + %s" * (rows if name in FLOATS else 1) for name in TOTALS]
     # A blank value leaves the one before (NULLIF: '' is NULL, and COALESCE keeps the old).
     sets += [
         f"{q(name)} = CASE WHEN {latest} THEN COALESCE(NULLIF(%s, ''), {q(name)}) "
@@ -178,40 +213,76 @@ def _like(text: str) -> str:
     return f"%|{escaped}|%"
 
 
-def _add(fields: dict) -> None:
-    key, at = fields["conversation"], fields["created_at"]
-    added = {name: add(fields) for name, (add, _) in TOTALS.items()}
-    held = {name: fields.get(source) or "" for name, source in HELD.items()}
-    last = {name: fields.get(source) for name, source in LAST.items()}
-    model = held["model"]
-    when = connection.ops.adapt_datetimefield_value(at)
-    params = [*added.values()]
-    for value in held.values():
-        params += [when, value]
-    for value in last.values():
-        params += [when, value]
-    params += [model, _like(model), f"{model}|", when, when, when, when, key]
-    with connection.cursor() as cursor:
-        cursor.execute(_update_sql(connection.vendor), params)
-        if cursor.rowcount:
-            return
+def _folded(run: list[dict]) -> list:
+    """The parameters of ``_update_sql(vendor, len(run))``: what the run's rows, one UPDATE
+    each in their order, would leave.
+
+    A row moves the state when the row's time is at least ``last_at``, which it then
+    becomes: so only a row at least as late as every one before it in the run can (one
+    of the run's ``latest``), and which of those do depends on ``last_at`` before the
+    run, which only the database knows. Those that do are the latest of them (their
+    times only grow); a field kept from the latest request (``LAST``) is the last of
+    them's, if any moved, and one a blank value leaves (``HELD``) is the last non-blank
+    one's if that one moved, else what it was: each field asks with its row's time.
+    """
+    adapt = connection.ops.adapt_datetimefield_value
+    # Compared as the database compares them: the values it holds.
+    whens = [adapt(fields["created_at"]) for fields in run]
+    latest: list[int] = []
+    for n, when in enumerate(whens):
+        if not latest or whens[latest[-1]] <= when:
+            latest.append(n)
+    last = latest[-1]
+    params = []
+    for name, (add, _) in TOTALS.items():
+        added = [add(fields) for fields in run]
+        params += added if name in FLOATS else [sum(added)]
+    for source in HELD.values():
+        given = [n for n in latest if run[n].get(source)]
+        n = given[-1] if given else last
+        params += [whens[n], run[n].get(source) or ""]
+    for source in LAST.values():
+        params += [whens[last], run[last].get(source)]
+    model = next((m for fields in run if (m := fields.get("chosen_model"))), "")
+    first = min(whens)
+    params += [model, _like(model), f"{model}|", first, first, whens[last], whens[last]]
+    return params
+
+
+def _update(run: list[dict]) -> int:
+    """Add the run's rows to their conversation's row; returns the rows changed (0: none yet)."""
+    params = [*_folded(run), run[0]["conversation"]]
+    with db_writes.cursor() as cursor:
+        cursor.execute(_update_sql(connection.vendor, len(run)), params)
+        return cursor.rowcount
+
+
+def _add(run: list[dict]) -> None:
+    if _update(run):
+        return
+    # The conversation's first request: its row is made from the first, the rest added.
+    fields = run[0]
+    at = fields["created_at"]
+    model = fields.get("chosen_model") or ""
     new = Conversation(
-        key=key,
+        key=fields["conversation"],
         api_key_id=fields.get("api_key_id"),
         first_at=at,
         last_at=at,
         models_used=f"|{model}|" if model else "|",
-        **added,
-        **held,
-        **last,
+        **{name: add(fields) for name, (add, _) in TOTALS.items()},
+        **{name: fields.get(source) or "" for name, source in HELD.items()},
+        **{name: fields.get(source) for name, source in LAST.items()},
     )
     try:
         with transaction.atomic():
             new.save(force_insert=True)
     except IntegrityError:
         # Another worker created it between the update and the insert: add to theirs.
-        with connection.cursor() as cursor:
-            cursor.execute(_update_sql(connection.vendor), params)
+        _update(run)
+        return
+    if len(run) > 1:
+        _update(run[1:])
 
 
 def recomputed(decisions) -> dict[str, dict]:

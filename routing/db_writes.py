@@ -14,6 +14,13 @@ other than the router's workers to wait for.
 The shorter busy timeout is set on a connection only when it changes (a
 PRAGMA per write would be two statements more per request) and stays set, so
 an admin write later on the same thread's connection waits as long.
+
+``cursor`` is the cursor of the recording's own statements (the rows, their
+conversations, their units and summaries): on SQLite, Django's cursor turns
+each statement's ``%s`` into ``?`` with a regular expression every time it
+runs one, tens of microseconds for a statement of 1-4 KB (a quarter of the
+writer thread's time, py-spy, when each row ran its own); these statements
+are a few texts, written out once, so each is turned once.
 """
 
 import fcntl
@@ -23,11 +30,16 @@ import time
 from contextlib import contextmanager
 
 from django.db import OperationalError, connection
+from django.db.backends.sqlite3.base import SQLiteCursorWrapper
 
 WAIT_SECONDS = 2.0
 # How often a process waiting for another's write looks again: a write holds
 # the lock for a fraction of a millisecond.
 POLL_SECONDS = 0.0002
+
+# Statement texts whose SQLite form is kept: the recording's are a few hundred at most
+# (a form per row count), past which a new one is converted as Django converts it.
+KEPT_STATEMENTS = 1024
 
 _sqlite_lock = threading.Lock()
 _lock_file_state = {"pid": None, "path": None, "fd": None}
@@ -86,3 +98,31 @@ def request_write(wait: float = WAIT_SECONDS):
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         _sqlite_lock.release()
+
+
+class _Cursor(SQLiteCursorWrapper):
+    """Django's SQLite cursor, but each statement text's ``?`` form kept once made."""
+
+    converted: dict[str, str] = {}
+
+    def convert_query(self, query, *, param_names=None):
+        if param_names is not None:
+            return super().convert_query(query, param_names=param_names)
+        converted = self.converted.get(query)
+        if converted is None:
+            converted = super().convert_query(query)
+            if len(self.converted) < KEPT_STATEMENTS:
+                self.converted[query] = converted
+        return converted
+
+
+def cursor():
+    """``connection.cursor()`` for statements whose texts are written out once (the module's
+    doc); any other database's own cursor."""
+    if connection.vendor != "sqlite":
+        return connection.cursor()
+    # As Django makes its cursor (BaseDatabaseWrapper._cursor), of this class.
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(connection.connection.cursor(factory=_Cursor))

@@ -121,14 +121,17 @@ def _n(value) -> int:
     return value or 0
 
 
-def contributions(fields: Mapping) -> Iterator[tuple[type, tuple, dict]]:
+def contributions(
+    fields: Mapping, figures: dict | None = None
+) -> Iterator[tuple[type, tuple, dict]]:
     """(table, dimension values, figures to add) for each row one decision adds to.
+    ``figures``: its ``decision_figures``, when known.
 
     The conversations and tasks it belongs to (``QualityUnit``) are not among them: what
     a decision adds to its conversation's place in ``ArmHour`` depends on the conversation's
     figures before it (routing/summaries/units.py, from ``unit_figures``)."""
     hour = hour_of(fields["created_at"])
-    figures = decision_figures(fields)
+    figures = decision_figures(fields) if figures is None else figures
     compared = bool(figures.get("forecast_compared"))
     status = fields.get("status_code")
     yield (

@@ -35,9 +35,11 @@ from __future__ import annotations
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 
 from django.db import connection
 
+from routing import db_writes
 from routing.models import QualityUnit
 from routing.pricing import PER_TOKENS
 from routing.summaries.contributions import NO_TASK, hour_of, unit_figures
@@ -148,9 +150,10 @@ def _shift(moves: dict, unit: Mapping | None, sign: int) -> None:
         moves[dimensions].update({name: sign * value for name, value in figures.items()})
 
 
-def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
+def record(rows: Iterable[Mapping], config, figures: list | None = None) -> dict[tuple, Counter]:
     """Add inserted decisions to their units in the database; returns what the units' moves
     add to ``ArmHour`` ({(hour, arm): figures}). Call in the transaction that inserts them.
+    ``figures``: the rows' ``decision_figures``, in their order, when known.
 
     Two statements for a request's units (its conversation's and its task's): one locked
     read of both, one write of both. A new unit is first created empty (``ON CONFLICT DO
@@ -159,8 +162,8 @@ def record(rows: Iterable[Mapping], config) -> dict[tuple, Counter]:
     wrote them): only one another writer created meanwhile is read again."""
     added: dict = {}
     prices = completion_prices(config)
-    for fields in rows:
-        fold(added, fields, prices)
+    for fields, decision in zip(rows, figures or repeat(None)):
+        fold(added, fields, prices, decision)
     keys = sorted(added)
     held = _locked(keys)
     missing = [key for key in keys if key not in held]
@@ -256,7 +259,7 @@ def _locked(keys: list) -> dict:
     """{key: unit} of the units of ``keys`` the table holds, locked until the commit."""
     held = {}
     for part in _chunks(keys):
-        with connection.cursor() as cursor:
+        with db_writes.cursor() as cursor:
             cursor.execute(
                 _sql(connection.vendor, len(part))["select"], [v for k in part for v in k]
             )
@@ -283,7 +286,7 @@ def _run(statement: str, units: list) -> list:
     returned = []
     for part in _chunks(units):
         params = [adapt(u[c]) if c == "last_at" else u[c] for u in part for c in COLUMNS]
-        with connection.cursor() as cursor:
+        with db_writes.cursor() as cursor:
             cursor.execute(_sql(connection.vendor, len(part))[statement], params)
             if cursor.description is not None:
                 returned.extend(cursor.fetchall())

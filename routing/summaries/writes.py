@@ -23,9 +23,11 @@ import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from itertools import repeat
 
 from django.db import connection, transaction
 
+from routing import db_writes
 from routing.models import (
     ArmHour,
     CompressedTools,
@@ -36,7 +38,13 @@ from routing.models import (
     SavedTokens,
 )
 from routing.summaries import units
-from routing.summaries.contributions import READS, contributions, day_of, hour_of
+from routing.summaries.contributions import (
+    READS,
+    contributions,
+    day_of,
+    decision_figures,
+    hour_of,
+)
 
 TABLES = (DecisionSummary, KeySpend, SavedTokens, CompressedTools, ArmHour)
 DIMENSIONS = {
@@ -64,8 +72,10 @@ def add_to_summaries(rows: Iterable[Mapping], config=None) -> None:
     the units' moves in ``ArmHour``, their completions priced by ``config`` (the live
     write's: the config its request was served under), else by the config in force."""
     rows = list(rows)
-    totals = summed(rows)
-    moves = units.record(rows, config if config is not None else config_in_force())
+    # Each row's own figures, for the tables and its units alike.
+    figures = [decision_figures(fields) for fields in rows]
+    totals = summed(rows, figures=figures)
+    moves = units.record(rows, config if config is not None else config_in_force(), figures)
     for dimensions, figures in moves.items():
         totals[ArmHour][dimensions].update(figures)
     add_summed(totals)
@@ -85,14 +95,15 @@ def add_summed(totals: dict[type, dict[tuple, Counter]]) -> None:
         _upsert(table, groups)
 
 
-def summed(rows: Iterable[Mapping], totals=None) -> dict[type, dict[tuple, Counter]]:
+def summed(rows: Iterable[Mapping], totals=None, figures=None) -> dict[type, dict[tuple, Counter]]:
     """{table: {dimension values: figures}}: what decision rows add, summed in memory (added
-    to ``totals`` when given: a bulk fill sums its batches before writing them once)."""
+    to ``totals`` when given: a bulk fill sums its batches before writing them once).
+    ``figures``: the rows' ``decision_figures``, in their order, when known."""
     if totals is None:
         totals = defaultdict(lambda: defaultdict(Counter))
-    for fields in rows:
-        for table, dimensions, figures in contributions(fields):
-            totals[table][dimensions].update(figures)
+    for fields, own in zip(rows, figures or repeat(None)):
+        for table, dimensions, added in contributions(fields, own):
+            totals[table][dimensions].update(added)
     return totals
 
 
@@ -129,7 +140,7 @@ def _upsert(table, groups: dict[tuple, Counter]) -> None:
     adapt = connection.ops.adapt_datetimefield_value
     keys = sorted(groups, key=lambda key: (adapt(key[0]), *key[1:]))
     chunk = max(1, MAX_PARAMETERS // (len(DIMENSIONS[table]) + len(figures)))
-    with connection.cursor() as cursor:
+    with db_writes.cursor() as cursor:
         for start in range(0, len(keys), chunk):
             part = keys[start : start + chunk]
             params = []
