@@ -110,7 +110,20 @@ def _before(figures: dict[int, Any], stop: int) -> dict[int, Any]:
     return {i: v for i, v in figures.items() if i < stop}
 
 
-class MessageFacts:
+class _Measures:
+    """The two measures of a message a request's facts and its payload's both read, each
+    through the class's ``figure``."""
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.figure("tokens", _tokens)
+
+    @property
+    def sizes(self) -> list[int]:
+        return self.figure("sizes", _size)
+
+
+class MessageFacts(_Measures):
     """Per message of one request, the figures its readers take of it, each read once.
 
     ``roles``: its role (None for no object); ``tokens``: pinch's estimate of
@@ -145,14 +158,6 @@ class MessageFacts:
     @property
     def roles(self) -> list:
         return self.figure("roles", lambda i, m: m.get("role") if isinstance(m, dict) else None)
-
-    @property
-    def tokens(self) -> list[int]:
-        return self.figure("tokens", _tokens)
-
-    @property
-    def sizes(self) -> list[int]:
-        return self.figure("sizes", _size)
 
     @property
     def hashes(self) -> list[str]:
@@ -255,7 +260,7 @@ class Rewrites(NamedTuple):
     figures: dict[str, list]  # each figure read of them, by name
 
 
-class SentFacts:
+class SentFacts(_Measures):
     """Per message of what is sent for a request, the figures ``MessageFacts`` reads.
 
     ``changed``: the indexes whose message is not the very one the request's
@@ -284,14 +289,6 @@ class SentFacts:
                 if p is not None and _same(previous.messages[p], previous.plain[p], messages[i]):
                     self._from[n] = p
         self._figures: dict[str, list] = {}
-
-    @property
-    def tokens(self) -> list[int]:
-        return self.figure("tokens", _tokens)
-
-    @property
-    def sizes(self) -> list[int]:
-        return self.figure("sizes", _size)
 
     @property
     def fingerprints(self) -> list[str]:

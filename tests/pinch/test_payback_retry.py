@@ -13,26 +13,15 @@ from pinch.payback import CacheModel, plan
 from routing.replay.corpus import corpus_dir
 from tests.pinch.test_core_properties import agent_sessions
 from tests.support.ci import missing
-from tests.support.corpus import recorded_sessions
+from tests.support.corpus import agent_requests, recorded_sessions, wire_copy
 from tests.support.knobs import shipped_knobs
 
 ANTHROPIC = CacheModel(read_multiplier=0.1, write_multiplier=1.25)
 
 
-def requests(messages):
-    for t, message in enumerate(messages):
-        if t > 0 and message.get("role") == "assistant":
-            yield messages[:t]
-    yield messages
-
-
-def wire_copy(messages):
-    return json.loads(json.dumps(messages))
-
-
 def assert_retries_planned_alike(messages, knobs, notes, cold_at=()):
     ledger, carried, memo = None, None, {}
-    for n, request in enumerate(requests(messages)):
+    for n, request in enumerate(agent_requests(messages)):
         sent = wire_copy(request)
         facts = MessageFacts(sent, carried)
         cold = n in cold_at

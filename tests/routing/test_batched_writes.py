@@ -27,7 +27,7 @@ from routing.replay.corpus import corpus_dir
 from routing.summaries.writes import TABLES
 from tests.support.ci import missing
 from tests.support.corpus import recorded_sessions
-from tests.support.decisions import columns, decision
+from tests.support.decisions import COUNTS, columns, decision, traffic_columns
 
 pytestmark = pytest.mark.django_db
 
@@ -138,23 +138,13 @@ def test_real_sessions_rows_written_in_batches_leave_the_tables_as_one_at_a_time
     assert_batched_alike(rows, len(rows))  # a drain's
 
 
-FLOATS = st.none() | st.floats(0, 1, allow_nan=False)
-COUNTS = st.none() | st.integers(0, 5)
 traffic_rows = st.fixed_dictionaries(
     {
+        **traffic_columns(st.none() | st.floats(0, 1, allow_nan=False)),
         "conversation": st.sampled_from(["c-a", "c-b", "c-c", ""]),
         # Repeats (ties), and rows later in the list that are earlier in time.
         "seconds": st.integers(0, 20),
-        "status_code": st.sampled_from([200, 200, 429, 500, None]),
-        "session_role": st.sampled_from(["main", "subagent", "background", ""]),
-        "user_turn": st.booleans(),
-        "measured_tokens": st.integers(0, 10_000),
-        "pinch_original_tokens": COUNTS.map(lambda n: None if n is None else 1000 + n * 100),
-        "pinch_final_tokens": st.integers(900, 1400),
-        "billed_prompt_cost_usd": FLOATS,
-        "unpruned_cost_usd": FLOATS,
         "completion_tokens": COUNTS,
-        "quality_results": COUNTS,
         "quality_task": st.none() | st.integers(0, 2),
         # Blank: the row moves no model; LIKE's own characters must read as themselves.
         "chosen_model": st.sampled_from(["m1", "m2", "m%", "m_", "m\\1", ""]),
@@ -163,7 +153,6 @@ traffic_rows = st.fixed_dictionaries(
         # batch's latest time, not at its own row's.
         "arm": st.sampled_from(["control", "holdout"]),
         "tier": st.sampled_from(["easy", "hard", ""]),
-        "answer_tool_calls": st.none() | st.booleans(),
         "pinch_tools": st.none() | st.just({"bash": 2}),
         # The state each request leaves its conversation: blank leaves the one before.
         "route_state": st.sampled_from(["", "s1", "s2"]),

@@ -12,7 +12,6 @@ number Python's == takes for the one before (true for 1).
 """
 
 import copy
-import json
 
 import pytest
 from hypothesis import given, settings
@@ -33,23 +32,10 @@ from routing.task_text import task_start, task_text, typed_chars
 from tests.pinch.test_core_properties import agent_sessions
 from tests.support.ci import missing
 from tests.support.config import base_config
-from tests.support.corpus import recorded_sessions
+from tests.support.corpus import agent_requests, recorded_sessions, wire_copy
 
 CONFIG = validate_config(base_config("http://127.0.0.1:9/v1"))
 TOOLS = [{"type": "function", "function": {"name": "bash"}}]
-
-
-def requests(messages):
-    """Each request of a session: the messages before each of the agent's answers, and all."""
-    for t, message in enumerate(messages):
-        if t > 0 and message.get("role") == "assistant":
-            yield messages[:t]
-    yield messages
-
-
-def wire_copy(messages):
-    """The request as a worker parses it: equal content, none of the same objects."""
-    return json.loads(json.dumps(messages))
 
 
 def readings(messages, facts=None):
@@ -83,7 +69,7 @@ def assert_read_alike_carried(sessions_requests):
 def test_every_request_of_a_real_session_is_routed_alike_carried_or_read_afresh(recorded):
     if recorded is None:
         missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")
-    assert_read_alike_carried(requests(recorded.messages))
+    assert_read_alike_carried(agent_requests(recorded.messages))
 
 
 # An earlier message edited in place between two requests: a user turn left with only the
@@ -103,7 +89,7 @@ def test_every_request_of_an_edited_session_is_routed_alike_carried_or_read_afre
     messages, changes
 ):
     def edited_requests():
-        for n, request in enumerate(requests(messages)):
+        for n, request in enumerate(agent_requests(messages)):
             request = copy.deepcopy(request)
             for at, name in changes:
                 if at // 10 <= n:
@@ -160,7 +146,7 @@ def assert_payloads_measured_alike_carried(sessions_requests, kinds):
 def test_every_payload_of_a_real_session_is_measured_alike_carried_or_read_afresh(recorded):
     if recorded is None:
         missing(f"the shared corpus at {corpus_dir()} (set CORPUS_DIR)")
-    assert_payloads_measured_alike_carried(requests(recorded.messages), sorted(REWRITES))
+    assert_payloads_measured_alike_carried(agent_requests(recorded.messages), sorted(REWRITES))
 
 
 @settings(max_examples=80, deadline=None)
@@ -168,4 +154,4 @@ def test_every_payload_of_a_real_session_is_measured_alike_carried_or_read_afres
 def test_every_payload_of_a_generated_session_is_measured_alike_carried_or_read_afresh(
     messages, kinds
 ):
-    assert_payloads_measured_alike_carried(requests(messages), kinds)
+    assert_payloads_measured_alike_carried(agent_requests(messages), kinds)

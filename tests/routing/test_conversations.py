@@ -19,30 +19,18 @@ from routing.auth import create_api_key
 from routing.conversations import TOTALS, recomputed
 from routing.models import Conversation, RouteDecision
 from routing.recording.inserts import insert_decisions
-from tests.support.decisions import columns, decision
+from tests.support.decisions import COUNTS, columns, decision, traffic_columns
 
 T0 = timezone.now() - timedelta(hours=1)
-FLOATS = st.none() | st.floats(0, 1, allow_nan=False).map(lambda x: round(x, 6))
-COUNTS = st.none() | st.integers(0, 5)
-
 traffic_rows = st.fixed_dictionaries(
     {
+        **traffic_columns(st.none() | st.floats(0, 1, allow_nan=False).map(lambda x: round(x, 6))),
         "conversation": st.sampled_from(["c-a", "c-b", "c-c"]),
         "seconds": st.integers(0, 50),  # repeats and late rows: arrival is the list order
-        "status_code": st.sampled_from([200, 200, 429, 500, None]),
-        "session_role": st.sampled_from(["main", "subagent", "background", ""]),
-        "user_turn": st.booleans(),
-        "measured_tokens": st.integers(0, 10_000),
-        "pinch_original_tokens": COUNTS.map(lambda n: None if n is None else 1000 + n * 100),
-        "pinch_final_tokens": st.integers(900, 1400),
-        "billed_prompt_cost_usd": FLOATS,
-        "unpruned_cost_usd": FLOATS,
-        "quality_results": COUNTS,
         "quality_errors": COUNTS,
         "quality_repeats_compressed": COUNTS,
         # LIKE's own characters too: "m%" must not read as already used where "m1" is.
         "chosen_model": st.sampled_from(["m1", "m2", "m%", "m_", "m\\1"]),
-        "answer_tool_calls": st.none() | st.booleans(),
         # How it reaches the database: written live, or drained from the spool (in a
         # batch with the rows after it), and whether a drain replays it once more.
         "drained": st.booleans(),

@@ -3,10 +3,30 @@
 from datetime import datetime, timedelta
 
 from django.utils import timezone
+from hypothesis import strategies as st
 
 from routing.config.store import forget_cached_config
 from routing.models import RouteDecision
 from routing.recording.inserts import insert_decisions
+
+COUNTS = st.none() | st.integers(0, 5)
+
+
+def traffic_columns(floats) -> dict:
+    """Strategies of the columns a conversation's row and the summaries are written from,
+    shared by the property tests of those writes; ``floats``: the cost columns' values."""
+    return {
+        "status_code": st.sampled_from([200, 200, 429, 500, None]),
+        "session_role": st.sampled_from(["main", "subagent", "background", ""]),
+        "user_turn": st.booleans(),
+        "measured_tokens": st.integers(0, 10_000),
+        "pinch_original_tokens": COUNTS.map(lambda n: None if n is None else 1000 + n * 100),
+        "pinch_final_tokens": st.integers(900, 1400),
+        "billed_prompt_cost_usd": floats,
+        "unpruned_cost_usd": floats,
+        "quality_results": COUNTS,
+        "answer_tool_calls": st.none() | st.booleans(),
+    }
 
 
 def decision(*, age=timedelta(0), now=None, saved=None, **fields) -> RouteDecision:
