@@ -46,6 +46,7 @@ Pure: no Django, no I/O, no module state.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count
@@ -271,7 +272,12 @@ class SentFacts(_Measures):
 
     def __init__(self, messages: Sequence[Any], facts: MessageFacts, previous: Rewrites | None):
         self.messages = messages
-        self._facts = facts
+        # Weak: the facts keep their SentFacts (``MessageFacts.sent``), and a strong reference
+        # back made a cycle that only the garbage collector freed, with the facts' figures
+        # and the previous request's carried ones behind it: 35 containers a request at
+        # 368 KB, held through gen2 passes of 20-70 ms of a served worker's CPU. A
+        # SentFacts is read while its request's facts are.
+        self._facts = weakref.proxy(facts)
         own = facts.messages
         if messages is own:  # pinch left the request as it was
             self.changed: list[int] = []

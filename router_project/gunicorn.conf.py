@@ -77,6 +77,27 @@ def post_fork(server, worker):
     write_behind()
 
 
+# The youngest generation's threshold (CPython's default is 700 allocations). A long
+# request parses into thousands of containers: at 700 the collector ran several times a
+# request and moved the live ones of every request in flight up to the older
+# generations, whose passes stop every thread. With no cycle left on a request's path
+# (tests/routing/test_hot_path_budget.py), its objects go by reference counting, and a
+# rarer pass finds little. Measured on a served worker (368 KB body, 16 clients, the
+# collector's CPU time per request): 0.54-0.61 ms as it was, 0.26-0.27 ms with the
+# freeze below, 0.10 with both; 2 KB at 1 client, 0.02-0.05 ms in every case.
+YOUNG_COLLECTION_THRESHOLD = 7000
+
+
+def post_worker_init(worker):
+    """Leave what the worker loaded (Django, the URL map, the models, the config) out of the
+    collector's passes, and run its youngest generation less often (see above)."""
+    import gc
+
+    gc.collect()  # what start-up left unreachable, so that none of it is frozen
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
+
+
 def worker_exit(server, worker):
     """A worker's graceful exit (SIGTERM, a max_requests restart) writes the rows still
     queued before the process ends; a killed one leaves them in its journal."""

@@ -9,7 +9,9 @@ both ways and must come out byte for byte alike, ledger and stats included.
 """
 
 import copy
+import gc
 import json
+import weakref
 from dataclasses import replace
 
 import pytest
@@ -139,3 +141,25 @@ def test_a_repeated_request_takes_over_every_figure_and_a_changed_message_is_rea
     assert changed.repeated == 2
     assert changed.fingerprints == message_fingerprints(aliased)
     assert changed.fingerprints[2] != first.fingerprints[2]
+
+
+def test_a_requests_facts_and_its_payloads_are_freed_as_soon_as_dropped():
+    messages = [
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 2000},
+    ]
+    earlier = MessageFacts(wire_copy(messages))
+    earlier.sizes  # noqa: B018 - read, so that it is carried
+    facts = MessageFacts(wire_copy(messages), earlier.carried())
+    pruned = [facts.messages[0], {**messages[1], "content": "[pruned]"}]
+    sent = facts.sent(pruned)
+    assert sent.changed == [1]
+    assert sent.tokens[1] < facts.tokens[1]
+    facts.carried()
+    gone = weakref.ref(facts)
+    gc.disable()  # freed by reference counting alone, with no collector's pass to help
+    try:
+        del facts, sent
+        assert gone() is None
+    finally:
+        gc.enable()

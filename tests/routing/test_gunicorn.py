@@ -1,6 +1,9 @@
 """The router as a user serves it: gunicorn, DJANGO_DEBUG=0, plain HTTP on loopback."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import openai
 import pytest
@@ -9,6 +12,8 @@ import requests
 from tests.support.config import base_config
 from tests.support.openai_upstream import ANSWER
 from tests.support.served import gunicorn_router, prepare, router_env
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # One router for the module (its tests go to one worker: tests/conftest.py).
@@ -125,3 +130,20 @@ def test_gunicorns_own_refusals_answer_json_not_html(served_router, request_byte
     error = json.loads(body)["error"]
     assert error["message"] and error["type"] == "invalid_request_error"
     assert b"<html" not in body
+
+
+def test_a_worker_leaves_what_it_loaded_out_of_the_collectors_passes():
+    # In a process of its own: the hook changes the collector of the process it runs in.
+    script = (
+        "import gc, runpy\n"
+        "hooks = runpy.run_path('router_project/gunicorn.conf.py')\n"
+        "hooks['post_worker_init'](None)\n"
+        "print(gc.get_freeze_count(), gc.get_threshold()[0], hooks['YOUNG_COLLECTION_THRESHOLD'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    frozen, young, meant = map(int, out.stdout.split())
+
+    assert frozen > 1000  # the modules' objects, at the least
+    assert young == meant > 700  # CPython's default

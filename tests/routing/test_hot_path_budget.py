@@ -7,10 +7,13 @@ work is not. A warm request of each protocol, a conversation under way and a
 key with limits, may decode JSON twice (the client's body, the upstream's
 answer), encode it twice (the upstream body, the client's answer), walk the
 client's messages a fixed number of times whatever their count, and run the
-database statements of its one write. A change that adds a parse, a walk or a
-query fails here, naming which.
+database statements of its one write, and leave none of its objects in a
+reference cycle (those wait for the garbage collector, whose full passes then
+stop every thread of the worker). A change that adds a parse, a walk, a query
+or a cycle fails here, naming which.
 """
 
+import gc
 import json
 
 import orjson
@@ -74,6 +77,8 @@ FIRST_STATEMENTS = STATEMENTS + 3
 # and the usage chunk the router asked for, not relayed), none encoded again (an event
 # nobody changed leaves as the bytes that came in); the upstream body is encoded once.
 STREAM_ENCODES = 1
+# The router's own modules, whose objects a request must leave to reference counting.
+OURS = ("pinch.", "routing.")
 
 # The pinch settings of each case: the tests' own (the budget prune, no recall
 # tool) and the shipped defaults' payback steps with the recall tool.
@@ -177,3 +182,22 @@ def test_a_warm_stream_decodes_each_event_once_and_queries_as_a_plain_request(wa
     assert counting["encodes"] == STREAM_ENCODES
     assert Counted.walks == WALKS["payback and recall"], f"{Counted.walks} walks"
     assert len(statements) == STATEMENTS, statements
+
+
+@pytest.mark.parametrize("case", list(PINCH))
+def test_a_warm_request_leaves_none_of_the_routers_objects_to_the_cycle_collector(warm, case):
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a pass finds unreachable is kept here to be named
+    try:
+        warm(case)
+        gc.collect()
+        cyclic = sorted(
+            {type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith(OURS)}
+        )
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+    assert cyclic == []
