@@ -15,10 +15,14 @@ request.
 Bodies: the first request of corpus session 026 (2 KB, one user message) and
 its last (368 KB of agent history), as each protocol's client sends them
 (chat completions, Messages as Claude Code, Responses as Codex;
-bench/bench_parse.py builds the same). Stages whose functions a checkout lacks
-are left out, so the same script times the code before and after a change.
+bench/bench_parse.py builds the same). ``--tools`` declares Claude Code's 24 tool
+definitions (82 KB of JSON, tests/support/claude_code_payload.py) on every body,
+in each protocol's shape, as an agent's requests carry them. Stages whose
+functions a checkout lacks are left out, so the same script times the code
+before and after a change.
 
-Run: ``.venv/bin/python bench/bench_stages.py [--samples 40] [--protocol chat ...] [--profile N]``
+Run: ``.venv/bin/python bench/bench_stages.py [--samples 40] [--protocol chat ...] [--tools]
+[--profile N]``
 """
 
 from __future__ import annotations
@@ -132,8 +136,9 @@ def install(clock: Clock) -> list[str]:
     return found
 
 
-def bodies(protocol: str) -> dict[str, tuple[list[bytes], bytes]]:
-    """{label: (the earlier requests, the measured one)} as the protocol's client sends them."""
+def bodies(protocol: str, tools: bool = False) -> dict[str, tuple[list[bytes], bytes]]:
+    """{label: (the earlier requests, the measured one)} as the protocol's client sends them;
+    ``tools``: with Claude Code's tool definitions declared."""
     from bench.bench_responses import as_items
     from bench.corpus import bench_conversations
     from routing.providers.anthropic.request import to_messages_request
@@ -141,6 +146,7 @@ def bodies(protocol: str) -> dict[str, tuple[list[bytes], bytes]]:
     _, conversations = bench_conversations()
     session = next(c for c in conversations if c.name == "026.json")
     requests = list(session.requests())
+    declared = _tools(protocol) if tools else {}
 
     def body(turns) -> bytes:
         if protocol == "chat":
@@ -150,7 +156,7 @@ def bodies(protocol: str) -> dict[str, tuple[list[bytes], bytes]]:
             data = data.body
         else:
             data = {"model": "auto", "input": as_items(turns), "store": False}
-        return json.dumps(data).encode()
+        return json.dumps({**data, **declared}).encode()
 
     last = len(requests) - 1
     return {
@@ -160,6 +166,22 @@ def bodies(protocol: str) -> dict[str, tuple[list[bytes], bytes]]:
             body(requests[last]),
         ),
     }
+
+
+def _tools(protocol: str) -> dict:
+    """Claude Code's tool definitions in ``protocol``'s shape, as a body's ``tools``."""
+    from tests.support.claude_code_payload import claude_code_body
+
+    tools = claude_code_body("")["tools"]
+    if protocol == "messages":
+        return {"tools": tools}
+    functions = [
+        {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}
+        for t in tools
+    ]
+    if protocol == "chat":
+        return {"tools": [{"type": "function", "function": f} for f in functions]}
+    return {"tools": [{"type": "function", **f} for f in functions]}
 
 
 def child(args) -> None:
@@ -181,7 +203,7 @@ def child(args) -> None:
     client = Client(HTTP_AUTHORIZATION=f"Bearer {os.environ['BENCH_KEY']}", HTTP_HOST="127.0.0.1")
     results = {}
     for protocol in args.protocol or PROTOCOLS:
-        for label, (earlier, measured) in bodies(protocol).items():
+        for label, (earlier, measured) in bodies(protocol, args.tools).items():
 
             def call(data, path=PATHS[protocol]):
                 response = client.post(path, data=data, content_type="application/json")
@@ -246,6 +268,7 @@ def run(args) -> dict:
         env = {**router.env, "BENCH_KEY": router.key}
         command = [PYTHON, __file__, "--child", "--samples", str(args.samples)]
         command += ["--profile", str(args.profile)] if args.profile else []
+        command += ["--tools"] if args.tools else []
         for protocol in args.protocol or ():
             command += ["--protocol", protocol]
         out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True)
@@ -281,6 +304,9 @@ def main() -> None:
         metavar="N",
         help="also print each cell's N functions of most own time (cProfile), per request; "
         "the table's figures then carry the profiler's cost",
+    )
+    parser.add_argument(
+        "--tools", action="store_true", help="declare Claude Code's 24 tools (82 KB) on each body"
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

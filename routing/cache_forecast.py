@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from pinch import estimate_tokens, extract_text
 from pinch.steps import CacheModel
-from routing.recall.tool import tools_sent
-from routing.selection import tools_overhead_tokens
 
 MISS = "miss"
 HIT = "hit"
@@ -91,7 +89,7 @@ def forecast_fields(plan) -> dict:
     split = predicted_split(
         plan.send_messages,
         plan.prefix,
-        tools_overhead_tokens(tools_sent(plan.request.tools, plan.config.pinch)),
+        plan.tools_tokens,
         plan.config.cache_prices(model),
         pinch.cold if pinch is not None else None,
         writes=model.cache is not None,

@@ -35,7 +35,7 @@ from functools import partial
 
 from django.conf import settings
 
-from pinch import estimate_tokens, extract_text
+from pinch import CHARS_PER_TOKEN, estimate_tokens, extract_text
 from routing.classifier import classify
 from routing.config import ModelConfig, RouterConfig
 from routing.conversation_state import RecordedState
@@ -58,13 +58,13 @@ from routing.pruning import (
 )
 from routing.quality import RequestSignals, request_signals
 from routing.recall.store import restored
-from routing.recall.tool import tools_sent
+from routing.recall.tool import tools_sent, tools_sent_chars
 from routing.selection import (
     baseline_model,
     candidates_for,
     measure_prompt_tokens,
     remeasured,
-    tools_overhead_tokens,
+    tools_chars,
 )
 from routing.session_routing import route_request, shifted
 
@@ -94,8 +94,11 @@ def plan_request(
     # The tools as sent: the router's recall tool counts where it is offered (routing/recall/),
     # in the measured prompt and in pinch's budget; not in the cost without pinch.
     tools = tools_sent(request.tools, config.pinch)
-    extra_tokens = tools_overhead_tokens(tools)
-    router_tool_tokens = extra_tokens - tools_overhead_tokens(request.tools)
+    # The definitions are written out once (json.dumps of an agent's took 0.1 ms or more, and
+    # they were counted four times a request): every figure below takes these.
+    declared_chars = tools_chars(request.tools)
+    extra_tokens = tools_sent_chars(request.tools, config.pinch, declared_chars) // CHARS_PER_TOKEN
+    router_tool_tokens = extra_tokens - declared_chars // CHARS_PER_TOKEN
     target = config.resolve_model_name(request.model)
     routed = target == config.routing.auto_model
     store = None
@@ -116,7 +119,7 @@ def plan_request(
     # The request as sent, measured once: routing reads it, and it is the payload's
     # figure too when pinch and local vision leave the messages as they are.
     unpruned = measure_prompt_tokens(
-        request.messages, tools, facts.sizes if facts is not None else None
+        request.messages, tools, facts.sizes if facts is not None else None, extra_tokens
     )
     if routed:
         path = RouteDecision.PATH_ROUTED
@@ -173,7 +176,7 @@ def plan_request(
         )
         measured = remeasured(unpruned, sent_as, send_messages, sizes, sent) if same_tools else None
         if measured is None:
-            measured = measure_prompt_tokens(send_messages, tools)
+            measured = measure_prompt_tokens(send_messages, tools, tools_tokens=extra_tokens)
     if request.source is not None:
         measured += request.source.left_out_tokens  # thinking, documents: sent natively
 
@@ -229,6 +232,7 @@ def plan_request(
         upstream_body=_upstream_body(request, send_messages),
         pinch=pinch,
         measured_tokens=measured,
+        tools_tokens=extra_tokens,
         prefix=prefix,
         prefix_fallback=prefix_fallback,
         payload_fingerprints=fingerprints,

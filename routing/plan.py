@@ -38,6 +38,9 @@ class Plan:
     pinch: PinchOutcome | None
     measured_tokens: int
     prefix: tuple[int, int, int] | None
+    # The tool definitions as sent (the router's recall tool included), in tokens: counted
+    # once (routing.selection.tools_overhead_tokens), read by the cache forecast too.
+    tools_tokens: int = 0
     # The caller's body with the (maybe pruned) messages, for a chat upstream; a wire
     # sets the model's ``send_as`` on its copy (fallbacks differ only there).
     upstream_body: dict = field(default_factory=dict)

@@ -18,7 +18,12 @@ from routing.pricing import blended_prompt_price
 
 def tools_overhead_tokens(tools) -> int:
     """Tool definitions ride along on every call and fill the same window."""
-    return len(json.dumps(tools)) // CHARS_PER_TOKEN if tools else 0
+    return tools_chars(tools) // CHARS_PER_TOKEN
+
+
+def tools_chars(tools) -> int:
+    """The tool definitions' characters as JSON: what ``tools_overhead_tokens`` counts."""
+    return len(json.dumps(tools)) if tools else 0
 
 
 # What a chat API adds around the text, as OpenAI documents for its chat models:
@@ -32,7 +37,7 @@ def estimated_tokens(messages, tools) -> int:
     return sum(estimate_tokens(extract_text(m)) for m in messages) + tools_overhead_tokens(tools)
 
 
-def measure_prompt_tokens(messages, tools, sizes=None) -> int:
+def measure_prompt_tokens(messages, tools, sizes=None, tools_tokens: int | None = None) -> int:
     """The prompt the router fits into a context window and prices.
 
     Every part of each message at three characters a token (``pinch.message_tokens``:
@@ -43,10 +48,14 @@ def measure_prompt_tokens(messages, tools, sizes=None) -> int:
     characters / 3 for its budget, so pinch's figures stay comparable across versions.
     ``sizes``: each message's ``message_tokens`` when the caller has them
     (pinch.carry.MessageFacts, carried from the conversation's previous request).
+    ``tools_tokens``: ``tools_overhead_tokens(tools)`` when the caller has it (an agent's
+    tool definitions are tens of KB of JSON, written out each time they are counted).
     """
     if sizes is None:
         sizes = [message_tokens(message) for message in messages]
-    total = REPLY_PRIMING_TOKENS + tools_overhead_tokens(tools)
+    if tools_tokens is None:
+        tools_tokens = tools_overhead_tokens(tools)
+    total = REPLY_PRIMING_TOKENS + tools_tokens
     total += MESSAGE_OVERHEAD_TOKENS * len(sizes) + sum(sizes)
     # ``_with_overhead`` of each message, summed in C: only those measured 0 are read again.
     for i in compress(count(), map(not_, sizes)):

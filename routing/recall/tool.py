@@ -68,9 +68,22 @@ def tools_sent(tools, pinch_config):
     """The request's tools as an upstream gets them, in chat shape: with the router's last when
     it offers it and the request declares tools (``with_tool``'s rule). What the request's
     prompt is measured with (routing.pipeline): the tool is sent, so it is counted."""
-    if not offers_tool(pinch_config) or not isinstance(tools, list) or not tools:
-        return tools
-    return [*tools, CHAT_TOOL]
+    return [*tools, CHAT_TOOL] if _adds_tool(tools, pinch_config) else tools
+
+
+# What the router's tool adds to a tools list written out as JSON (json.dumps's default
+# separators): its own JSON and the ", " before it.
+_ADDED_CHARS = len(", ") + len(json.dumps(CHAT_TOOL))
+
+
+def tools_sent_chars(tools, pinch_config, declared_chars: int) -> int:
+    """The characters of ``tools_sent(tools, pinch_config)`` as JSON, given ``declared_chars``,
+    those of ``tools``: an agent's tool definitions (tens of KB) are not written out again."""
+    return declared_chars + _ADDED_CHARS if _adds_tool(tools, pinch_config) else declared_chars
+
+
+def _adds_tool(tools, pinch_config) -> bool:
+    return offers_tool(pinch_config) and isinstance(tools, list) and bool(tools)
 
 
 @dataclass(frozen=True)
