@@ -33,9 +33,10 @@ from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware as _Authentication
 from django.contrib.messages.middleware import MessageMiddleware as _Message
 from django.contrib.sessions.middleware import SessionMiddleware as _Session
-from django.core.handlers.exception import convert_exception_to_response
+from django.core.handlers.exception import convert_exception_to_response, response_for_exception
 from django.core.handlers.wsgi import WSGIHandler
 from django.urls import Resolver404, get_resolver
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.module_loading import import_string
 from whitenoise.middleware import WhiteNoiseMiddleware as _WhiteNoise
 
@@ -82,10 +83,19 @@ class ApiFront:
             return
         pages = self._middleware_chain
         api = convert_exception_to_response(self._get_response)
+        run = []  # hook middlewares, outermost first, to fold into one layer
         for middleware_path in reversed(settings.MIDDLEWARE):
             middleware = import_string(middleware_path)
-            if not getattr(middleware, "passes_api_by", False):
-                api = convert_exception_to_response(middleware(api))
+            if getattr(middleware, "passes_api_by", False):
+                continue
+            if middleware.__call__ is MiddlewareMixin.__call__:
+                run.insert(0, middleware(api))
+                continue
+            if run:
+                api, run = convert_exception_to_response(Folded(run, api)), []
+            api = convert_exception_to_response(middleware(api))
+        if run:
+            api = convert_exception_to_response(Folded(run, api))
 
         def by_path(request):
             if is_api_path(request.path_info):
@@ -106,6 +116,50 @@ class ApiFront:
             return super().resolve_request(request)
         request.resolver_match = match
         return match
+
+
+class Folded:
+    """One layer for a run of hook middlewares, answering as their chain of layers does.
+
+    Django gives each middleware a layer of its own: its
+    ``convert_exception_to_response`` wrapper, then ``MiddlewareMixin.__call__``,
+    which calls ``process_request``, the next layer unless that answered, then
+    ``process_response``. A failure in a layer is answered there
+    (``response_for_exception``: handler400, handler500, ...), that layer's
+    ``process_response`` skipped, and the outer layers' run on that answer.
+    This does the same in one loop.
+    """
+
+    def __init__(self, middlewares: list, get_response):
+        self.requests = [getattr(m, "process_request", None) for m in middlewares]
+        self.responses = [getattr(m, "process_response", None) for m in middlewares]
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = None
+        entered = 0  # the layers whose process_response runs
+        for process_request in self.requests:
+            entered += 1
+            if process_request is None:
+                continue
+            try:
+                response = process_request(request)
+            except Exception as exc:
+                response = response_for_exception(request, exc)
+                entered -= 1
+                break
+            if response:
+                break
+        else:
+            response = self.get_response(request)
+        for process_response in reversed(self.responses[:entered]):
+            if process_response is None:
+                continue
+            try:
+                response = process_response(request, response)
+            except Exception as exc:
+                response = response_for_exception(request, exc)
+        return response
 
 
 def fixed_api_paths(resolver) -> dict:

@@ -248,6 +248,24 @@ def test_a_crash_on_the_short_way_is_the_same_json_500_with_the_same_headers_and
 
 
 @pytest.mark.django_db
+def test_a_middleware_that_answers_before_the_view_answers_the_short_way_as_the_whole_chain(
+    settings, api_key, caplog
+):
+    settings.SECURE_SSL_REDIRECT = True  # SecurityMiddleware answers a redirect to https
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {api_key}"}
+    seen = []
+    for client_class in (Client, ApiFrontClient):
+        with caplog.at_level(logging.INFO):
+            caplog.clear()
+            response = client_class().get("/v1/models", **bearer)
+        assert response.status_code == 301
+        assert response["Location"] == "https://testserver/v1/models"
+        seen.append(_seen(response, [r.getMessage() for r in caplog.records]))
+
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.django_db
 def test_a_page_on_the_short_way_handler_keeps_its_csrf_cookie_its_session_and_its_csp(
     staff_user,
 ):
