@@ -20,9 +20,11 @@ Served, the API goes further (``ApiFront``, the handler of
 router_project.wsgi): an API request takes a middleware chain of its own,
 built from settings.MIDDLEWARE without the layers that only hand it on (the
 four above, and ``ApiErrorMiddleware``, whose work is its exception hook,
-which Django calls from the handler, not from the chain). Each layer is two
-calls (Django's ``convert_exception_to_response`` wrapper, then the
-middleware), so that is ten calls fewer. And the API's fixed paths
+which Django calls from the handler, not from the chain), and the six left,
+all hooks (``process_request``, ``process_response``), folded into one layer
+(``Folded``). Each layer is two calls at least (Django's
+``convert_exception_to_response`` wrapper, then the middleware): ten layers
+became one. And the API's fixed paths
 (``/v1/chat/completions``, ``/v1/messages``, ...) are resolved once, by the
 URL resolver itself, instead of its patterns being tried in order on every
 request (11-16 us). The answers are the ones the whole chain gives:
