@@ -9,6 +9,7 @@ answers (the API, /metrics) are not documents and get no header.
 """
 
 from django.conf import settings
+from django.utils.deprecation import MiddlewareMixin
 
 DEFAULT_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -17,12 +18,10 @@ DEFAULT_POLICY = (
 )
 
 
-class ContentSecurityPolicyMiddleware:
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
+    # A hook, not a __call__ of its own: the API's chain folds it with Django's
+    # middlewares into one layer (router_project.api_front).
+    def process_response(self, request, response):
         policy = settings.CONTENT_SECURITY_POLICY
         if policy and response.get("Content-Type", "").startswith("text/html"):
             response.headers.setdefault("Content-Security-Policy", policy)

@@ -14,6 +14,11 @@ request in every worker that sees the counter; revoked any other way, it
 stops within ``KEY_CACHE_SECONDS``. That is also how long a key keeps working
 while the database is down: past it, the key cannot be checked and the
 request gets a 503. Unknown tokens are never cached: each one is looked up.
+
+The remembered keys are found by the token the client sent, so a request of
+a key seen recently pays no sha256 (the stored hash is computed only to look
+a key up). The tokens stay in this process's memory, as each request's
+headers do; they are never logged nor written anywhere.
 """
 
 import threading
@@ -44,8 +49,9 @@ class _Checked:
 
 
 _lock = threading.Lock()
-# Least recently used keys go past MAX_CACHED_KEYS (a flood of keys once emptied it whole);
-# how long an entry is trusted is the check below (the setting can change at run time).
+# Token -> _Checked. Least recently used keys go past MAX_CACHED_KEYS (a flood of keys once
+# emptied it whole); how long an entry is trusted is the check below (the setting can change
+# at run time).
 _checked: LRUCache = LRUCache(MAX_CACHED_KEYS)
 
 
@@ -66,25 +72,24 @@ def key_for_request(request) -> ApiKey | None:
     token = bearer_token(request) or request.META.get("HTTP_X_API_KEY", "").strip()
     if not token:
         return None
-    digest = hash_key(token)
     with _lock:
-        entry = _checked.get(digest)
+        entry = _checked.get(token)
     version = changes.version()
     age_limit = settings.ROUTER_KEY_CACHE_SECONDS
     now = time.monotonic()
     if entry is not None and changes.fresh(entry.version, entry.checked_at, version, age_limit):
         return entry.key
     try:
-        key = ApiKey.objects.active().filter(key_hash=digest).first()
+        key = ApiKey.objects.active().filter(key_hash=hash_key(token)).first()
     except DatabaseFailure:
         if entry is not None and now - entry.checked_at < age_limit:
             return entry.key
         raise KeyCheckUnavailable() from None
     with _lock:
         if key is None:
-            _checked.pop(digest, None)
+            _checked.pop(token, None)
         else:
-            _checked[digest] = _Checked(key, now, version)
+            _checked[token] = _Checked(key, now, version)
     return key
 
 

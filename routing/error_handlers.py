@@ -55,6 +55,10 @@ class ApiErrorMiddleware:
     else 500, with the traceback in the log.
     """
 
+    # Its work is process_exception, which Django's handler calls around the view: the layer
+    # itself only hands a request on, so the API's chain goes without it (router_project.api_front).
+    passes_api_by = True
+
     def __init__(self, get_response):
         self.get_response = get_response
 

@@ -20,6 +20,7 @@ import secrets
 from datetime import UTC, datetime
 
 from django.utils import timezone
+from django.utils.deprecation import MiddlewareMixin
 
 log = logging.getLogger("router.requests")
 
@@ -47,12 +48,10 @@ def decision_id_in(request_id: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-class RequestIdMiddleware:
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+class RequestIdMiddleware(MiddlewareMixin):
+    # A hook, not a __call__ of its own: the API's chain folds it with Django's
+    # middlewares into one layer (router_project.api_front).
+    def process_response(self, request, response):
         request_id = response.get(HEADER)
         if not request_id:
             request_id = new_request_id()
