@@ -15,10 +15,12 @@ from tests.support.served import gunicorn_router, prepare, router_env
 from tests.support.workers import connections_by_worker, worker_pids
 
 BURST = 16
-# Shared, a burst of 16 splits 8 and 8; left to the kernel, one worker took 13 to 16 of them
-# in about half the bursts (the first poller to wake accepts them one after another). 10
-# leaves room for a worker the scheduler of a loaded machine wakes late.
-MOST = 10
+# Measured on a 2-core machine at load 10 (a test suite running beside): shared, 138 bursts
+# of 140 split 8 and 8, one 9 and 7, one 12 and 4 (a worker woken late, after the 10 ms the
+# other waits for it); left to the kernel, one worker took 13 to 16 in 45 bursts of 60, so
+# three bursts of at most 12 each would pass without sharing about once in 60.
+MOST = 12
+BURSTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -70,23 +72,30 @@ def serving_workers(served) -> list[int]:
             return all(connections_by_worker(served, workers).values())
 
         wait_until(each_holds_one, "both workers did not take a connection")
+    all_closed(served, workers)
+    return workers
+
+
+def all_closed(served, workers):
     wait_until(
         lambda: not any(connections_by_worker(served, workers).values()),
         "the workers did not close the connections",
     )
-    return workers
 
 
 def test_sixteen_connections_opened_at_once_are_shared_between_the_workers(served):
     workers = serving_workers(served)
+    splits = []
+    for _ in range(BURSTS):
+        with opened(served, BURST) as conns:
+            statuses = [answered(served, conn) for conn in conns]
+            held = connections_by_worker(served, workers)
+        assert statuses == [200] * BURST
+        assert sum(held.values()) == BURST
+        splits.append(sorted(held.values()))
+        all_closed(served, workers)
 
-    with opened(served, BURST) as conns:
-        statuses = [answered(served, conn) for conn in conns]
-        held = connections_by_worker(served, workers)
-
-    assert statuses == [200] * BURST
-    assert sum(held.values()) == BURST
-    assert max(held.values()) <= MOST, held
+    assert all(most <= MOST for _, most in splits), splits
 
 
 def test_a_stopped_worker_does_not_keep_the_other_from_taking_new_connections(served):
