@@ -29,8 +29,9 @@ import mmap
 import time
 
 # 0: a worker publishes its count before each wait in its poll, so the counts
-# are exact whenever it could accept; a worker gives way only when it truly
-# holds more, and a burst ends within one connection of even.
+# are exact while it waits and a turn old at most while it works; a worker
+# gives way only when it truly holds more, and a burst ends within one
+# connection of even (8 and 8 of 16).
 SLACK = 0
 # A live worker's poller takes a waiting connection within about 0.1 ms when
 # idle, and within a GIL switch interval (5 ms) or two when its threads are
