@@ -113,6 +113,51 @@ class AcceptShare:
         self.held_since = None
 
 
+class SharedAccept:
+    """gthread's accept, shared with the other workers: a mixin of its worker class, which
+    accepts a connection in ``accept_one``."""
+
+    accept_share: AcceptShare | None = None  # the master seats the worker before its fork
+
+    def accept(self, listener):
+        share = self.accept_share
+        if share is not None and share.ahead(self.nr_conns):
+            share.give_way()
+            self.set_accept_enabled(False)
+            return
+        self.accept_one(listener)
+
+    def set_accept_enabled(self, enabled):
+        # The loop asks on each of its turns: the listener stays out while giving way.
+        share = self.accept_share
+        super().set_accept_enabled(enabled and not (share is not None and share.giving_way))
+
+    def wait_for_and_dispatch_events(self, timeout):
+        share = self.accept_share
+        if share is None:
+            return super().wait_for_and_dispatch_events(timeout)
+        share.publish(self.nr_conns if self.alive else None)
+        if share.giving_way:
+            timeout = min(timeout, RECHECK_SECONDS)
+        super().wait_for_and_dispatch_events(timeout)
+        if share.giving_way:
+            self._after_giving_way(share)
+
+    def _after_giving_way(self, share: AcceptShare):
+        """Stop giving way once no longer ahead; once waited long enough, take a waiting
+        connection on each turn (the others are stopped, wedged or too busy to), until none
+        waits. Stopped, the loop's next turn puts the listener back in the poller."""
+        full = self.nr_conns >= self.worker_connections  # the loop keeps the listener out then
+        if not self.alive or full or not share.ahead(self.nr_conns):
+            share.stop_giving_way()
+        elif share.waited_enough():
+            before = self.nr_conns
+            for listener in self.sockets:
+                self.accept_one(listener)
+            if self.nr_conns == before:  # none waits (any more)
+                share.stop_giving_way()
+
+
 _counts: ConnectionCounts | None = None
 
 

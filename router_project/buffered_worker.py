@@ -64,7 +64,7 @@ from functools import partial
 from gunicorn.http import wsgi
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from router_project.accept_share import RECHECK_SECONDS
+from router_project.accept_share import SharedAccept
 from router_project.connection_io import HandedUnreader, OneSendResponse, handed_pieces
 from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
@@ -112,7 +112,7 @@ class Incoming:
         self.continued = False  # "100 Continue" sent
 
 
-class BufferedThreadWorker(ThreadWorker):
+class BufferedThreadWorker(SharedAccept, ThreadWorker):
     """gthread, the request buffered whole by the poller first (see the module's doc)."""
 
     def __init__(self, *args, **kwargs):
@@ -123,7 +123,6 @@ class BufferedThreadWorker(ThreadWorker):
         self.buffered = 0
         self.limits = None
         self.next_heartbeat = 0.0
-        self.accept_share = None  # the master seats the worker before its fork (accept_share.seat)
 
     def _limits(self):
         if self.limits is None:
@@ -171,17 +170,9 @@ class BufferedThreadWorker(ThreadWorker):
 
     # Connections come to the poller, not to a thread.
 
-    def accept(self, listener):
-        share = self.accept_share
-        if share is not None and share.ahead(self.nr_conns):
-            share.give_way()
-            self.set_accept_enabled(False)
-            return
-        self._accept(listener)
-
-    def _accept(self, listener):
+    def accept_one(self, listener):
         if self.cfg.is_ssl:
-            return super().accept(listener)
+            return ThreadWorker.accept(self, listener)  # gthread's own, past SharedAccept's
         try:
             client, address = listener.accept()
         except OSError as error:
@@ -191,38 +182,6 @@ class BufferedThreadWorker(ThreadWorker):
         self.nr_conns += 1
         conn = TConn(self.cfg, client, address, listener.getsockname())
         self._read_next(conn, b"")
-
-    # A new connection shared with the other workers (router_project/accept_share.py).
-
-    def set_accept_enabled(self, enabled):
-        # The loop asks on each of its turns: the listener stays out while giving way.
-        share = self.accept_share
-        super().set_accept_enabled(enabled and not (share is not None and share.giving_way))
-
-    def wait_for_and_dispatch_events(self, timeout):
-        share = self.accept_share
-        if share is None:
-            return super().wait_for_and_dispatch_events(timeout)
-        share.publish(self.nr_conns if self.alive else None)
-        if share.giving_way:
-            timeout = min(timeout, RECHECK_SECONDS)
-        super().wait_for_and_dispatch_events(timeout)
-        if share.giving_way:
-            self._after_giving_way(share)
-
-    def _after_giving_way(self, share):
-        """Stop giving way once no longer ahead; once waited long enough, take a waiting
-        connection on each turn (the others are stopped, wedged or too busy to), until none
-        waits. Stopped, the loop's next turn puts the listener back in the poller."""
-        full = self.nr_conns >= self.worker_connections  # the loop keeps the listener out then
-        if not self.alive or full or not share.ahead(self.nr_conns):
-            share.stop_giving_way()
-        elif share.waited_enough():
-            before = self.nr_conns
-            for listener in self.sockets:
-                self._accept(listener)
-            if self.nr_conns == before:  # none waits (any more)
-                share.stop_giving_way()
 
     def finish_request(self, conn, fs):
         if conn not in self.ours:
