@@ -45,6 +45,11 @@ request; here at most once every ``HEARTBEAT_SECONDS``. The loop turns at
 least once a second when idle (its poll's timeout), so the arbiter's view is
 never much older than gthread's, far inside ``timeout``; a worker whose loop
 is stuck stops notifying and is killed as before.
+
+A new connection is shared with the other workers (router_project/accept_share.py):
+a worker holding more connections than another accepting one leaves its listener
+out of its poller for a moment, so that a burst of connections opened at once is
+not all accepted by the worker that wakes first; after 10 ms it takes them anyway.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from functools import partial
 from gunicorn.http import wsgi
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from router_project.accept_share import SharedAccept
 from router_project.connection_io import HandedUnreader, OneSendResponse, handed_pieces
 from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
@@ -106,7 +112,7 @@ class Incoming:
         self.continued = False  # "100 Continue" sent
 
 
-class BufferedThreadWorker(ThreadWorker):
+class BufferedThreadWorker(SharedAccept, ThreadWorker):
     """gthread, the request buffered whole by the poller first (see the module's doc)."""
 
     def __init__(self, *args, **kwargs):
@@ -164,9 +170,9 @@ class BufferedThreadWorker(ThreadWorker):
 
     # Connections come to the poller, not to a thread.
 
-    def accept(self, listener):
+    def accept_one(self, listener):
         if self.cfg.is_ssl:
-            return super().accept(listener)
+            return ThreadWorker.accept(self, listener)  # gthread's own, past SharedAccept's
         try:
             client, address = listener.accept()
         except OSError as error:

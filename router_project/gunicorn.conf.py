@@ -12,6 +12,7 @@ poller first, so threads only meet complete requests, as behind nginx
 bad value stops gunicorn naming it.
 """
 
+from router_project import accept_share
 from router_project.env import env_int, env_str
 from router_project.wsgi_edges import json_server_errors
 
@@ -67,6 +68,18 @@ def when_ready(server):
 
     for listener in server.LISTENERS:
         server.log.info("Router serving on %s (create a key: %s)", listener, CREATE_KEY_COMMAND)
+
+
+def pre_fork(server, worker):
+    """A slot in the table of connections each worker holds, made in the master so that the
+    workers share it: a burst of new connections is shared between them
+    (router_project/accept_share.py)."""
+    accept_share.seat(worker)
+
+
+def child_exit(server, worker):
+    """A worker gone (exited, killed, restarted) is no longer counted as one that could accept."""
+    accept_share.unseat(worker)
 
 
 def post_fork(server, worker):

@@ -12,6 +12,7 @@ import requests
 
 from tests.support.config import base_config
 from tests.support.served import gunicorn_router, prepare, router_env
+from tests.support.workers import worker_pids
 
 TIMEOUT = 2  # ROUTER_WORKER_TIMEOUT, seconds
 
@@ -28,19 +29,13 @@ def served(tmp_path, upstream):
         yield router
 
 
-def workers(served) -> list[int]:
-    master = served.process.pid
-    with open(f"/proc/{master}/task/{master}/children") as children:
-        return [int(pid) for pid in children.read().split()]
-
-
 def models(served):
     headers = {"Authorization": f"Bearer {served.key}"}
     return requests.get(served.url + "/v1/models", headers=headers, timeout=10)
 
 
 def test_a_worker_busy_for_longer_than_its_timeout_is_not_killed(served):
-    (worker,) = workers(served)
+    (worker,) = worker_pids(served)
     statuses = []
     until = time.monotonic() + 3 * TIMEOUT
 
@@ -57,16 +52,16 @@ def test_a_worker_busy_for_longer_than_its_timeout_is_not_killed(served):
         asker.join()
 
     assert len(statuses) > 100 and set(statuses) == {200}
-    assert workers(served) == [worker]
+    assert worker_pids(served) == [worker]
 
 
 def test_a_stopped_worker_is_killed_and_replaced_within_its_timeout(served):
-    (worker,) = workers(served)
+    (worker,) = worker_pids(served)
     os.kill(worker, signal.SIGSTOP)  # its loop turns no more, as if wedged
 
     deadline = time.monotonic() + 10 * TIMEOUT
-    while time.monotonic() < deadline and workers(served) in ([worker], []):
+    while time.monotonic() < deadline and worker_pids(served) in ([worker], []):
         time.sleep(0.2)
 
-    assert worker not in workers(served)
+    assert worker not in worker_pids(served)
     assert models(served).status_code == 200
