@@ -3,6 +3,7 @@ same environ, keep-alive decision, bytes on the wire and access line, or the req
 gunicorn."""
 
 import logging
+import os
 import re
 from datetime import timedelta
 
@@ -12,6 +13,7 @@ from gunicorn.glogging import Logger
 from gunicorn.http import wsgi
 from gunicorn.http.parser import RequestParser
 from gunicorn.http.unreader import SocketUnreader
+from gunicorn.workers.gthread import TConn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -343,3 +345,101 @@ def test_the_access_line_is_gunicorns(request, status):
     response.write(b"{}")
     log.access(response, theirs, their_environ, took)
     assert lines.lines[0] == lines.lines[1]
+
+
+# The worker's thread, from the handed request to the keep-alive decision.
+
+
+class _Client(_Wire):
+    """A connected client's socket, as gunicorn's error answers and closes use it."""
+
+    def setblocking(self, _flag):
+        pass
+
+    def gettimeout(self):
+        return None
+
+    def settimeout(self, _seconds):
+        pass
+
+    def shutdown(self, _how):
+        self.sent += b"<FIN>"
+
+    def close(self):
+        pass
+
+
+def _json_app(environ, start_response):
+    answer = b'{"read":%d}' % len(environ["wsgi.input"].read())
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "10")])
+    return [answer]
+
+
+def _stream_app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/event-stream")])
+    yield b"data: 1\n\n"
+    yield b"data: 2\n\n"
+
+
+def _failing_app(environ, start_response):
+    raise RuntimeError("the view failed")
+
+
+def _failing_stream_app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/event-stream")])
+    yield b"data: 1\n\n"
+    raise RuntimeError("the stream failed")
+
+
+def _bad_header_app(environ, start_response):
+    start_response("200 OK", [("X-Bad", "a\r\nb")])
+    return [b"{}"]
+
+
+def _served(stream: bytes, head_end: int, app, max_requests: int, lean: bool):
+    """What the buffered worker's thread sends, keeps, logs and leaves for the next request."""
+    from router_project.buffered_worker import BufferedThreadWorker
+    from router_project.connection_io import handed_pieces
+
+    cfg = Config()
+    cfg.set("accesslog", "-")
+    cfg.set("errorlog", os.devnull)
+    cfg.set("max_requests", max_requests)
+    log = Logger(cfg)
+    lines = _Lines()
+    log.access_log.handlers = [lines]
+    log.now = lambda: "[07/Dec/2026:03:00:00 +0000]"
+    worker = BufferedThreadWorker(0, os.getppid(), [], None, 30, cfg, log)
+    worker.wsgi = app
+    worker.plain = PlainSettings(cfg)
+    worker.plain.usable = lean
+    sock = _Client()
+    conn = TConn(cfg, sock, TRUSTED, SERVER)
+    worker.ours.add(conn)
+    end = len(stream) - len(PIPELINED) if stream.endswith(PIPELINED) else len(stream)
+    conn.handoff = handed_pieces(bytearray(stream), head_end, end, False)
+    kept_as = wsgi.Response
+    wsgi.Response = OneSendResponse  # as the worker's init_process sets it
+    try:
+        keep = worker.handle(conn)
+    finally:
+        wsgi.Response = kept_as
+        worker.tmp.close()
+    leftover = conn.parser.unreader.take_buffered() if keep else None
+    sent = DATE.sub(b"\r\nDate: -\r\n", sock.sent)
+    return sent, keep, lines.lines, leftover, worker.nr, worker.alive
+
+
+PIPELINED = b"GET /v1/models HTTP/1.1\r\nHost: r\r\n\r\n"
+apps = st.sampled_from([_json_app, _stream_app, _failing_app, _failing_stream_app, _bad_header_app])
+
+
+@settings(max_examples=400, deadline=None)
+@given(requests(), apps, st.booleans(), st.sampled_from([0, 1]))
+def test_the_workers_thread_sends_keeps_and_logs_as_gunicorns_way_does(
+    request, app, pipelined, max_requests
+):
+    head, body = request
+    stream = head + body + (PIPELINED if pipelined else b"")
+    served = (stream, len(head), app, max_requests)
+    assert _served(*served, lean=True) == _served(*served, lean=False)
