@@ -61,21 +61,14 @@ import re
 import selectors
 import socket
 import time
-from datetime import datetime
 from functools import partial
 
-from gunicorn import util
 from gunicorn.http import wsgi
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from router_project.connection_io import HandedUnreader, OneSendResponse, handed_pieces
-from router_project.lean_http import (
-    PlainAnswer,
-    PlainSettings,
-    log_access,
-    plain_environ,
-    plain_request,
-)
+from router_project.lean_exchange import PlainExchange
+from router_project.lean_http import PlainSettings, plain_request
 from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
 
@@ -122,7 +115,7 @@ class Incoming:
         self.continued = False  # "100 Continue" sent
 
 
-class BufferedThreadWorker(ThreadWorker):
+class BufferedThreadWorker(PlainExchange, ThreadWorker):
     """gthread, the request buffered whole by the poller first (see the module's doc)."""
 
     def __init__(self, *args, **kwargs):
@@ -219,74 +212,6 @@ class BufferedThreadWorker(ThreadWorker):
                 return self._handle_plain(conn, request)
             conn.parser.unreader.hand([head, body, pipelined])
         return super().handle(conn)
-
-    # A plain request: gthread's handle and handle_request, without gunicorn's parser,
-    # environ and Response objects (router_project/lean_http.py).
-
-    def _handle_plain(self, conn, request):
-        """gthread's ``handle`` for a request the lean parser took: whether to keep the
-        connection, the errors answered as gthread answers them."""
-        try:
-            conn.sock.setblocking(True)
-            return self._handle_plain_request(conn, request)
-        except StopIteration:  # the answer had started when the application failed
-            return False
-        except OSError as error:
-            if error.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
-                self.log.exception("Socket error processing request.")
-            return False
-        except Exception as error:
-            self.handle_error(request, conn.sock, conn.client, error)
-            return False
-
-    def _handle_plain_request(self, conn, request) -> bool:
-        """gthread's ``handle_request``: the same hooks, count of requests, keep-alive
-        rules and access line."""
-        plain = self.plain
-        environ = {}
-        answer = None
-        try:
-            plain.pre_request(self, request)
-            started = datetime.now()
-            answer = PlainAnswer(request, conn.sock)
-            environ = plain_environ(plain, request, answer, conn.sock, conn.client, conn.server)
-            self.nr += 1
-            if self.nr >= self.max_requests:
-                if self.alive:
-                    self.log.info("Autorestarting worker after current request.")
-                    self.alive = False
-                answer.force_close()
-            if (
-                not self.alive
-                or not plain.keepalive
-                or len(self.keepalived_conns) >= self.max_keepalived
-            ):
-                answer.force_close()
-            body = self.wsgi(environ, answer.start_response)
-            try:
-                for item in body:
-                    answer.write(item)
-                answer.close()
-            finally:
-                log_access(self.log, plain, answer, request, environ, datetime.now() - started)
-                if hasattr(body, "close"):
-                    body.close()
-            # The body is read already: nothing of it is left on the socket to drain.
-            return not answer.should_close()
-        except OSError:
-            raise
-        except (Exception, SystemExit):
-            if answer is not None and answer.headers_sent:
-                # Writing a 500 after the answer's head would corrupt it.
-                self.log.exception("Error handling request")
-                util.close_graceful(conn.sock)
-                raise StopIteration() from None
-            raise
-        finally:
-            try:
-                plain.post_request(self, request, environ, answer)
-            except Exception:
-                self.log.exception("Exception in post_request hook")
 
     # Reading a request whole, without blocking.
 

@@ -11,8 +11,8 @@ around a trivial application (bench/bench_lean_http.py).
 For a request in the plain forms agents and nginx send, ``plain_request``
 parses the head strictly; ``plain_environ`` is the environ ``wsgi.create``
 makes of it, ``PlainAnswer`` puts gunicorn's bytes on the wire (its head in
-the send of its body when it has a length, as ``OneSendResponse``) and
-``log_access`` writes gunicorn's access line. Whatever the strict parser does
+the send of its body when it has a length, as ``OneSendResponse``);
+router_project/lean_exchange.py serves the request with them. Whatever the strict parser does
 not take plainly (odd characters, folding, a framing or expectation header,
 an absolute target, an underscore in a name, a head at gunicorn's limits...)
 is None: the request goes gunicorn's way, with its refusals as before. The
@@ -27,11 +27,8 @@ import io
 import os
 import re
 import time
-import traceback
 
 from gunicorn import SERVER, util
-from gunicorn.config import AccessLogFormat
-from gunicorn.glogging import Logger, SafeAtoms
 from gunicorn.http import wsgi
 from gunicorn.http.errors import InvalidResponseHeader, InvalidResponseHeaderName
 from gunicorn.http.message import (
@@ -360,32 +357,3 @@ class PlainAnswer:
             self.sock.sendall(self._head())
         if self.chunked:
             self.sock.sendall(b"0\r\n\r\n")
-
-
-DEFAULT_ACCESS_LOG_FORMAT = AccessLogFormat.default
-
-
-def log_access(log, settings: PlainSettings, answer, request, environ, request_time):
-    """gunicorn's access line. With gunicorn's own logger and format, of the atoms that
-    format names alone (gunicorn makes one of every header and environ entry too)."""
-    if not log.access_log_enabled:
-        return
-    if type(log) is not Logger or settings.access_log_format != DEFAULT_ACCESS_LOG_FORMAT:
-        log.access(answer, request, environ, request_time)
-        return
-    status = answer.status
-    atoms = {
-        "h": environ.get("REMOTE_ADDR", "-"),
-        "l": "-",
-        "u": log._get_user(environ) or "-",
-        "t": log.now(),
-        "r": f"{environ['REQUEST_METHOD']} {environ['RAW_URI']} {environ['SERVER_PROTOCOL']}",
-        "s": status.split(None, 1)[0] if isinstance(status, str) else status,
-        "b": str(answer.sent),
-        "f": environ.get("HTTP_REFERER", "-"),
-        "a": environ.get("HTTP_USER_AGENT", "-"),
-    }
-    try:
-        log.access_log.info(DEFAULT_ACCESS_LOG_FORMAT, SafeAtoms(atoms))
-    except Exception:
-        log.error(traceback.format_exc())

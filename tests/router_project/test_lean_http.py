@@ -1,6 +1,6 @@
-"""The buffered worker's lean exchange (router_project.lean_http) against gunicorn's own: the
-same environ, keep-alive decision, bytes on the wire and access line, or the request left to
-gunicorn."""
+"""The buffered worker's lean exchange (router_project.lean_http, lean_exchange) against
+gunicorn's own: the same environ, keep-alive decision, bytes on the wire and access line, or
+the request left to gunicorn."""
 
 import logging
 import os
@@ -18,13 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from router_project.connection_io import OneSendResponse
-from router_project.lean_http import (
-    PlainAnswer,
-    PlainSettings,
-    log_access,
-    plain_environ,
-    plain_request,
-)
+from router_project.lean_exchange import log_access
+from router_project.lean_http import PlainAnswer, PlainSettings, plain_environ, plain_request
 
 SERVER = ("127.0.0.1", 8000)
 TRUSTED, UNTRUSTED = ("127.0.0.1", 40000), ("10.1.2.3", 40001)
@@ -319,12 +314,23 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+OWN_FORMAT = '%(h)s "%(r)s" %(s)s %(b)s %(D)s %({content-length}o)s %({host}i)s %({path_info}e)s'
+
+
 @settings(max_examples=300, deadline=None)
-@given(requests(), st.sampled_from(["200 OK", "404 Not Found", "500 Internal Server Error"]))
-def test_the_access_line_is_gunicorns(request, status):
+@given(
+    requests(),
+    st.sampled_from(["200 OK", "404 Not Found", "500 Internal Server Error"]),
+    st.sampled_from([None, OWN_FORMAT]),
+)
+def test_the_access_line_is_gunicorns_in_its_default_format_or_an_operators(
+    request, status, line_format
+):
     head, body = request
     cfg = Config()
     cfg.set("accesslog", "-")
+    if line_format:
+        cfg.set("access_log_format", line_format)
     log = Logger(cfg)
     lines = _Lines()
     log.access_log.handlers = [lines]
