@@ -36,7 +36,14 @@ pipelining work: bytes read past the end of one request start the next.
 TLS and HTTP/2 are left to gthread as it is (the router serves plain HTTP/1.1
 behind a proxy that terminates TLS).
 
-Three costs of gthread per request are cut (docs/deployment.md, "The front"):
+A plain request (the forms agents and nginx send: no chunked body, no
+``Expect``, nothing odd) is then served without gunicorn's parser, environ
+and response objects (router_project/lean_http.py): the head the poller
+scanned is parsed once more, strictly, into the environ gunicorn would make,
+and the answer leaves as gunicorn's bytes, with its hooks, keep-alive rules
+and access line; anything else goes gunicorn's way as before.
+
+Three more costs of gthread per request are cut (docs/deployment.md, "The front"):
 its thread pool's future, condition and callbacks (router_project/worker_threads.py),
 the send of each answer's head apart from its body (router_project/connection_io.py),
 and its heartbeat: gthread's loop tells the arbiter it is alive (``notify``: the
@@ -66,6 +73,8 @@ from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from router_project.accept_share import SharedAccept
 from router_project.connection_io import HandedUnreader, OneSendResponse, handed_pieces
+from router_project.lean_exchange import PlainExchange
+from router_project.lean_http import PlainSettings, plain_request
 from router_project.worker_threads import Finished, Threads
 from router_project.wsgi_edges import json_error_bytes
 
@@ -112,7 +121,7 @@ class Incoming:
         self.continued = False  # "100 Continue" sent
 
 
-class BufferedThreadWorker(SharedAccept, ThreadWorker):
+class BufferedThreadWorker(SharedAccept, PlainExchange, ThreadWorker):
     """gthread, the request buffered whole by the poller first (see the module's doc)."""
 
     def __init__(self, *args, **kwargs):
@@ -139,6 +148,7 @@ class BufferedThreadWorker(SharedAccept, ThreadWorker):
     def init_process(self):
         # gthread makes its answers through wsgi.create, which has no setting for their class.
         wsgi.Response = OneSendResponse
+        self.plain = PlainSettings(self.cfg)
         super().init_process()
 
     def notify(self):
@@ -197,12 +207,16 @@ class BufferedThreadWorker(SharedAccept, ThreadWorker):
 
     def handle(self, conn):
         if conn in self.ours and conn.handoff is not None:
-            pieces, conn.handoff = conn.handoff, None
+            (head, body, pipelined), conn.handoff = conn.handoff, None
             conn.data_ready = True  # the thread has no data to wait for
             conn.init()
             if not isinstance(conn.parser.unreader, HandedUnreader):
                 conn.parser.unreader = HandedUnreader(conn.sock)
-            conn.parser.unreader.hand(pieces)
+            request = plain_request(self.plain, head, body, conn.client)
+            if request is not None:
+                conn.parser.unreader.hand([pipelined])
+                return self._handle_plain(conn, request)
+            conn.parser.unreader.hand([head, body, pipelined])
         return super().handle(conn)
 
     # Reading a request whole, without blocking.

@@ -30,7 +30,7 @@ class HandedUnreader(SocketUnreader):
         self.pieces = collections.deque()
 
     def hand(self, pieces):
-        self.pieces.extend(pieces)
+        self.pieces.extend(piece for piece in pieces if piece)
 
     def chunk(self, size_hint=None):
         if self.pieces:
@@ -50,9 +50,10 @@ class HandedUnreader(SocketUnreader):
         return held
 
 
-def handed_pieces(data: bytearray, head_end: int, end: int, chunked: bool) -> list:
-    """A request read whole, as the pieces its thread reads (``HandedUnreader``): its head,
-    its body, and what was pipelined behind it.
+def handed_pieces(data: bytearray, head_end: int, end: int, chunked: bool) -> tuple:
+    """A request read whole, as the pieces its thread reads (``HandedUnreader``, or the lean
+    exchange of router_project/lean_http.py): its head, its body, and what was pipelined
+    behind it (each possibly empty).
 
     A body of declared length is a view of the poller's buffer, not a copy:
     gunicorn's body reader copies it once, into the bytes Django reads. A
@@ -60,8 +61,7 @@ def handed_pieces(data: bytearray, head_end: int, end: int, chunked: bool) -> li
     """
     with memoryview(data) as view:
         body = view[head_end:end]
-        pieces = [bytes(view[:head_end]), bytes(body) if chunked else body, bytes(view[end:])]
-    return [piece for piece in pieces if piece]
+        return bytes(view[:head_end]), bytes(body) if chunked else body, bytes(view[end:])
 
 
 class _HeadKept:

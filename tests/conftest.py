@@ -66,6 +66,7 @@ SHARED_ROUTER_MODULES = {
     "tests/routing/test_deployment.py",
     "tests/routing/test_gunicorn.py",
     "tests/routing/test_slow_clients.py",
+    "tests/router_project/test_plain_requests_served.py",
 }
 
 
