@@ -107,11 +107,6 @@ def child() -> None:
         print(json.dumps(block(int(line))), flush=True)
 
 
-def checkout(revision: str, into: Path) -> Path:
-    subprocess.run(f"git archive {revision} | tar -x -C {into}", shell=True, cwd=ROOT, check=True)
-    return into
-
-
 def start_child(root: Path, router, body_file: Path) -> subprocess.Popen:
     env = {**router.env, "BENCH_KEY": router.key, "BENCH_BODY": str(body_file)}
     child = subprocess.Popen(
@@ -144,13 +139,16 @@ def main() -> None:
         return
     sys.path.insert(0, str(ROOT))
     from bench import bench_proxy as proxy
+    from bench.bench_ab import checkout
 
-    with tempfile.TemporaryDirectory(prefix="bench-django-") as tmp_name:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-django-") as tmp_name,
+        checkout(args.baseline) as baseline,
+    ):
         tmp = Path(tmp_name)
         body_file = tmp / "body.json"
         body_file.write_bytes(proxy.corpus_bodies()[0].data)
-        (tmp / "baseline").mkdir()
-        roots = {"baseline": checkout(args.baseline, tmp / "baseline"), "this checkout": ROOT}
+        roots = {"baseline": baseline, "this checkout": ROOT}
         with proxy.router_beside_upstream("bench-django-front-") as (_, router):
             children = {name: start_child(root, router, body_file) for name, root in roots.items()}
             figures = {name: [] for name in roots}

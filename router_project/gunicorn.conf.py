@@ -96,8 +96,9 @@ def post_fork(server, worker):
 # generations, whose passes stop every thread. With no cycle left on a request's path
 # (tests/routing/test_hot_path_budget.py), its objects go by reference counting, and a
 # rarer pass finds little. Measured on a served worker (368 KB body, 16 clients, the
-# collector's CPU time per request): 0.54-0.61 ms as it was, 0.26-0.27 ms with the
-# freeze below, 0.10 with both; 2 KB at 1 client, 0.02-0.05 ms in every case.
+# collector's CPU time per request): 0.73-0.86 ms with the cycle, 0.54-0.61 without it,
+# 0.26-0.27 with the freeze below too, 0.10 with this threshold too; 2 KB at 1 client,
+# 0.02-0.05 ms in every case.
 YOUNG_COLLECTION_THRESHOLD = 7000
 
 
